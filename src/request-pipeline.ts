@@ -1,0 +1,158 @@
+import { Elysia, ValidationError } from 'elysia'
+import { isJsonContentType, parseJsonBody, readBodyText, tooLarge } from './body.ts'
+import { AppError, problemResponse } from './errors.ts'
+import type { Logger } from './log.ts'
+import { summarise, validationProblems } from './validation.ts'
+
+/** What the pipeline knows about a request, kept beside it rather than on the context. */
+export interface RequestMeta {
+  readonly id: string
+  readonly startedAt: number
+  /** Client address after applying the trusted-proxy rule. */
+  readonly clientIp: string
+  /** The body exactly as received, for routes that verify signatures over it. */
+  rawBody?: string
+  /** Status of an error response, for the access log. */
+  errorStatus?: number
+  /** Who made the request, once authenticated; filled by the access layer. */
+  principal?: { userId: string; orgId: string }
+}
+
+const metas = new WeakMap<Request, RequestMeta>()
+
+export function requestMeta(request: Request): RequestMeta {
+  let meta = metas.get(request)
+  if (!meta) {
+    meta = { id: crypto.randomUUID(), startedAt: performance.now(), clientIp: 'unknown' }
+    metas.set(request, meta)
+  }
+  return meta
+}
+
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
+
+/**
+ * The client address: the socket peer, unless the peer is a trusted proxy, in which case
+ * the right-most X-Forwarded-For entry that is not itself a trusted proxy.
+ */
+export function clientAddress(peer: string | undefined, forwardedFor: string | null, trustedProxies: readonly string[]): string {
+  const direct = peer ?? 'unknown'
+  if (!forwardedFor || !trustedProxies.includes(direct)) return direct
+  const hops = forwardedFor.split(',').map((s) => s.trim()).filter(Boolean)
+  for (let i = hops.length - 1; i >= 0; i--) if (!trustedProxies.includes(hops[i]!)) return hops[i]!
+  return direct
+}
+
+/** Lists the methods registered for a path, for 405 answers. */
+export class RouteIndex {
+  private patterns: { regex: RegExp; methods: Set<string> }[] = []
+
+  load(routes: readonly { method: string; path: string }[]): void {
+    const byPath = new Map<string, Set<string>>()
+    for (const r of routes) {
+      if (!byPath.has(r.path)) byPath.set(r.path, new Set())
+      byPath.get(r.path)!.add(r.method)
+    }
+    this.patterns = [...byPath].map(([path, methods]) => ({
+      regex: new RegExp('^' + path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*') + '/?$'),
+      methods,
+    }))
+  }
+
+  allowed(pathname: string): string[] {
+    const methods = new Set<string>()
+    for (const p of this.patterns) if (p.regex.test(pathname)) for (const m of p.methods) methods.add(m)
+    if (methods.has('GET')) methods.add('HEAD')
+    return [...methods].filter((m) => m !== 'WS' && m !== 'ALL').sort()
+  }
+}
+
+export interface RequestPipelineOptions {
+  logger: Logger
+  /** Largest JSON body accepted, in bytes. */
+  bodyLimitBytes: number
+  /** Proxies whose X-Forwarded-For is believed. Default none. */
+  trustedProxies?: readonly string[]
+  /** Filled by createApp once every route is registered. */
+  routeIndex: RouteIndex
+}
+
+function toAppError(code: string | number, error: unknown, request: Request, routeIndex: RouteIndex): AppError | undefined {
+  if (error instanceof AppError) return error
+  if ((code === 'PARSE' || code === 'UNKNOWN') && (error as Error)?.cause instanceof AppError) return (error as Error).cause as AppError
+  if (error instanceof ValidationError) {
+    const errors = validationProblems(error)
+    return new AppError('validation_failed', summarise(errors), { errors })
+  }
+  if (code === 'PARSE') return new AppError('invalid_json', 'Request body could not be parsed', { errors: [{ field: 'body', message: 'unparseable' }] })
+  if (code === 'NOT_FOUND') {
+    const path = new URL(request.url).pathname
+    const allowed = routeIndex.allowed(path)
+    if (allowed.length > 0 && !allowed.includes(request.method))
+      return new AppError('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`, {
+        headers: { allow: allowed.join(', ') },
+      })
+    return new AppError('not_found', `No route for ${request.method} ${path}`)
+  }
+  return undefined
+}
+
+/**
+ * Request ids, JSON bodies with a size limit, one error format and the access log.
+ * Registered first so that every route behind it gets the same treatment.
+ */
+export function requestPipeline(options: RequestPipelineOptions) {
+  const { logger, bodyLimitBytes, routeIndex } = options
+  const trusted = options.trustedProxies ?? []
+
+  return new Elysia({ name: 'request-pipeline', seed: bodyLimitBytes })
+    .onRequest(({ request, server, set }) => {
+      const given = request.headers.get('x-request-id')
+      const meta: RequestMeta = {
+        id: given && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID(),
+        startedAt: performance.now(),
+        clientIp: clientAddress(server?.requestIP(request)?.address, request.headers.get('x-forwarded-for'), trusted),
+      }
+      metas.set(request, meta)
+      set.headers['x-request-id'] = meta.id
+      const declared = request.headers.get('content-length')
+      if (declared !== null && Number(declared) > bodyLimitBytes) throw tooLarge(bodyLimitBytes)
+    })
+    .onParse({ as: 'global' }, async ({ request, contentType }) => {
+      if (!request.body) return null
+      if (!isJsonContentType(contentType)) {
+        // An empty body with no content type is simply no body.
+        const text = await readBodyText(request, bodyLimitBytes)
+        if (text === '' && !contentType) return null
+        throw new AppError('unsupported_media_type', `Content-Type must be application/json, got "${contentType || 'none'}"`, {
+          errors: [{ field: 'content-type', message: 'expected application/json' }],
+        })
+      }
+      const text = await readBodyText(request, bodyLimitBytes)
+      requestMeta(request).rawBody = text
+      return parseJsonBody(text)
+    })
+    .onError({ as: 'global' }, ({ code, error, request }) => {
+      const meta = requestMeta(request)
+      let appError = toAppError(code, error, request, routeIndex)
+      if (!appError) {
+        logger.error('unhandled error', { requestId: meta.id, method: request.method, url: new URL(request.url).pathname, err: error })
+        appError = new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it')
+      }
+      meta.errorStatus = appError.status
+      return problemResponse(appError, meta.id)
+    })
+    .onAfterResponse({ as: 'global' }, ({ request, set, route }) => {
+      const meta = requestMeta(request)
+      logger.info('request', {
+        requestId: meta.id,
+        method: request.method,
+        route: route || undefined,
+        path: new URL(request.url).pathname,
+        status: meta.errorStatus ?? (typeof set.status === 'number' ? set.status : 200),
+        durationMs: Math.round((performance.now() - meta.startedAt) * 100) / 100,
+        ip: meta.clientIp,
+        userId: meta.principal?.userId,
+      })
+    })
+}

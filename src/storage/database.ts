@@ -1,0 +1,63 @@
+import { SQL } from 'bun'
+import { join } from 'node:path'
+
+/** The data-access layer: one Bun SQL client over SQLite (embedded) or PostgreSQL. */
+export interface Database {
+  readonly dialect: 'sqlite' | 'postgres'
+  readonly sql: SQL
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface DatabaseOptions {
+  /** PostgreSQL URL; when absent, SQLite at `sqliteFile`. */
+  databaseUrl?: string
+  /** SQLite file; `:memory:` for a throwaway database. Default `<dataDir>/service.db`. */
+  sqliteFile?: string
+  dataDir?: string
+  /** PostgreSQL pool size. Default 10. */
+  maxConnections?: number
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  if (options.databaseUrl) {
+    const sql = new SQL(options.databaseUrl, { max: options.maxConnections ?? 10, idleTimeout: 30 })
+    const db = wrap('postgres', sql)
+    await db.ping()
+    return db
+  }
+  const filename = options.sqliteFile ?? join(options.dataDir ?? '.', 'service.db')
+  const sql = new SQL({ adapter: 'sqlite', filename })
+  // WAL lets readers proceed during a write; busy_timeout waits out a concurrent writer instead of failing.
+  if (filename !== ':memory:') await sql`PRAGMA journal_mode = WAL`
+  await sql`PRAGMA busy_timeout = 5000`
+  await sql`PRAGMA foreign_keys = ON`
+  await sql`PRAGMA synchronous = NORMAL`
+  return wrap('sqlite', sql)
+}
+
+function wrap(dialect: Database['dialect'], sql: SQL): Database {
+  let closed = false
+  return {
+    dialect,
+    sql,
+    async ping() {
+      await sql`SELECT 1 AS ok`
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      await sql.close()
+    },
+  }
+}
+
+/** BIGINT columns come back as strings from PostgreSQL and numbers from SQLite. */
+export function toNumber(value: unknown): number {
+  return typeof value === 'number' ? value : Number(value)
+}
+
+export function toNullableNumber(value: unknown): number | null {
+  return value === null || value === undefined ? null : toNumber(value)
+}
