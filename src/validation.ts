@@ -11,21 +11,36 @@ export function fieldName(path: string | undefined, part: string): string {
     .join('.')
 }
 
-function describe(message: string, path: string | undefined, value: unknown, part: string): string {
-  if (message === 'Unexpected property') return `unknown field; remove it (known fields are listed in the API reference)`
-  if (value === undefined && path) return `is required`
-  return message.charAt(0).toLowerCase() + message.slice(1)
+interface SchemaLike {
+  type?: string
+  format?: string
+  anyOf?: SchemaLike[]
+}
+
+// Elysia's numeric types are unions that also accept numeric strings; name the real type.
+function expectedType(schema: SchemaLike | undefined): string | undefined {
+  if (!schema?.anyOf) return undefined
+  const names = schema.anyOf.filter((s) => !(s.type === 'string' && s.format)).map((s) => s.type ?? 'value')
+  return [...new Set(names)].join(' or ')
+}
+
+function describe(e: { message: string; path?: string; value?: unknown; schema?: SchemaLike }): string {
+  if (e.message === 'Unexpected property') return 'unknown field; remove it (known fields are listed in the API reference)'
+  if (e.value === undefined && e.path) return 'is required'
+  const union = expectedType(e.schema)
+  if (union) return `expected ${union}, got ${e.value === null ? 'null' : typeof e.value}`
+  return e.message.charAt(0).toLowerCase() + e.message.slice(1)
 }
 
 /** Field-by-field problems of an Elysia validation failure, deduplicated and capped. */
 export function validationProblems(error: ValidationError): FieldProblem[] {
   const seen = new Set<string>()
   const problems: FieldProblem[] = []
-  for (const e of error.all as { path?: string; message: string; value?: unknown }[]) {
+  for (const e of error.all as { path?: string; message: string; value?: unknown; schema?: SchemaLike }[]) {
     const field = fieldName(e.path, error.type)
     if (seen.has(field)) continue
     seen.add(field)
-    problems.push({ field, message: describe(e.message, e.path, e.value, error.type) })
+    problems.push({ field, message: describe(e) })
     if (problems.length >= 20) break
   }
   if (problems.length === 0) problems.push({ field: error.type, message: 'does not match the schema' })

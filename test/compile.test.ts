@@ -1,0 +1,39 @@
+import { afterAll, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { tempDir } from './helpers.ts'
+
+const root = join(import.meta.dir, '..')
+
+test('bun build --compile produces one executable that serves /health', async () => {
+  const dir = tempDir('compile-')
+  afterAll(() => dir.remove())
+  const outfile = join(dir.path, 'server')
+  const build = Bun.spawnSync([process.execPath, 'build', '--compile', 'src/index.ts', '--outfile', outfile], { cwd: root })
+  expect(build.exitCode, build.stderr.toString()).toBe(0)
+
+  const proc = Bun.spawn([outfile], {
+    cwd: dir.path,
+    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', DATA_DIR: join(dir.path, 'data') },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  try {
+    // The first `listening` log line carries the port the kernel chose.
+    const reader = proc.stdout.getReader()
+    let buffered = ''
+    let url: string | undefined
+    while (!url) {
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`server exited: ${await new Response(proc.stderr).text()}`)
+      buffered += new TextDecoder().decode(value)
+      url = /"msg":"listening","url":"(http:[^"]+)"/.exec(buffered)?.[1]
+    }
+    const res = await fetch(`${url}/health`)
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ status: 'ok' })
+    proc.kill('SIGTERM')
+    expect(await proc.exited).toBe(0)
+  } finally {
+    proc.kill('SIGKILL')
+  }
+}, 60_000)

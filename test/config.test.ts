@@ -1,0 +1,66 @@
+import { describe, expect, test } from 'bun:test'
+import { statSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ConfigError, describeVariables, loadConfig } from '../src/config.ts'
+import { tempDir } from './helpers.ts'
+
+describe('configuration', () => {
+  test('starts on documented defaults with no environment at all', () => {
+    const dir = tempDir()
+    const config = loadConfig({ DATA_DIR: dir.path })
+    expect(config.port).toBe(3000)
+    expect(config.host).toBe('0.0.0.0')
+    expect(config.databaseUrl).toBeUndefined()
+    expect(config.bodyLimitBytes).toBe(1024 * 1024)
+    expect(config.unconfigured.join(' ')).toContain('OPENAI_API_KEY')
+    expect(Object.isFrozen(config)).toBe(true)
+    dir.remove()
+  })
+
+  test('reports every bad variable at once, by name', () => {
+    let error: unknown
+    try {
+      loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud', DATABASE_URL: 'mysql://x', DATA_DIR: tempDir().path })
+    } catch (err) {
+      error = err
+    }
+    expect(error).toBeInstanceOf(ConfigError)
+    const problems = (error as ConfigError).problems
+    expect(problems).toHaveLength(3)
+    expect(problems[0]).toStartWith('PORT must be a whole number')
+    expect(problems.some((p) => p.startsWith('LOG_LEVEL must be one of'))).toBe(true)
+    expect(problems.some((p) => p.startsWith('DATABASE_URL must use'))).toBe(true)
+  })
+
+  test('rejects an out-of-range port and a short JWT secret', () => {
+    expect(() => loadConfig({ PORT: '70000', DATA_DIR: tempDir().path })).toThrow('PORT must be between')
+    expect(() => loadConfig({ JWT_SECRET: 'short', DATA_DIR: tempDir().path })).toThrow('JWT_SECRET must be at least 32')
+  })
+
+  test('generates missing secrets once, into a 0600 file, and reuses them', () => {
+    const dir = tempDir()
+    const first = loadConfig({ DATA_DIR: dir.path })
+    expect(first.generatedSecrets).toEqual(['JWT_SECRET', 'TOKEN_ENCRYPTION_KEY'])
+    const file = join(dir.path, 'secrets.json')
+    expect(statSync(file).mode & 0o777).toBe(0o600)
+    const second = loadConfig({ DATA_DIR: dir.path })
+    expect(second.secrets).toEqual(first.secrets)
+    expect(JSON.parse(readFileSync(file, 'utf8')).jwtSecret).toBe(first.secrets.jwtSecret)
+    dir.remove()
+  })
+
+  test('a secret given in the environment wins and is not written to disk', () => {
+    const dir = tempDir()
+    const jwtSecret = 'x'.repeat(40)
+    const config = loadConfig({ DATA_DIR: dir.path, JWT_SECRET: jwtSecret })
+    expect(config.secrets.jwtSecret).toBe(jwtSecret)
+    expect(config.generatedSecrets).toEqual(['TOKEN_ENCRYPTION_KEY'])
+    expect(readFileSync(join(dir.path, 'secrets.json'), 'utf8')).not.toContain(jwtSecret)
+    dir.remove()
+  })
+
+  test('every variable is documented in the README with its default', () => {
+    const readme = readFileSync(join(import.meta.dir, '..', 'README.md'), 'utf8')
+    for (const v of describeVariables()) expect(readme).toContain(`| \`${v.name}\``)
+  })
+})

@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createApp, type App } from '../src/app.ts'
+import { loadConfig, type Config } from '../src/config.ts'
+import { buildDependencies, type Dependencies } from '../src/dependencies.ts'
+import { memoryLogger } from '../src/log.ts'
+
+export const BASE = 'http://localhost'
+
+/** A fresh data directory under the system temp dir, removed by the returned function. */
+export function tempDir(prefix = 'svc-test-'): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), prefix))
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) }
+}
+
+export interface TestApp {
+  app: App
+  deps: Dependencies
+  config: Config
+  logs: Record<string, unknown>[]
+  /** `app.handle` with a path relative to the service. */
+  request(path: string, init?: RequestInit): Promise<Response>
+  /** POST/PUT... a JSON body. */
+  send(method: string, path: string, body: unknown, headers?: Record<string, string>): Promise<Response>
+  close(): Promise<void>
+}
+
+/** Builds the service in-process on a throwaway SQLite database (or `env` overrides). */
+export async function makeApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const dir = tempDir()
+  const config = loadConfig({ DATA_DIR: dir.path, ...env })
+  const logger = memoryLogger('info')
+  const deps = await buildDependencies(config, { logger, sqliteFile: env.DATABASE_URL ? undefined : ':memory:' })
+  const app = createApp(deps)
+  const request = (path: string, init?: RequestInit) => app.handle(new Request(BASE + path, init))
+  return {
+    app,
+    deps,
+    config,
+    logs: logger.lines,
+    request,
+    send: (method, path, body, headers = {}) =>
+      request(path, { method, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }),
+    async close() {
+      await deps.close()
+      dir.remove()
+    },
+  }
+}
+
+/** PostgreSQL and Redis suites run only where the service is configured for them. */
+export const postgresUrl = process.env.DATABASE_URL
+export const redisUrl = process.env.REDIS_URL
+
+export function announceSkip(what: string, variable: string) {
+  console.warn(`[skip] ${what}: ${variable} is not set`)
+}
+
+/**
+ * A throwaway PostgreSQL database on the server named by DATABASE_URL, so suites never
+ * share tables. Returns undefined when DATABASE_URL is not set.
+ */
+export async function freshPostgres(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  if (!postgresUrl) return undefined
+  const { SQL } = await import('bun')
+  const admin = new SQL(postgresUrl, { max: 1 })
+  const name = `svc_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
+  await admin.unsafe(`CREATE DATABASE ${name}`)
+  const url = new URL(postgresUrl)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    async drop() {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await admin.close()
+    },
+  }
+}
+
+/** Runs `body` once per storage backend available: SQLite always, PostgreSQL when configured. */
+export function forEachBackend(body: (backend: { name: 'sqlite' | 'postgres'; open(): Promise<{ databaseUrl?: string; cleanup(): Promise<void> }> }) => void) {
+  body({ name: 'sqlite', open: async () => ({ databaseUrl: undefined, cleanup: async () => {} }) })
+  if (postgresUrl) {
+    body({
+      name: 'postgres',
+      open: async () => {
+        const pg = (await freshPostgres())!
+        return { databaseUrl: pg.url, cleanup: () => pg.drop() }
+      },
+    })
+  } else announceSkip('PostgreSQL variants of the storage suites', 'DATABASE_URL')
+}
