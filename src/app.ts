@@ -1,17 +1,29 @@
 import { Elysia } from 'elysia'
 import type { Dependencies } from './dependencies.ts'
+import { policiesFromConfig, type RateLimitingOptions } from './rate-limit/plugin.ts'
 import { RouteIndex, requestPipeline } from './request-pipeline.ts'
-import { healthPlugin } from '../plugins/health/index.ts'
+import { authPlugin } from '../plugins/auth/index.ts'
 import { openApiPlugin } from '../plugins/docs/index.ts'
+import { healthPlugin } from '../plugins/health/index.ts'
+import { usagePlugin } from '../plugins/usage/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
-  const { config, logger } = deps
+  const { config, logger, access, plans } = deps
   const routeIndex = new RouteIndex()
+  const rateLimits: RateLimitingOptions = {
+    limiter: deps.limiter,
+    access,
+    plans,
+    policies: policiesFromConfig(config.rateLimits),
+    failClosed: config.rateLimits.failClosed,
+  }
   const app = new Elysia({ normalize: false })
     .use(requestPipeline({ logger, bodyLimitBytes: config.bodyLimitBytes, trustedProxies: config.trustedProxies, routeIndex }))
     .use(openApiPlugin())
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle }))
+    .use(authPlugin({ access, plans, rateLimits, allowRegistration: config.allowRegistration }))
+    .use(usagePlugin({ db: deps.db, meter: deps.meter, access, plans, rateLimits }))
   routeIndex.load(app.routes)
   return app
 }

@@ -102,6 +102,17 @@ const variables = {
   OIDC_AUDIENCE: { doc: 'Audience expected in external tokens', parse: text },
   OIDC_SCOPES_CLAIM: { doc: 'Claim listing scopes in external tokens', parse: text, fallback: 'scope' },
   OIDC_ROLE_CLAIM: { doc: 'Claim naming the role in external tokens', parse: text, fallback: 'role' },
+  PLANS: { doc: 'Plan ids organisations can have; the first is the default for new ones', parse: list, fallback: ['free', 'pro', 'team', 'enterprise'] },
+  ENTERPRISE_PLANS: { doc: 'Plans that unlock /api/usage and unlimited /api/search', parse: list, fallback: ['enterprise'] },
+  PLAN_PRICES: { doc: 'Payment price id of each paid plan, as plan=price pairs (pro=price_123,team=price_456)', parse: list, fallback: [] as string[] },
+  RATE_LIMIT_CHAT_PER_MINUTE: { doc: 'Chat requests per user per minute', parse: integer(1, 1_000_000), fallback: 100 },
+  RATE_LIMIT_INTEGRATIONS_PER_MINUTE: { doc: 'Integration requests per user per minute', parse: integer(1, 1_000_000), fallback: 50 },
+  RATE_LIMIT_SEARCH_PER_MINUTE: { doc: 'Search requests per user per minute (enterprise plans: unlimited)', parse: integer(1, 1_000_000), fallback: 200 },
+  RATE_LIMIT_BURST: { doc: 'Burst ceiling: requests per user across all endpoints within RATE_LIMIT_BURST_WINDOW_SECONDS', parse: integer(1, 1_000_000), fallback: 500 },
+  RATE_LIMIT_BURST_WINDOW_SECONDS: { doc: 'Window of the burst ceiling', parse: integer(1, 3600), fallback: 10 },
+  RATE_LIMIT_FAIL_CLOSED: { doc: 'Route classes (chat, integrations, search, default) refused when Redis is unreachable; others are allowed', parse: list, fallback: [] as string[] },
+  LOGIN_MAX_FAILURES: { doc: 'Failed logins per account or address before it is locked', parse: integer(1, 1000), fallback: 5 },
+  LOGIN_LOCK_SECONDS: { doc: 'How long a locked account or address waits', parse: integer(1, 86_400), fallback: 900 },
   OPENAI_API_KEY: { doc: 'Key for the OpenAI-compatible model provider', parse: text },
   OPENAI_BASE_URL: { doc: 'Base URL of an OpenAI-compatible provider (OpenAI, vLLM, llama.cpp, Ollama)', parse: url('http:', 'https:') },
   STRIPE_SECRET_KEY: { doc: 'Payment provider secret key', parse: text },
@@ -135,6 +146,25 @@ export interface Config {
   readonly bodyLimitBytes: number
   readonly shutdownTimeoutMs: number
   readonly trustedProxies: readonly string[]
+  readonly plans: { readonly ids: readonly string[]; readonly enterprise: readonly string[]; readonly prices: Readonly<Record<string, string>> }
+  readonly rateLimits: {
+    readonly chatPerMinute: number
+    readonly integrationsPerMinute: number
+    readonly searchPerMinute: number
+    readonly burst: number
+    readonly burstWindowSeconds: number
+    readonly failClosed: readonly string[]
+  }
+  readonly login: { readonly maxFailures: number; readonly lockSeconds: number }
+  readonly tokens: {
+    readonly issuer: string
+    readonly audience: string
+    readonly accessTtlSeconds: number
+    readonly refreshTtlSeconds: number
+  }
+  readonly oidc: { readonly issuer: string; readonly audience: string; readonly scopesClaim: string; readonly roleClaim: string } | undefined
+  readonly admin: { readonly email: string; readonly password: string } | undefined
+  readonly allowRegistration: boolean
   readonly secrets: { readonly jwtSecret: string; readonly tokenEncryptionKey: string }
   /** Secrets that were generated into DATA_DIR rather than given; production should set them. */
   readonly generatedSecrets: readonly string[]
@@ -221,6 +251,21 @@ export function loadConfig(env: Env = process.env): Config {
   if (values.OIDC_ISSUER && !values.OIDC_AUDIENCE) problems.push('OIDC_AUDIENCE must be set when OIDC_ISSUER is set')
   if (values.ADMIN_PASSWORD !== undefined && values.ADMIN_PASSWORD.length < 12)
     problems.push('ADMIN_PASSWORD must be at least 12 characters')
+  if ((values.ADMIN_EMAIL === undefined) !== (values.ADMIN_PASSWORD === undefined))
+    problems.push('ADMIN_EMAIL and ADMIN_PASSWORD must be set together')
+  const prices: Record<string, string> = {}
+  for (const pair of values.PLAN_PRICES) {
+    const [plan, price] = pair.split('=').map((s) => s.trim())
+    if (!plan || !price) problems.push(`PLAN_PRICES entry "${pair}" must look like plan=price_id`)
+    else if (!values.PLANS.includes(plan)) problems.push(`PLAN_PRICES names plan "${plan}", which is not in PLANS (${values.PLANS.join(', ')})`)
+    else prices[plan] = price
+  }
+  for (const plan of values.ENTERPRISE_PLANS)
+    if (!values.PLANS.includes(plan)) problems.push(`ENTERPRISE_PLANS names plan "${plan}", which is not in PLANS`)
+  const routeClasses = ['chat', 'integrations', 'search', 'default']
+  for (const c of values.RATE_LIMIT_FAIL_CLOSED)
+    if (!routeClasses.includes(c)) problems.push(`RATE_LIMIT_FAIL_CLOSED names "${c}"; known classes are ${routeClasses.join(', ')}`)
+  if (values.PLANS.length === 0) problems.push('PLANS must name at least one plan')
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(values.DATA_DIR)
@@ -239,6 +284,32 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: values.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     trustedProxies: Object.freeze([...values.TRUSTED_PROXIES]),
+    plans: Object.freeze({ ids: values.PLANS, enterprise: values.ENTERPRISE_PLANS, prices: Object.freeze(prices) }),
+    rateLimits: Object.freeze({
+      chatPerMinute: values.RATE_LIMIT_CHAT_PER_MINUTE,
+      integrationsPerMinute: values.RATE_LIMIT_INTEGRATIONS_PER_MINUTE,
+      searchPerMinute: values.RATE_LIMIT_SEARCH_PER_MINUTE,
+      burst: values.RATE_LIMIT_BURST,
+      burstWindowSeconds: values.RATE_LIMIT_BURST_WINDOW_SECONDS,
+      failClosed: values.RATE_LIMIT_FAIL_CLOSED,
+    }),
+    login: Object.freeze({ maxFailures: values.LOGIN_MAX_FAILURES, lockSeconds: values.LOGIN_LOCK_SECONDS }),
+    tokens: Object.freeze({
+      issuer: values.JWT_ISSUER,
+      audience: values.JWT_AUDIENCE,
+      accessTtlSeconds: values.ACCESS_TOKEN_TTL_SECONDS,
+      refreshTtlSeconds: values.REFRESH_TOKEN_TTL_SECONDS,
+    }),
+    oidc: values.OIDC_ISSUER
+      ? Object.freeze({
+          issuer: values.OIDC_ISSUER,
+          audience: values.OIDC_AUDIENCE!,
+          scopesClaim: values.OIDC_SCOPES_CLAIM,
+          roleClaim: values.OIDC_ROLE_CLAIM,
+        })
+      : undefined,
+    admin: values.ADMIN_EMAIL && values.ADMIN_PASSWORD ? Object.freeze({ email: values.ADMIN_EMAIL, password: values.ADMIN_PASSWORD }) : undefined,
+    allowRegistration: values.ALLOW_REGISTRATION,
     secrets: Object.freeze(secrets),
     generatedSecrets: Object.freeze(generated),
     unconfigured: Object.freeze(listUnconfigured(values)),

@@ -1,8 +1,17 @@
+import { AccountStore } from './auth/account-store.ts'
+import { createAccessService, type AccessService, type ExternalVerifier } from './auth/access-service.ts'
+import { createAccessTokens } from './auth/access-tokens.ts'
+import { createExternalTokenVerifier } from './auth/external-tokens.ts'
+import { createPlanDirectory, type PlanDirectory } from './auth/plans.ts'
 import type { Config } from './config.ts'
 import { createLogger, type Logger } from './log.ts'
+import type { RateLimiter } from './rate-limit/index.ts'
+import { createMemoryRateLimiter } from './rate-limit/memory.ts'
+import { createRedisRateLimiter } from './rate-limit/redis.ts'
 import { openDatabase, type Database } from './storage/database.ts'
 import { migrate } from './storage/migrate.ts'
 import { migrations } from './storage/migrations/index.ts'
+import { createUsageMeter, type UsageMeter } from './usage/meter.ts'
 
 /** Process state shared by the health checks and shutdown. */
 export interface Lifecycle {
@@ -17,6 +26,11 @@ export interface Dependencies {
   readonly logger: Logger
   readonly db: Database
   readonly lifecycle: Lifecycle
+  readonly accounts: AccountStore
+  readonly access: AccessService
+  readonly plans: PlanDirectory
+  readonly limiter: RateLimiter
+  readonly meter: UsageMeter
   close(): Promise<void>
 }
 
@@ -24,18 +38,57 @@ export interface DependencyOverrides {
   logger?: Logger
   /** SQLite file to use instead of DATA_DIR/service.db (`:memory:` in tests). */
   sqliteFile?: string
+  /** Replaces the identity provider's verifier (tests). */
+  externalVerifier?: ExternalVerifier
+  limiter?: RateLimiter
 }
 
 export async function buildDependencies(config: Config, overrides: DependencyOverrides = {}): Promise<Dependencies> {
   const logger = overrides.logger ?? createLogger(config.log)
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile: overrides.sqliteFile })
   await migrate(db, migrations, logger)
-  const closers: (() => Promise<void>)[] = [() => db.close()]
+
+  const accounts = new AccountStore(db)
+  const tokens = createAccessTokens({
+    secret: config.secrets.jwtSecret,
+    issuer: config.tokens.issuer,
+    audience: config.tokens.audience,
+    ttlSeconds: config.tokens.accessTtlSeconds,
+  })
+  const oidc = config.oidc
+  const access = createAccessService({
+    accounts,
+    tokens,
+    logger,
+    issuer: config.tokens.issuer,
+    refreshTtlSeconds: config.tokens.refreshTtlSeconds,
+    defaultPlan: config.plans.ids[0]!,
+    login: config.login,
+    external: oidc && {
+      verifier: overrides.externalVerifier ?? createExternalTokenVerifier({ issuer: oidc.issuer, audience: oidc.audience }),
+      issuer: oidc.issuer,
+      scopesClaim: oidc.scopesClaim,
+      roleClaim: oidc.roleClaim,
+    },
+  })
+  await access.ensureFirstOwner(config.admin)
+
+  const limiter =
+    overrides.limiter ??
+    (config.redisUrl ? createRedisRateLimiter({ url: config.redisUrl, keyPrefix: 'rl:', onStoreError: 'open', logger }) : createMemoryRateLimiter())
+  const meter = createUsageMeter({ db, logger })
+
+  const closers: (() => Promise<void>)[] = [() => db.close(), () => meter.close(), () => limiter.close()]
   return {
     config,
     logger,
     db,
     lifecycle: { draining: false, startedAt: Date.now() },
+    accounts,
+    access,
+    plans: createPlanDirectory(accounts, { enterprise: config.plans.enterprise }),
+    limiter,
+    meter,
     async close() {
       for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))
     },

@@ -15,6 +15,7 @@ interface SchemaLike {
   type?: string
   format?: string
   anyOf?: SchemaLike[]
+  enum?: unknown[]
 }
 
 // Elysia's numeric types are unions that also accept numeric strings; name the real type.
@@ -27,6 +28,7 @@ function expectedType(schema: SchemaLike | undefined): string | undefined {
 function describe(e: { message: string; path?: string; value?: unknown; schema?: SchemaLike }): string {
   if (e.message === 'Unexpected property') return 'unknown field; remove it (known fields are listed in the API reference)'
   if (e.value === undefined && e.path) return 'is required'
+  if (e.schema?.enum) return `must be one of ${e.schema.enum.join(', ')}`
   const union = expectedType(e.schema)
   if (union) return `expected ${union}, got ${e.value === null ? 'null' : typeof e.value}`
   return e.message.charAt(0).toLowerCase() + e.message.slice(1)

@@ -91,3 +91,23 @@ export function forEachBackend(body: (backend: { name: 'sqlite' | 'postgres'; op
     })
   } else announceSkip('PostgreSQL variants of the storage suites', 'DATABASE_URL')
 }
+
+export const ADMIN = { email: 'owner@example.com', password: 'owner-password-1234' }
+
+/** Signs in and answers the token pair. */
+export async function login(t: TestApp, email: string, password: string) {
+  const res = await t.send('POST', '/auth/login', { email, password })
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${await res.text()}`)
+  return (await res.json()) as { accessToken: string; refreshToken: string; user: { id: string; organizationId: string } }
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+/** Creates a user with `role` (in the admin's organisation unless `orgId` says otherwise) and signs in. */
+export async function userWithRole(t: TestApp, role: import('../src/auth/roles.ts').Role, options: { orgId?: string; plan?: string } = {}) {
+  const email = `${role}-${crypto.randomUUID().slice(0, 8)}@example.com`
+  const password = 'a-long-enough-password'
+  const user = await t.deps.access.createAccount({ email, password, role, orgId: options.orgId, plan: options.plan })
+  const pair = await login(t, email, password)
+  return { user, token: pair.accessToken, refreshToken: pair.refreshToken }
+}

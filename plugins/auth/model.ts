@@ -1,0 +1,42 @@
+import { t } from 'elysia'
+import { ROLES, SCOPES } from '../../src/auth/roles.ts'
+import { oneOf, strictObject } from '../../src/models.ts'
+
+const email = t.String({ format: 'email', maxLength: 254, description: 'Account email (case-insensitive)' })
+
+export const loginBody = strictObject({
+  email,
+  password: t.String({ minLength: 1, maxLength: 1024 }),
+})
+
+export const registerBody = strictObject({
+  email,
+  password: t.String({ minLength: 12, maxLength: 1024, description: 'At least 12 characters' }),
+  organizationName: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
+})
+
+export const refreshBody = strictObject({
+  refreshToken: t.String({ minLength: 1, maxLength: 512 }),
+})
+
+const role = oneOf(ROLES)
+const scope = oneOf(SCOPES)
+
+export const tokenPair = t.Object({
+  accessToken: t.String({ description: 'JWT (HS256, typ at+jwt) to send as Authorization: Bearer' }),
+  tokenType: t.Literal('Bearer'),
+  expiresIn: t.Integer({ description: 'Seconds until the access token expires' }),
+  refreshToken: t.String({ description: 'Opaque, single-use; exchange at /auth/refresh' }),
+  refreshExpiresIn: t.Integer(),
+  scopes: t.Array(scope),
+  user: t.Object({ id: t.String(), email: t.String(), role, organizationId: t.String() }),
+})
+
+export const me = t.Object({
+  userId: t.String(),
+  organizationId: t.String(),
+  role,
+  scopes: t.Array(scope),
+  plan: t.String(),
+  source: t.Union([t.Literal('local'), t.Literal('external')]),
+})

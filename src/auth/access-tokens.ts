@@ -1,0 +1,120 @@
+import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose'
+import { AppError } from '../errors.ts'
+import type { Role, Scope } from './roles.ts'
+
+/** Claims of an access token this service issues (RFC 9068 `at+jwt`). */
+export interface AccessClaims {
+  sub: string
+  org: string
+  role: Role
+  scope: string
+  jti: string
+  iat: number
+  exp: number
+}
+
+export interface AccessTokenOptions {
+  /** HMAC key material (JWT_SECRET). */
+  secret: string
+  issuer: string
+  audience: string
+  /** Lifetime of issued tokens. Default 900 s. */
+  ttlSeconds?: number
+  /** Verified tokens remembered so repeat requests skip the HMAC. Default 10,000. */
+  cacheSize?: number
+  now?: () => number
+}
+
+const TOKEN_TYPE = 'at+jwt'
+
+export function invalidToken(reason: string): AppError {
+  return new AppError('invalid_token', reason, {
+    headers: { 'www-authenticate': `Bearer realm="api", error="invalid_token", error_description="${reason}"` },
+  })
+}
+
+function reasonFor(err: unknown): string {
+  if (err instanceof joseErrors.JWTExpired) return 'token expired'
+  if (err instanceof joseErrors.JWTClaimValidationFailed) {
+    if (err.claim === 'aud') return 'wrong audience'
+    if (err.claim === 'iss') return 'wrong issuer'
+    if (err.claim === 'nbf') return 'token not yet valid'
+    return `invalid claim ${err.claim}`
+  }
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'unsupported algorithm'
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'bad signature'
+  return 'malformed token'
+}
+
+/**
+ * Issues and verifies HS256 access tokens. jose does the verification with a key
+ * imported once; a bounded cache of verified token strings makes repeat use cheap,
+ * and expiry is still checked on every use.
+ */
+export function createAccessTokens(options: AccessTokenOptions) {
+  const ttl = options.ttlSeconds ?? 900
+  const cacheSize = options.cacheSize ?? 10_000
+  const now = options.now ?? Date.now
+  const keyPromise = crypto.subtle.importKey('raw', new TextEncoder().encode(options.secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+    'sign',
+    'verify',
+  ])
+  const verified = new Map<string, AccessClaims>()
+
+  async function issue(subject: { userId: string; orgId: string; role: Role; scopes: readonly Scope[] }) {
+    const iat = Math.floor(now() / 1000)
+    const exp = iat + ttl
+    const token = await new SignJWT({ org: subject.orgId, role: subject.role, scope: subject.scopes.join(' ') })
+      .setProtectedHeader({ alg: 'HS256', typ: TOKEN_TYPE })
+      .setSubject(subject.userId)
+      .setIssuer(options.issuer)
+      .setAudience(options.audience)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .setJti(crypto.randomUUID())
+      .sign(await keyPromise)
+    return { token, expiresAt: exp }
+  }
+
+  async function verify(token: string): Promise<AccessClaims> {
+    const cached = verified.get(token)
+    if (cached) {
+      if (cached.exp * 1000 <= now()) {
+        verified.delete(token)
+        throw invalidToken('token expired')
+      }
+      return cached
+    }
+    let header
+    try {
+      header = decodeProtectedHeader(token)
+    } catch {
+      throw invalidToken('malformed token')
+    }
+    if (header.alg !== 'HS256') throw invalidToken('unsupported algorithm')
+    if (header.typ !== TOKEN_TYPE) throw invalidToken('not an access token')
+    let payload
+    try {
+      ;({ payload } = await jwtVerify(token, await keyPromise, {
+        algorithms: ['HS256'],
+        issuer: options.issuer,
+        audience: options.audience,
+        typ: TOKEN_TYPE,
+        requiredClaims: ['exp', 'sub', 'iat', 'jti'],
+        currentDate: new Date(now()),
+      }))
+    } catch (err) {
+      throw invalidToken(reasonFor(err))
+    }
+    if (typeof payload.org !== 'string' || typeof payload.role !== 'string' || typeof payload.scope !== 'string')
+      throw invalidToken('malformed token')
+    const claims = payload as unknown as AccessClaims
+    if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!)
+    verified.set(token, claims)
+    return claims
+  }
+
+  return { issue, verify, ttlSeconds: ttl }
+}
+
+export type AccessTokens = ReturnType<typeof createAccessTokens>

@@ -1,0 +1,178 @@
+import type { Database } from '../storage/database.ts'
+import { toNullableNumber, toNumber } from '../storage/database.ts'
+import type { Role } from './roles.ts'
+
+export interface Organization {
+  id: string
+  name: string
+  plan: string
+  createdAt: number
+}
+
+export interface User {
+  id: string
+  orgId: string
+  email: string
+  role: Role
+  passwordHash: string | null
+  externalIssuer: string | null
+  externalSubject: string | null
+  createdAt: number
+}
+
+export interface RefreshTokenRow {
+  id: string
+  familyId: string
+  userId: string
+  expiresAt: number
+  usedAt: number | null
+  revokedAt: number | null
+}
+
+const orgFrom = (r: any): Organization => ({ id: r.id, name: r.name, plan: r.plan, createdAt: toNumber(r.created_at) })
+const userFrom = (r: any): User => ({
+  id: r.id,
+  orgId: r.org_id,
+  email: r.email,
+  role: r.role,
+  passwordHash: r.password_hash ?? null,
+  externalIssuer: r.external_issuer ?? null,
+  externalSubject: r.external_subject ?? null,
+  createdAt: toNumber(r.created_at),
+})
+const refreshFrom = (r: any): RefreshTokenRow => ({
+  id: r.id,
+  familyId: r.family_id,
+  userId: r.user_id,
+  expiresAt: toNumber(r.expires_at),
+  usedAt: toNullableNumber(r.used_at),
+  revokedAt: toNullableNumber(r.revoked_at),
+})
+
+/** Organisations, users, refresh tokens and login failures, over either SQL backend. */
+export class AccountStore {
+  constructor(private readonly db: Database) {}
+
+  async createOrganization(name: string, plan: string): Promise<Organization> {
+    const org = { id: Bun.randomUUIDv7(), name, plan, created_at: Date.now() }
+    await this.db.sql`INSERT INTO organizations ${this.db.sql(org)}`
+    return orgFrom(org)
+  }
+
+  async organization(id: string): Promise<Organization | undefined> {
+    const [row] = await this.db.sql`SELECT * FROM organizations WHERE id = ${id}`
+    return row ? orgFrom(row) : undefined
+  }
+
+  async organizations(): Promise<Organization[]> {
+    return (await this.db.sql`SELECT * FROM organizations ORDER BY created_at`).map(orgFrom)
+  }
+
+  async setPlan(orgId: string, plan: string): Promise<boolean> {
+    const rows = await this.db.sql`UPDATE organizations SET plan = ${plan} WHERE id = ${orgId} RETURNING id`
+    return rows.length > 0
+  }
+
+  async createUser(input: {
+    orgId: string
+    email: string
+    role: Role
+    passwordHash?: string | null
+    externalIssuer?: string | null
+    externalSubject?: string | null
+  }): Promise<User> {
+    const row = {
+      id: Bun.randomUUIDv7(),
+      org_id: input.orgId,
+      email: input.email,
+      role: input.role,
+      password_hash: input.passwordHash ?? null,
+      external_issuer: input.externalIssuer ?? null,
+      external_subject: input.externalSubject ?? null,
+      created_at: Date.now(),
+    }
+    await this.db.sql`INSERT INTO users ${this.db.sql(row)}`
+    return userFrom(row)
+  }
+
+  async userById(id: string): Promise<User | undefined> {
+    const [row] = await this.db.sql`SELECT * FROM users WHERE id = ${id}`
+    return row ? userFrom(row) : undefined
+  }
+
+  async userByEmail(email: string): Promise<User | undefined> {
+    const [row] = await this.db.sql`SELECT * FROM users WHERE email = ${email}`
+    return row ? userFrom(row) : undefined
+  }
+
+  async userByExternalIdentity(issuer: string, subject: string): Promise<User | undefined> {
+    const [row] = await this.db.sql`SELECT * FROM users WHERE external_issuer = ${issuer} AND external_subject = ${subject}`
+    return row ? userFrom(row) : undefined
+  }
+
+  async users(orgId?: string): Promise<User[]> {
+    const rows = orgId
+      ? await this.db.sql`SELECT * FROM users WHERE org_id = ${orgId} ORDER BY created_at`
+      : await this.db.sql`SELECT * FROM users ORDER BY created_at`
+    return rows.map(userFrom)
+  }
+
+  async countUsers(): Promise<number> {
+    const [row] = await this.db.sql`SELECT COUNT(*) AS n FROM users`
+    return toNumber(row.n)
+  }
+
+  async setRole(userId: string, role: Role): Promise<boolean> {
+    return (await this.db.sql`UPDATE users SET role = ${role} WHERE id = ${userId} RETURNING id`).length > 0
+  }
+
+  async setPassword(userId: string, passwordHash: string): Promise<void> {
+    await this.db.sql`UPDATE users SET password_hash = ${passwordHash} WHERE id = ${userId}`
+  }
+
+  async insertRefreshToken(input: { familyId: string; userId: string; tokenHash: string; expiresAt: number }): Promise<void> {
+    const row = {
+      id: Bun.randomUUIDv7(),
+      family_id: input.familyId,
+      user_id: input.userId,
+      token_hash: input.tokenHash,
+      expires_at: input.expiresAt,
+      created_at: Date.now(),
+    }
+    await this.db.sql`INSERT INTO refresh_tokens ${this.db.sql(row)}`
+  }
+
+  async refreshTokenByHash(tokenHash: string): Promise<RefreshTokenRow | undefined> {
+    const [row] = await this.db.sql`SELECT * FROM refresh_tokens WHERE token_hash = ${tokenHash}`
+    return row ? refreshFrom(row) : undefined
+  }
+
+  /** Marks a token used; false when another request used it first (a reuse). */
+  async consumeRefreshToken(id: string, now: number): Promise<boolean> {
+    const rows = await this.db.sql`
+      UPDATE refresh_tokens SET used_at = ${now}
+      WHERE id = ${id} AND used_at IS NULL AND revoked_at IS NULL
+      RETURNING id`
+    return rows.length > 0
+  }
+
+  async revokeFamily(familyId: string, now: number): Promise<void> {
+    await this.db.sql`UPDATE refresh_tokens SET revoked_at = ${now} WHERE family_id = ${familyId} AND revoked_at IS NULL`
+  }
+
+  async loginFailures(subject: string): Promise<{ failures: number; lockedUntil: number; updatedAt: number } | undefined> {
+    const [row] = await this.db.sql`SELECT * FROM login_failures WHERE subject = ${subject}`
+    return row ? { failures: toNumber(row.failures), lockedUntil: toNumber(row.locked_until), updatedAt: toNumber(row.updated_at) } : undefined
+  }
+
+  async saveLoginFailures(subject: string, failures: number, lockedUntil: number, now: number): Promise<void> {
+    await this.db.sql`
+      INSERT INTO login_failures (subject, failures, locked_until, updated_at)
+      VALUES (${subject}, ${failures}, ${lockedUntil}, ${now})
+      ON CONFLICT (subject) DO UPDATE SET failures = excluded.failures, locked_until = excluded.locked_until, updated_at = excluded.updated_at`
+  }
+
+  async clearLoginFailures(subject: string): Promise<void> {
+    await this.db.sql`DELETE FROM login_failures WHERE subject = ${subject}`
+  }
+}

@@ -1,0 +1,63 @@
+import { Elysia } from 'elysia'
+import type { AccessService } from '../auth/access-service.ts'
+import type { PlanDirectory } from '../auth/plans.ts'
+import { authenticateRequest, openApiExtension } from '../auth/plugin.ts'
+import { AppError } from '../errors.ts'
+import { rateLimitHeaders, type RateCheck, type RateLimiter, type RatePolicy } from './index.ts'
+
+/** Route classes a route names in `{ rateLimit: ... }`; `default` is the burst ceiling alone. */
+export type RouteClass = 'chat' | 'integrations' | 'search' | 'default'
+
+export interface RateLimitingOptions {
+  limiter: RateLimiter
+  access: AccessService
+  plans: PlanDirectory
+  /** Policies from configuration: the burst ceiling and one per class. */
+  policies: { burst: RatePolicy; chat: RatePolicy; integrations: RatePolicy; search: RatePolicy }
+  /** Classes whose requests are refused, rather than allowed, while the limiter's store is down. */
+  failClosed: readonly string[]
+}
+
+export function policiesFromConfig(limits: {
+  chatPerMinute: number
+  integrationsPerMinute: number
+  searchPerMinute: number
+  burst: number
+  burstWindowSeconds: number
+}): RateLimitingOptions['policies'] {
+  return {
+    burst: { name: 'burst', limit: limits.burst, windowSeconds: limits.burstWindowSeconds },
+    chat: { name: 'chat', limit: limits.chatPerMinute, windowSeconds: 60 },
+    integrations: { name: 'integrations', limit: limits.integrationsPerMinute, windowSeconds: 60 },
+    search: { name: 'search', limit: limits.searchPerMinute, windowSeconds: 60 },
+  }
+}
+
+/**
+ * `{ rateLimit: 'chat' }` on a route: per user, the route class's budget and the burst
+ * ceiling are spent together in one check. Enterprise organisations skip the search budget.
+ */
+export function rateLimiting(options: RateLimitingOptions) {
+  const { limiter, access, plans, policies } = options
+  return new Elysia({ name: 'rate-limiting' }).macro({
+    rateLimit: (routeClass: RouteClass) => ({
+      detail: openApiExtension({ 'x-rate-limit': routeClass === 'default' ? [policies.burst] : [policies[routeClass], policies.burst] }),
+      async beforeHandle({ request, set }) {
+        const principal = await authenticateRequest(access, request)
+        const onStoreError = options.failClosed.includes(routeClass) ? ('closed' as const) : ('open' as const)
+        const key = `user:${principal.userId}`
+        const checks: RateCheck[] = [{ key, policy: { ...policies.burst, onStoreError } }]
+        if (routeClass !== 'default' && !(routeClass === 'search' && (await plans.isEnterprise(principal.orgId))))
+          checks.push({ key, policy: { ...policies[routeClass], onStoreError } })
+        const decision = await limiter.check(checks)
+        const headers = rateLimitHeaders(decision)
+        Object.assign(set.headers, headers)
+        if (!decision.allowed)
+          throw new AppError('rate_limited', `Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`, {
+            headers,
+            extensions: { policy: decision.refusedBy, retryAfterSeconds: decision.retryAfterSeconds },
+          })
+      },
+    }),
+  })
+}
