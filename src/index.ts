@@ -27,4 +27,10 @@ async function main() {
   process.on('SIGINT', () => stop('SIGINT'))
 }
 
-await main()
+// `server admin <command>` runs an operator command instead of the server.
+if (process.argv[2] === 'admin') {
+  const cli = await import('./cli.ts')
+  process.exit(await cli.main(process.argv.slice(3)))
+} else {
+  await main()
+}

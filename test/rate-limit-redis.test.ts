@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { RedisClient } from 'bun'
+import { RedisClient, type Socket } from 'bun'
 import { AppError } from '../src/errors.ts'
 import { memoryLogger } from '../src/log.ts'
 import { definePolicy, type RateCheck, type RateLimiter } from '../src/rate-limit/index.ts'
@@ -62,6 +62,17 @@ else describe('redis rate limiter', () => {
     expect(await countAllowed(rl, 10, [{ key: 'all-or-nothing', policy: burst }])).toBe(2)
   })
 
+  test('one check naming a bucket twice consumes both costs, at an uneven rate', async () => {
+    const rl = limiter()
+    const odd = definePolicy({ name: 'odd', limit: 7, windowSeconds: 3600 })
+    const twice = await rl.check([
+      { key: 'twice', policy: odd, cost: 3 },
+      { key: 'twice', policy: odd, cost: 2 },
+    ])
+    expect(twice.results.map((r) => r.remaining)).toEqual([2, 2])
+    expect(await countAllowed(rl, 10, [{ key: 'twice', policy: odd }])).toBe(2)
+  })
+
   test('retry-after and reset follow the server clock', async () => {
     const rl = limiter()
     const slow = definePolicy({ name: 'slow', limit: 2, windowSeconds: 60 })
@@ -90,6 +101,24 @@ else describe('redis rate limiter', () => {
     expect(await countAllowed(rl, 60, entries)).toBe(60)
     await admin.send('SCRIPT', ['FLUSH'])
     expect(await countAllowed(rl, 60, entries)).toBe(40)
+  })
+
+  test('after an outage the limiter reconnects on its own', async () => {
+    const proxy = cuttableProxy(new URL(url))
+    const logger = memoryLogger()
+    const rl = limiter({ url: `redis://127.0.0.1:${proxy.port}`, onStoreError: 'open', logger, timeoutMs: 1_000 })
+    // Hourly, so the pause below refills nothing.
+    const entries = [{ key: 'outage', policy: definePolicy({ name: 'hourly', limit: 100, windowSeconds: 3600 }) }]
+    expect(await countAllowed(rl, 30, entries)).toBe(30)
+    proxy.cut()
+    // The first check finds the connection gone, the second tries to connect again and is refused.
+    for (let i = 0; i < 2; i++) expect(await rl.check(entries)).toMatchObject({ allowed: true, degraded: true })
+    expect(logger.lines.filter((l) => l.level === 'warn')).toHaveLength(1)
+    proxy.restore()
+    // Connection attempts pause for a second after a failure; this waits that out, it does not time anything.
+    await Bun.sleep(1_100)
+    expect(await countAllowed(rl, 100, entries)).toBe(70)
+    proxy.stop()
   })
 })
 
@@ -143,3 +172,44 @@ describe('redis rate limiter when the store fails', () => {
     })
   }
 })
+
+/** A TCP relay to Redis whose connections can be cut and refused, standing in for a network outage. */
+function cuttableProxy(target: URL) {
+  const open = new Set<Socket<unknown>>()
+  let refusing = false
+  const server = Bun.listen<{ upstream?: Socket<unknown>; early: Buffer[] }>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(client) {
+        client.data = { early: [] }
+        if (refusing) return void client.end()
+        open.add(client)
+        void Bun.connect({
+          hostname: target.hostname,
+          port: Number(target.port || 6379),
+          socket: {
+            open(upstream) {
+              open.add(upstream)
+              client.data.upstream = upstream
+              for (const chunk of client.data.early) upstream.write(chunk)
+            },
+            data: (_, chunk) => void client.write(chunk),
+            close: () => void client.end(),
+          },
+        })
+      },
+      data(client, chunk) {
+        if (client.data.upstream) client.data.upstream.write(chunk)
+        else client.data.early.push(chunk)
+      },
+      close: (client) => void client.data.upstream?.end(),
+    },
+  })
+  const cut = () => {
+    refusing = true
+    for (const socket of open) socket.end()
+    open.clear()
+  }
+  return { port: server.port, cut, restore: () => (refusing = false), stop: () => (cut(), server.stop(true)) }
+}

@@ -112,7 +112,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
       const args = prepared.flatMap((p) => [String(p.intervalUs), String(p.capacityUs), String(p.cost)])
       let reply: number[]
       try {
-        reply = await evaluate(keys, args)
+        reply = await withDeadline(evaluate(keys, args), timeoutMs)
       } catch (err) {
         // Closed wins: one entry guarding something that must not run unchecked is enough to refuse.
         return storeFailed(err, prepared.some((p) => (p.check.policy.onStoreError ?? options.onStoreError) === 'closed'))

@@ -1,0 +1,109 @@
+import { parseArgs } from 'node:util'
+import { ROLES, isRole } from './auth/roles.ts'
+import { loadConfig } from './config.ts'
+import { buildDependencies, type Dependencies } from './dependencies.ts'
+import { createLogger } from './log.ts'
+
+const USAGE = `Operator commands:
+  orgs list
+  orgs create --name NAME [--plan PLAN]
+  orgs set-plan --org ORG_ID --plan PLAN
+  users list [--org ORG_ID]
+  users create --email EMAIL --password PASSWORD --role ROLE [--org ORG_ID | --org-name NAME]
+  users set-role (--user USER_ID | --email EMAIL) --role ROLE
+Roles: ${ROLES.join(', ')}`
+
+class UsageError extends Error {}
+
+function need(value: string | undefined, flag: string): string {
+  if (!value) throw new UsageError(`--${flag} is required`)
+  return value
+}
+
+/** Runs one operator command against the configured storage; answers the exit code. */
+export async function runCli(args: string[], deps: Dependencies, out: (line: string) => void): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      org: { type: 'string' },
+      'org-name': { type: 'string' },
+      email: { type: 'string' },
+      password: { type: 'string' },
+      role: { type: 'string' },
+      user: { type: 'string' },
+    },
+  })
+  const { accounts, access, config } = deps
+  const plan = (p: string | undefined) => {
+    const chosen = p ?? config.plans.ids[0]!
+    if (!config.plans.ids.includes(chosen)) throw new UsageError(`unknown plan "${chosen}"; plans are ${config.plans.ids.join(', ')}`)
+    return chosen
+  }
+  const role = (r: string | undefined) => {
+    if (!isRole(r)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`)
+    return r
+  }
+  try {
+    switch (positionals.join(' ')) {
+      case 'orgs list':
+        for (const o of await accounts.organizations()) out(`${o.id}\t${o.plan}\t${o.name}`)
+        return 0
+      case 'orgs create': {
+        const org = await accounts.createOrganization(need(values.name, 'name'), plan(values.plan))
+        out(org.id)
+        return 0
+      }
+      case 'orgs set-plan': {
+        if (!(await accounts.setPlan(need(values.org, 'org'), plan(need(values.plan, 'plan'))))) throw new UsageError(`no organisation ${values.org}`)
+        out(`plan of ${values.org} is now ${values.plan}`)
+        return 0
+      }
+      case 'users list':
+        for (const u of await accounts.users(values.org)) out(`${u.id}\t${u.orgId}\t${u.role}\t${u.email}`)
+        return 0
+      case 'users create': {
+        if (values.org && !(await accounts.organization(values.org))) throw new UsageError(`no organisation ${values.org}`)
+        const user = await access.createAccount({
+          email: need(values.email, 'email'),
+          password: need(values.password, 'password'),
+          role: role(values.role),
+          orgId: values.org,
+          orgName: values['org-name'],
+        })
+        out(user.id)
+        return 0
+      }
+      case 'users set-role': {
+        const user = values.user ? await accounts.userById(values.user) : await accounts.userByEmail(need(values.email, 'email').toLowerCase())
+        if (!user) throw new UsageError('no such user')
+        await accounts.setRole(user.id, role(values.role))
+        out(`role of ${user.email} is now ${values.role}`)
+        return 0
+      }
+      default:
+        throw new UsageError(positionals.length ? `unknown command "${positionals.join(' ')}"` : 'no command given')
+    }
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code === 'conflict') {
+      out(`error: ${(err as Error).message}\n\n${USAGE}`)
+      return 2
+    }
+    throw err
+  }
+}
+
+export async function main(args: string[]): Promise<number> {
+  const config = loadConfig()
+  // Operator output goes to stdout; the service's own logs stay quiet unless they warn.
+  const deps = await buildDependencies(config, { logger: createLogger({ level: 'warn' }) })
+  try {
+    return await runCli(args, deps, (line) => console.log(line))
+  } finally {
+    await deps.close()
+  }
+}
+
+if (import.meta.main) process.exit(await main(process.argv.slice(2)))
