@@ -98,7 +98,11 @@ export function prepareChecks(entries: RateCheck[]): PreparedCheck[] {
  * The GCRA decision over stored TATs (absent for an unknown bucket). `tats` holds each bucket's TAT after
  * the decision, written back only when allowed. The Redis script repeats exactly this arithmetic.
  */
-export function decide(nowUs: number, prepared: PreparedCheck[], stored: (bucket: string) => number | undefined): { decision: RateDecision; tats: Map<string, number> } {
+export function decide(
+  nowUs: number,
+  prepared: PreparedCheck[],
+  stored: (bucket: string) => number | undefined,
+): { decision: RateDecision; tats: Map<string, number> } {
   const tats = new Map<string, number>()
   let longestWaitUs = 0
   let refusedBy: string | undefined
