@@ -3,7 +3,7 @@ import type { AccessService } from '../auth/access-service.ts'
 import type { PlanDirectory } from '../auth/plans.ts'
 import { authenticateRequest, openApiExtension } from '../auth/plugin.ts'
 import { AppError } from '../errors.ts'
-import { rateLimitHeaders, type RateCheck, type RateLimiter, type RatePolicy } from './index.ts'
+import { definePolicy, rateLimitHeaders, type RateCheck, type RateLimiter, type RatePolicy } from './index.ts'
 
 /** Route classes a route names in `{ rateLimit: ... }`; `default` is the burst ceiling alone. */
 export type RouteClass = 'chat' | 'integrations' | 'search' | 'default'
@@ -26,10 +26,10 @@ export function policiesFromConfig(limits: {
   burstWindowSeconds: number
 }): RateLimitingOptions['policies'] {
   return {
-    burst: { name: 'burst', limit: limits.burst, windowSeconds: limits.burstWindowSeconds },
-    chat: { name: 'chat', limit: limits.chatPerMinute, windowSeconds: 60 },
-    integrations: { name: 'integrations', limit: limits.integrationsPerMinute, windowSeconds: 60 },
-    search: { name: 'search', limit: limits.searchPerMinute, windowSeconds: 60 },
+    burst: definePolicy({ name: 'burst', limit: limits.burst, windowSeconds: limits.burstWindowSeconds }),
+    chat: definePolicy({ name: 'chat', limit: limits.chatPerMinute, windowSeconds: 60 }),
+    integrations: definePolicy({ name: 'integrations', limit: limits.integrationsPerMinute, windowSeconds: 60 }),
+    search: definePolicy({ name: 'search', limit: limits.searchPerMinute, windowSeconds: 60 }),
   }
 }
 
