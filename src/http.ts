@@ -58,6 +58,20 @@ function describeFailure(error: unknown): string {
   return error instanceof Error ? error.name : 'network error'
 }
 
+// The injected sleep cannot be interrupted, and a caller that gave up must not wait out a long Retry-After.
+async function pause(sleep: (ms: number) => Promise<void>, ms: number, signal: AbortSignal | null | undefined): Promise<void> {
+  if (!signal) return sleep(ms)
+  signal.throwIfAborted()
+  const { promise: aborted, reject } = Promise.withResolvers<never>()
+  const onAbort = () => reject(signal.reason)
+  signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    await Promise.race([sleep(ms), aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+}
+
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const doFetch = options.fetch ?? fetch
   const sleep = options.sleep ?? ((ms: number) => Bun.sleep(ms))
@@ -90,8 +104,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           // and the caller's wait would multiply.
           if (deadline.signal.aborted) throw new AppError('upstream_timeout', `${name} did not answer within ${timeoutMs} ms (${where})`)
           if (attempt >= maxRetries) throw new AppError('upstream_error', `${name} is unreachable: ${describeFailure(error)} (${where})`)
-          await sleep(backoffMs(attempt))
-          callerSignal?.throwIfAborted()
+          await pause(sleep, backoffMs(attempt), callerSignal)
           continue
         } finally {
           clearTimeout(timer)
@@ -102,8 +115,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         if (asked !== undefined && asked > maxRetryAfterMs) return response
         // Released so the connection can go back to the keep-alive pool.
         await response.body?.cancel()
-        await sleep(asked ?? backoffMs(attempt))
-        callerSignal?.throwIfAborted()
+        await pause(sleep, asked ?? backoffMs(attempt), callerSignal)
       }
     },
   }

@@ -9,8 +9,8 @@ export type SseCloseReason = 'done' | 'client_disconnected' | 'error'
 
 export interface SseOptions {
   /**
-   * A `: ping` comment is written after this long without output. Default 15000. It only keeps the
-   * connection open if it is below the server's idle timeout (Bun.serve's default is 10 s).
+   * A `: ping` comment is written after this long without output. Default 5000: it only keeps the
+   * connection open while it stays below the server's idle timeout (Bun.serve's default is 10 s).
    */
   heartbeatMs?: number
   /** Aborting ends the stream (server-side stop, shutdown). */
@@ -62,7 +62,7 @@ export function formatSseComment(text: string): string {
  * wants the client to know catches it and yields its own error event first.
  */
 export function sseResponse(source: AsyncIterable<SseEvent | string>, options: SseOptions = {}): Response {
-  const heartbeatMs = options.heartbeatMs ?? 15_000
+  const heartbeatMs = options.heartbeatMs ?? 5_000
   const { signal, onClose } = options
   let iterator: AsyncIterator<SseEvent | string> | undefined
   let controller: ReadableStreamDirectController | undefined
