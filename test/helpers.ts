@@ -78,18 +78,36 @@ export async function freshPostgres(): Promise<{ url: string; drop(): Promise<vo
   }
 }
 
-/** Runs `body` once per storage backend available: SQLite always, PostgreSQL when configured. */
-export function forEachBackend(body: (backend: { name: 'sqlite' | 'postgres'; open(): Promise<{ databaseUrl?: string; cleanup(): Promise<void> }> }) => void) {
-  body({ name: 'sqlite', open: async () => ({ databaseUrl: undefined, cleanup: async () => {} }) })
-  if (postgresUrl) {
-    body({
-      name: 'postgres',
-      open: async () => {
-        const pg = (await freshPostgres())!
-        return { databaseUrl: pg.url, cleanup: () => pg.drop() }
+export interface BackendDatabase {
+  db: import('../src/storage/database.ts').Database
+  close(): Promise<void>
+}
+
+/**
+ * Runs `body` once per storage backend available: SQLite always, PostgreSQL when configured.
+ * `open` gives a fresh database (migrated unless told otherwise) and a `close` that removes it.
+ */
+export function forEachBackend(body: (backend: { name: 'sqlite' | 'postgres'; open(options?: { migrate?: boolean }): Promise<BackendDatabase> }) => void) {
+  const { openDatabase } = require('../src/storage/database.ts') as typeof import('../src/storage/database.ts')
+  const { migrate } = require('../src/storage/migrate.ts') as typeof import('../src/storage/migrate.ts')
+  const { migrations } = require('../src/storage/migrations/index.ts') as typeof import('../src/storage/migrations/index.ts')
+  const opener = (name: 'sqlite' | 'postgres') => async (options: { migrate?: boolean } = {}): Promise<BackendDatabase> => {
+    const dir = tempDir()
+    const pg = name === 'postgres' ? await freshPostgres() : undefined
+    const db = await openDatabase({ databaseUrl: pg?.url, dataDir: dir.path })
+    if (options.migrate !== false) await migrate(db, migrations)
+    return {
+      db,
+      async close() {
+        await db.close()
+        await pg?.drop()
+        dir.remove()
       },
-    })
-  } else announceSkip('PostgreSQL variants of the storage suites', 'DATABASE_URL')
+    }
+  }
+  body({ name: 'sqlite', open: opener('sqlite') })
+  if (postgresUrl) body({ name: 'postgres', open: opener('postgres') })
+  else announceSkip('PostgreSQL variants of the storage suites', 'DATABASE_URL')
 }
 
 export const ADMIN = { email: 'owner@example.com', password: 'owner-password-1234' }

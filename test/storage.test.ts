@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { openDatabase, type Database } from '../src/storage/database.ts'
+import type { Database } from '../src/storage/database.ts'
 import { migrate, splitStatements, type Migration } from '../src/storage/migrate.ts'
 import { migrations } from '../src/storage/migrations/index.ts'
-import { forEachBackend, tempDir } from './helpers.ts'
+import { forEachBackend, type BackendDatabase } from './helpers.ts'
 
 test('statements split at semicolons that end a line, comments dropped', () => {
   expect(splitStatements('-- a table\nCREATE TABLE a (x TEXT);\n\nCREATE TABLE b (y TEXT DEFAULT \'a;b\')\n')).toEqual([
@@ -13,20 +13,13 @@ test('statements split at semicolons that end a line, comments dropped', () => {
 
 forEachBackend((backend) => {
   describe(`storage on ${backend.name}`, () => {
+    let store: BackendDatabase
     let db: Database
-    let cleanup: () => Promise<void>
-    const dir = tempDir()
-
     beforeAll(async () => {
-      const opened = await backend.open()
-      cleanup = opened.cleanup
-      db = await openDatabase({ databaseUrl: opened.databaseUrl, dataDir: dir.path })
+      store = await backend.open({ migrate: false })
+      db = store.db
     })
-    afterAll(async () => {
-      await db.close()
-      await cleanup()
-      dir.remove()
-    })
+    afterAll(() => store.close())
 
     test('uses the expected dialect', () => {
       expect(db.dialect).toBe(backend.name)

@@ -1,27 +1,18 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { memoryLogger } from '../../src/log.ts'
-import { openDatabase, type Database } from '../../src/storage/database.ts'
-import { migrate } from '../../src/storage/migrate.ts'
-import { migrations } from '../../src/storage/migrations/index.ts'
+import type { Database } from '../../src/storage/database.ts'
 import { createUsageMeter, queryUsage } from '../../src/usage/meter.ts'
-import { ADMIN, bearer, forEachBackend, makeApp, tempDir, userWithRole } from '../helpers.ts'
+import { ADMIN, bearer, forEachBackend, makeApp, userWithRole, type BackendDatabase } from '../helpers.ts'
 
 forEachBackend((backend) => {
   describe(`usage metering on ${backend.name}`, () => {
+    let store: BackendDatabase
     let db: Database
-    let cleanup: () => Promise<void>
-    const dir = tempDir()
     beforeAll(async () => {
-      const opened = await backend.open()
-      cleanup = opened.cleanup
-      db = await openDatabase({ databaseUrl: opened.databaseUrl, dataDir: dir.path })
-      await migrate(db, migrations)
+      store = await backend.open()
+      db = store.db
     })
-    afterAll(async () => {
-      await db.close()
-      await cleanup()
-      dir.remove()
-    })
+    afterAll(() => store.close())
 
     test('thousands of events become a handful of rows, with exact totals', async () => {
       const meter = createUsageMeter({ db, logger: memoryLogger(), flushIntervalMs: 60_000 })
