@@ -6,6 +6,7 @@ import { authPlugin } from '../plugins/auth/index.ts'
 import { openApiPlugin } from '../plugins/docs/index.ts'
 import { healthPlugin } from '../plugins/health/index.ts'
 import { usagePlugin } from '../plugins/usage/index.ts'
+import { webSearchPlugin } from '../plugins/web-search/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
@@ -24,6 +25,7 @@ export function createApp(deps: Dependencies) {
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle }))
     .use(authPlugin({ access, plans, rateLimits, allowRegistration: config.allowRegistration }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, access, plans, rateLimits }))
+    .use(webSearchPlugin({ webSearch: deps.webSearch, access, plans, rateLimits }))
   routeIndex.load(app.routes)
   return app
 }

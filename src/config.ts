@@ -69,6 +69,21 @@ const boolean: Parser<boolean> = (raw) => {
   throw new Error(`must be true or false, got "${raw}"`)
 }
 
+export const WEB_SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const
+export type WebSearchProviderName = (typeof WEB_SEARCH_PROVIDERS)[number]
+
+/** The variable that makes each web search provider usable. */
+export const WEB_SEARCH_PROVIDER_VARIABLES: Readonly<Record<WebSearchProviderName, string>> = {
+  searxng: 'SEARXNG_URL',
+  brave: 'BRAVE_API_KEY',
+  tavily: 'TAVILY_API_KEY',
+}
+
+/** The search engine web search talks to, with what it needs to reach it. */
+export type WebSearchProviderSettings =
+  | { readonly name: 'searxng'; readonly baseUrl: string }
+  | { readonly name: 'brave' | 'tavily'; readonly baseUrl: string; readonly apiKey: string }
+
 const variables = {
   PORT: { doc: 'TCP port the server listens on', parse: integer(0, 65535), fallback: 3000 },
   HOST: { doc: 'Interface the server binds to', parse: text, fallback: '0.0.0.0' },
@@ -124,6 +139,13 @@ const variables = {
   SEARXNG_URL: { doc: 'SearXNG instance for web search', parse: url('http:', 'https:') },
   BRAVE_API_KEY: { doc: 'Brave Search API key', parse: text },
   TAVILY_API_KEY: { doc: 'Tavily API key', parse: text },
+  BRAVE_BASE_URL: { doc: 'Base URL of the Brave Search API', parse: url('http:', 'https:'), fallback: 'https://api.search.brave.com' },
+  TAVILY_BASE_URL: { doc: 'Base URL of the Tavily API', parse: url('http:', 'https:'), fallback: 'https://api.tavily.com' },
+  WEB_SEARCH_PROVIDER: {
+    doc: 'searxng, brave or tavily; unset picks the first configured of SEARXNG_URL, BRAVE_API_KEY, TAVILY_API_KEY',
+    parse: oneOf(...WEB_SEARCH_PROVIDERS),
+  },
+  WEB_SEARCH_CACHE_TTL_SECONDS: { doc: 'How long a web search answer is reused for the same query and options', parse: integer(1, 86_400), fallback: 300 },
 } satisfies Record<string, Variable<unknown>>
 
 type Variables = typeof variables
@@ -165,6 +187,11 @@ export interface Config {
   readonly oidc: { readonly issuer: string; readonly audience: string; readonly scopesClaim: string; readonly roleClaim: string } | undefined
   readonly admin: { readonly email: string; readonly password: string } | undefined
   readonly allowRegistration: boolean
+  readonly webSearch: {
+    /** Undefined when no provider is configured: the route answers 503 not_configured. */
+    readonly provider: WebSearchProviderSettings | undefined
+    readonly cacheTtlSeconds: number
+  }
   readonly secrets: { readonly jwtSecret: string; readonly tokenEncryptionKey: string }
   /** Secrets that were generated into DATA_DIR rather than given; production should set them. */
   readonly generatedSecrets: readonly string[]
@@ -242,6 +269,19 @@ function listUnconfigured(v: EnvValues): string[] {
   return missing
 }
 
+
+function webSearchProvider(v: EnvValues, problems: string[]): WebSearchProviderSettings | undefined {
+  const configured: Record<WebSearchProviderName, WebSearchProviderSettings | undefined> = {
+    searxng: v.SEARXNG_URL ? { name: 'searxng', baseUrl: v.SEARXNG_URL } : undefined,
+    brave: v.BRAVE_API_KEY ? { name: 'brave', baseUrl: v.BRAVE_BASE_URL, apiKey: v.BRAVE_API_KEY } : undefined,
+    tavily: v.TAVILY_API_KEY ? { name: 'tavily', baseUrl: v.TAVILY_BASE_URL, apiKey: v.TAVILY_API_KEY } : undefined,
+  }
+  const chosen = v.WEB_SEARCH_PROVIDER
+  if (!chosen) return WEB_SEARCH_PROVIDERS.map((name) => configured[name]).find(Boolean)
+  if (!configured[chosen]) problems.push(`WEB_SEARCH_PROVIDER is ${chosen} but ${WEB_SEARCH_PROVIDER_VARIABLES[chosen]} is not set`)
+  return configured[chosen]
+}
+
 /**
  * Validates `env` (the process environment by default, which Bun fills from .env),
  * creates DATA_DIR and resolves generated secrets.
@@ -266,6 +306,7 @@ export function loadConfig(env: Env = process.env): Config {
   for (const c of values.RATE_LIMIT_FAIL_CLOSED)
     if (!routeClasses.includes(c)) problems.push(`RATE_LIMIT_FAIL_CLOSED names "${c}"; known classes are ${routeClasses.join(', ')}`)
   if (values.PLANS.length === 0) problems.push('PLANS must name at least one plan')
+  const searchProvider = webSearchProvider(values, problems)
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(values.DATA_DIR)
@@ -310,6 +351,7 @@ export function loadConfig(env: Env = process.env): Config {
       : undefined,
     admin: values.ADMIN_EMAIL && values.ADMIN_PASSWORD ? Object.freeze({ email: values.ADMIN_EMAIL, password: values.ADMIN_PASSWORD }) : undefined,
     allowRegistration: values.ALLOW_REGISTRATION,
+    webSearch: Object.freeze({ provider: searchProvider && Object.freeze(searchProvider), cacheTtlSeconds: values.WEB_SEARCH_CACHE_TTL_SECONDS }),
     secrets: Object.freeze(secrets),
     generatedSecrets: Object.freeze(generated),
     unconfigured: Object.freeze(listUnconfigured(values)),

@@ -4,6 +4,7 @@ import { createAccessTokens } from './auth/access-tokens.ts'
 import { createExternalTokenVerifier } from './auth/external-tokens.ts'
 import { createPlanDirectory, type PlanDirectory } from './auth/plans.ts'
 import type { Config } from './config.ts'
+import { createHttpClient } from './http.ts'
 import { createLogger, type Logger } from './log.ts'
 import type { RateLimiter } from './rate-limit/index.ts'
 import { createMemoryRateLimiter } from './rate-limit/memory.ts'
@@ -12,6 +13,9 @@ import { openDatabase, type Database } from './storage/database.ts'
 import { migrate } from './storage/migrate.ts'
 import { migrations } from './storage/migrations/index.ts'
 import { createUsageMeter, type UsageMeter } from './usage/meter.ts'
+import { createMemorySearchCache, createRedisSearchCache } from '../plugins/web-search/cache.ts'
+import { createSearchProvider } from '../plugins/web-search/providers/index.ts'
+import { createWebSearchService, type WebSearchService } from '../plugins/web-search/service.ts'
 
 /** Process state shared by the health checks and shutdown. */
 export interface Lifecycle {
@@ -31,6 +35,8 @@ export interface Dependencies {
   readonly plans: PlanDirectory
   readonly limiter: RateLimiter
   readonly meter: UsageMeter
+  /** Also handed to chat for its web_search tool, `!search` and search augmentation. */
+  readonly webSearch: WebSearchService
   close(): Promise<void>
 }
 
@@ -77,8 +83,15 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     overrides.limiter ??
     (config.redisUrl ? createRedisRateLimiter({ url: config.redisUrl, keyPrefix: 'rl:', onStoreError: 'open', logger }) : createMemoryRateLimiter())
   const meter = createUsageMeter({ db, logger })
+  const searchProvider = config.webSearch.provider
+  const webSearch = createWebSearchService({
+    provider: searchProvider && createSearchProvider(searchProvider, createHttpClient()),
+    cache: config.redisUrl ? createRedisSearchCache({ url: config.redisUrl, logger }) : createMemorySearchCache(),
+    meter,
+    ttlSeconds: config.webSearch.cacheTtlSeconds,
+  })
 
-  const closers: (() => Promise<void>)[] = [() => db.close(), () => meter.close(), () => limiter.close()]
+  const closers: (() => Promise<void>)[] = [() => db.close(), () => meter.close(), () => limiter.close(), () => webSearch.close()]
   return {
     config,
     logger,
@@ -89,6 +102,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     plans: createPlanDirectory(accounts, { enterprise: config.plans.enterprise }),
     limiter,
     meter,
+    webSearch,
     async close() {
       for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))
     },
