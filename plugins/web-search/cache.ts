@@ -2,7 +2,7 @@
  * Where web search answers are kept between identical queries: in this process by default, or in
  * Redis so every process shares them. Values are JSON text; the cache itself never interprets them.
  */
-import { RedisClient } from 'bun'
+import { createRedisConnection } from '../../src/redis.ts'
 import type { Logger } from '../../src/log.ts'
 
 export interface CachedAnswer {
@@ -70,8 +70,6 @@ export interface RedisSearchCacheOptions {
 }
 
 const WARN_EVERY_MS = 5_000
-// After a failed connection attempt, lookups skip Redis for this long instead of each waiting out a timeout.
-const RECONNECT_AFTER_MS = 1_000
 
 /**
  * Answers shared by every process through Redis (SET with PX, so Redis expires them). A cache that
@@ -79,40 +77,8 @@ const RECONNECT_AFTER_MS = 1_000
  */
 export function createRedisSearchCache(options: RedisSearchCacheOptions): SearchCache {
   const keyPrefix = options.keyPrefix ?? 'websearch:'
-  const timeoutMs = options.timeoutMs ?? 500
-  // Without the offline queue a command fails at once while disconnected instead of waiting for a
-  // reconnection; connecting is therefore done here, and retried after a pause.
-  const client = new RedisClient(options.url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: timeoutMs })
-  let connecting: Promise<void> | undefined
-  let connectAgainAt = 0
-  let closed = false
+  const redis = createRedisConnection(options.url, { timeoutMs: options.timeoutMs ?? 500, name: 'web search cache' })
   let lastWarnAt = -Infinity
-
-  const connection = (): Promise<void> => {
-    if (client.connected) return Promise.resolve()
-    if (closed) return Promise.reject(new Error('web search cache is closed'))
-    if (Date.now() < connectAgainAt) return Promise.reject(new Error('Redis connection failed moments ago'))
-    connecting ??= client
-      .connect()
-      .catch((err) => {
-        connectAgainAt = Date.now() + RECONNECT_AFTER_MS
-        throw err
-      })
-      .finally(() => (connecting = undefined))
-    return connecting
-  }
-
-  const withRedis = async <T>(work: () => Promise<T>): Promise<T> => {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Redis did not answer within ${timeoutMs} ms`)), timeoutMs)
-    })
-    try {
-      return await Promise.race([connection().then(work), deadline])
-    } finally {
-      clearTimeout(timer)
-    }
-  }
 
   const degraded = (err: unknown, operation: string) => {
     if (Date.now() - lastWarnAt < WARN_EVERY_MS) return
@@ -124,7 +90,7 @@ export function createRedisSearchCache(options: RedisSearchCacheOptions): Search
     async get(key) {
       try {
         // Sent together (Bun pipelines them); PTTL is Redis's own clock, so every process agrees on the age.
-        const [value, ttlLeftMs] = await withRedis(() => Promise.all([client.get(keyPrefix + key), client.pttl(keyPrefix + key)]))
+        const [value, ttlLeftMs] = await redis.run((client) => Promise.all([client.get(keyPrefix + key), client.pttl(keyPrefix + key)]))
         return value !== null && ttlLeftMs > 0 ? { value, ttlLeftMs } : undefined
       } catch (err) {
         degraded(err, 'get')
@@ -133,14 +99,13 @@ export function createRedisSearchCache(options: RedisSearchCacheOptions): Search
     },
     async set(key, value, ttlMs) {
       try {
-        await withRedis(() => client.set(keyPrefix + key, value, 'PX', Math.max(1, Math.ceil(ttlMs))))
+        await redis.run((client) => client.set(keyPrefix + key, value, 'PX', Math.max(1, Math.ceil(ttlMs))))
       } catch (err) {
         degraded(err, 'set')
       }
     },
     async close() {
-      closed = true
-      client.close()
+      redis.close()
     },
   }
 }

@@ -2,9 +2,10 @@
  * Rate limiter shared by every process through Redis: one script per check reads, decides and writes all
  * buckets atomically, on the server's clock so processes with skewed clocks still agree.
  */
-import { RedisClient } from 'bun'
+import type { RedisClient } from 'bun'
 import { AppError } from '../errors.ts'
 import type { Logger } from '../log.ts'
+import { createRedisConnection } from '../redis.ts'
 import { decide, prepareChecks, type RateLimiter, type StoreFailurePolicy } from './index.ts'
 
 export interface RedisRateLimiterOptions {
@@ -50,37 +51,14 @@ return reply
 const SCRIPT_SHA = new Bun.CryptoHasher('sha1').update(SCRIPT).digest('hex')
 
 const WARN_EVERY_MS = 5_000
-// After a failed connection attempt, checks fail at once for this long instead of each waiting out a timeout.
-const RECONNECT_AFTER_MS = 1_000
 
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
   const keyPrefix = options.keyPrefix ?? 'rl:'
-  const timeoutMs = options.timeoutMs ?? 500
-  // No offline queue: a queued check would run after Redis returns and consume budget for a request
-  // that was long since answered. Connecting is therefore ours to do.
-  const client = new RedisClient(options.url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: timeoutMs })
-  let connecting: Promise<void> | undefined
-  let connectAgainAt = 0
-  let closed = false
+  const redis = createRedisConnection(options.url, { timeoutMs: options.timeoutMs ?? 500, name: 'rate limiter' })
   let lastWarnAt = -Infinity
   let unlogged = 0
 
-  const connection = (): Promise<void> => {
-    if (client.connected) return Promise.resolve()
-    if (closed) return Promise.reject(new Error('rate limiter is closed'))
-    if (Date.now() < connectAgainAt) return Promise.reject(new Error('Redis connection failed moments ago'))
-    connecting ??= client
-      .connect()
-      .catch((err) => {
-        connectAgainAt = Date.now() + RECONNECT_AFTER_MS
-        throw err
-      })
-      .finally(() => (connecting = undefined))
-    return connecting
-  }
-
-  const evaluate = async (keys: string[], args: string[]): Promise<number[]> => {
-    await connection()
+  const evaluate = async (client: RedisClient, keys: string[], args: string[]): Promise<number[]> => {
     const params = [String(keys.length), ...keys, ...args]
     try {
       return await client.send('EVALSHA', [SCRIPT_SHA, ...params])
@@ -112,7 +90,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
       const args = prepared.flatMap((p) => [String(p.intervalUs), String(p.capacityUs), String(p.cost)])
       let reply: number[]
       try {
-        reply = await withDeadline(evaluate(keys, args), timeoutMs)
+        reply = await redis.run((client) => evaluate(client, keys, args))
       } catch (err) {
         // Closed wins: one entry guarding something that must not run unchecked is enough to refuse.
         return storeFailed(err, prepared.some((p) => (p.check.policy.onStoreError ?? options.onStoreError) === 'closed'))
@@ -122,16 +100,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
       return decide(nowUs, prepared, (bucket) => byBucket.get(bucket)).decision
     },
     async close() {
-      closed = true
-      client.close()
+      redis.close()
     },
   }
-}
-
-function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms)
-  })
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer))
 }
