@@ -22,7 +22,7 @@ export function createApp(deps: Dependencies) {
   const app = new Elysia({ normalize: false })
     .use(requestPipeline({ logger, bodyLimitBytes: config.bodyLimitBytes, trustedProxies: config.trustedProxies, routeIndex }))
     .use(openApiPlugin())
-    .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle }))
+    .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle, checks: deps.readinessChecks }))
     .use(authPlugin({ access, plans, rateLimits, allowRegistration: config.allowRegistration }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, access, plans, rateLimits }))
     .use(webSearchPlugin({ webSearch: deps.webSearch, access, plans, rateLimits }))

@@ -6,6 +6,7 @@ import { createPlanDirectory, type PlanDirectory } from './auth/plans.ts'
 import type { Config } from './config.ts'
 import { createHttpClient } from './http.ts'
 import { createLogger, type Logger } from './log.ts'
+import { createRedisConnection } from './redis.ts'
 import type { RateLimiter } from './rate-limit/index.ts'
 import { createMemoryRateLimiter } from './rate-limit/memory.ts'
 import { createRedisRateLimiter } from './rate-limit/redis.ts'
@@ -37,6 +38,8 @@ export interface Dependencies {
   readonly meter: UsageMeter
   /** Also handed to chat for its web_search tool, `!search` and search augmentation. */
   readonly webSearch: WebSearchService
+  /** Readiness checks beyond the database, by name; each rejects when unhealthy. */
+  readonly readinessChecks: Record<string, () => Promise<unknown>>
   close(): Promise<void>
 }
 
@@ -92,6 +95,12 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   })
 
   const closers: (() => Promise<void>)[] = [() => db.close(), () => meter.close(), () => limiter.close(), () => webSearch.close()]
+  const readinessChecks: Record<string, () => Promise<unknown>> = {}
+  if (config.redisUrl) {
+    const redis = createRedisConnection(config.redisUrl, { timeoutMs: 1000, name: 'readiness probe' })
+    readinessChecks.redis = () => redis.run((client) => client.send('PING', []))
+    closers.push(async () => redis.close())
+  }
   return {
     config,
     logger,
@@ -103,6 +112,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     limiter,
     meter,
     webSearch,
+    readinessChecks,
     async close() {
       for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))
     },

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { makeApp } from './helpers.ts'
+import { announceSkip, makeApp, redisUrl } from './helpers.ts'
 
 describe('health and readiness', async () => {
   const t = await makeApp()
@@ -37,5 +37,29 @@ describe('readiness with storage gone', async () => {
     const body = await res.json()
     expect(body.status).toBe('not_ready')
     expect(body.checks.database).not.toBe('ok')
+  })
+})
+
+describe('readiness with Redis configured', async () => {
+  const t = await makeApp({ REDIS_URL: 'redis://127.0.0.1:1' })
+  afterAll(() => t.close())
+
+  test('GET /ready names Redis when it cannot be reached', async () => {
+    const res = await t.request('/ready')
+    expect(res.status).toBe(503)
+    const body = await res.json()
+    expect(body.checks.database).toBe('ok')
+    expect(body.checks.redis).not.toBe('ok')
+  })
+})
+
+describe('readiness with a live Redis', async () => {
+  if (!redisUrl) return announceSkip('readiness against a live Redis', 'REDIS_URL')
+  const t = await makeApp({ REDIS_URL: redisUrl })
+  afterAll(() => t.close())
+
+  test('GET /ready is ok with database and Redis answering', async () => {
+    const res = await t.request('/ready')
+    expect(await res.json()).toEqual({ status: 'ready', checks: { database: 'ok', redis: 'ok' } })
   })
 })
