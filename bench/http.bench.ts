@@ -1,0 +1,104 @@
+/**
+ * What the request pipeline costs: the service against bare Bun.serve, on /health (pipeline only) and on
+ * /auth/me (pipeline + token verification + the in-memory rate limiter), same machine, same run.
+ */
+import { load, type LoadResult } from './lib/load.ts'
+import { startBareBaseline, startService, type Running } from './lib/processes.ts'
+import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
+
+const email = 'bench@example.com'
+const password = `bench-${crypto.randomUUID()}`
+// The largest burst config accepts, per second: every request still goes through the limiter, yet autocannon
+// cannot come near it, so no measured request is refused for rate.
+const burst = 1_000_000
+const limiterNote = `rate limiter active on /auth/me with RATE_LIMIT_BURST=${burst.toLocaleString('en-US')} per 1 s: checked on every request, never refusing the load`
+
+const routes = [
+  { path: '/health', target: undefined, notes: [] },
+  { path: '/auth/me', target: { atLeast: 0.6 }, notes: [limiterNote] },
+] as const
+
+export async function run(): Promise<Row[]> {
+  const running: Running[] = []
+  try {
+    const service = await startService({
+      ADMIN_EMAIL: email,
+      ADMIN_PASSWORD: password,
+      RATE_LIMIT_BURST: String(burst),
+      RATE_LIMIT_BURST_WINDOW_SECONDS: '1',
+    })
+    running.push(service)
+    const bare = await startBareBaseline()
+    running.push(bare)
+    console.log(`http: service ${service.url} (${JSON.stringify(service.facts)}), bare Bun.serve ${bare.url}`)
+    console.log(`http: ${limiterNote}`)
+
+    const authorization = `Bearer ${await logIn(service.url)}`
+    const rows: Row[] = []
+    for (const route of routes) {
+      const headers = route.path === '/auth/me' ? { Authorization: authorization } : undefined
+      // The baseline first, then the service, path by path, so drift in the machine hits both alike.
+      const baseline = await load(bare.url, { path: route.path, headers, serverPid: bare.pid })
+      const measured = await load(service.url, { path: route.path, headers, serverPid: service.pid })
+      rows.push(...rowsFor(`GET ${route.path}`, baseline, measured, route.target, route.notes))
+    }
+    return rows
+  } finally {
+    for (const r of running.reverse()) await r.stop()
+  }
+}
+
+async function logIn(url: string): Promise<string> {
+  const res = await fetch(`${url}/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password }),
+  })
+  if (!res.ok) throw new Error(`login answered ${res.status}: ${await res.text()}`)
+  return ((await res.json()) as { accessToken: string }).accessToken
+}
+
+const latencyNote = 'autocannon records latency in whole milliseconds: 0 means under 1 ms'
+const generatorBoundNote =
+  'autocannon used a full core while the server had CPU to spare: the figure is the load generator\'s ceiling, not the server\'s; compare req/core-s'
+
+function rowsFor(label: string, baseline: LoadResult, measured: LoadResult, target: Row['target'], notes: readonly string[]): Row[] {
+  const refused = baseline.non2xx + baseline.errors + measured.non2xx + measured.errors
+  const warning = refused
+    ? `${measured.non2xx} non-2xx and ${measured.errors} errors from the service, ${baseline.non2xx} and ${baseline.errors} from the baseline: figures are not comparable`
+    : undefined
+  const row = (figure: string, unit: string, b: number | undefined, v: number | undefined, rowNote?: string): Row[] => {
+    if (v === undefined) return []
+    const ratio = b === undefined || unit === 'count' ? null : ratioOf(v, b)
+    return [{ figure: `${label} ${figure}`, unit, baseline: b ?? null, value: v, ratio, notes: rowNote ? [rowNote] : undefined }]
+  }
+  const [throughput] = row('throughput', 'req/s', baseline.requestsPerSecond, measured.requestsPerSecond)
+  return [
+    { ...throughput!, target, notes: [...notes, ...boundBy(baseline, measured)], warning },
+    // Requests per second of server CPU does not depend on whether the load generator kept up.
+    ...row('throughput per server core', 'req/core-s', perCore(baseline), perCore(measured)),
+    ...row('latency p50', 'ms', baseline.p50Ms, measured.p50Ms, latencyNote),
+    ...row('latency p99', 'ms', baseline.p99Ms, measured.p99Ms, latencyNote),
+    ...row('non-2xx + errors', 'count', baseline.non2xx + baseline.errors, measured.non2xx + measured.errors),
+    ...row('server CPU', '%', baseline.serverCpuPercent, measured.serverCpuPercent),
+    ...row('autocannon CPU', '%', baseline.loadGeneratorCpuPercent, measured.loadGeneratorCpuPercent),
+  ]
+}
+
+const perCore = (r: LoadResult) => (r.serverCpuPercent ? r.requestsPerSecond / (r.serverCpuPercent / 100) : undefined)
+
+function boundBy(...results: LoadResult[]): string[] {
+  const generatorBound = results.some((r) => (r.loadGeneratorCpuPercent ?? 0) >= 90 && (r.serverCpuPercent ?? 100) < 85)
+  // Other engineers' test runs share this machine; a busy neighbour shows as CPU neither process used.
+  const elsewhere = Math.max(...results.map((r) => r.elsewhereCpuPercent ?? 0))
+  return [
+    ...(generatorBound ? [generatorBoundNote] : []),
+    ...(elsewhere >= 15 ? [`other processes on the machine used up to ${elsewhere.toFixed(0)}% of a core during these runs`] : []),
+  ]
+}
+
+if (import.meta.main) {
+  const rows = await run()
+  printTable(rows)
+  console.log(`results: ${writeResults('http', rows)}`)
+}

@@ -1,0 +1,118 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+const autocannon = join(import.meta.dir, '..', '..', 'node_modules', 'autocannon', 'autocannon.js')
+// Beyond the requested duration, how long autocannon may take to start and report before it is killed.
+const graceSeconds = 20
+
+export interface LoadOptions {
+  path: string
+  headers?: Record<string, string>
+  connections?: number
+  durationSeconds?: number
+  warmupSeconds?: number
+  /** The server's PID, to report how busy it was: a server well under a full core was not the bottleneck. */
+  serverPid?: number
+}
+
+export interface LoadResult {
+  requestsPerSecond: number
+  p50Ms: number
+  p99Ms: number
+  non2xx: number
+  /** Connection errors and timeouts. */
+  errors: number
+  totalRequests: number
+  /** Percent of one core over the measured run; undefined where /proc is not available. */
+  serverCpuPercent?: number
+  loadGeneratorCpuPercent?: number
+  /** CPU used by neither the server nor autocannon (other processes, hypervisor steal), in percent of one core. */
+  elsewhereCpuPercent?: number
+}
+
+interface AutocannonReport {
+  requests: { mean: number; total: number }
+  latency: { p50: number; p99: number }
+  non2xx: number
+  errors: number
+  timeouts: number
+}
+
+/** A discarded warm-up run, then a measured one: autocannon under node, so it does not share the runtime it measures. */
+export async function load(url: string, options: LoadOptions): Promise<LoadResult> {
+  const { path, headers = {}, connections = 50, durationSeconds = 8, warmupSeconds = 2, serverPid } = options
+  const target = new URL(path, url).href
+  const args = ['-c', String(connections), ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), target]
+  if (warmupSeconds > 0) await autocannonRun([...args, '-d', String(warmupSeconds)], warmupSeconds)
+
+  const before = serverPid === undefined ? undefined : cpuTicks(serverPid)
+  const machineBefore = machineTicks()
+  const startedAt = performance.now()
+  const { report, cpuMicros } = await autocannonRun([...args, '-d', String(durationSeconds)], durationSeconds)
+  const wallSeconds = (performance.now() - startedAt) / 1000
+  const after = serverPid === undefined ? undefined : cpuTicks(serverPid)
+  const machineAfter = machineTicks()
+  const percent = (seconds: number) => (seconds / wallSeconds) * 100
+  const serverSeconds = before !== undefined && after !== undefined ? (after - before) / clockTicks : undefined
+  const generatorSeconds = cpuMicros === undefined ? undefined : cpuMicros / 1e6
+  const machineSeconds = machineBefore !== undefined && machineAfter !== undefined ? (machineAfter - machineBefore) / clockTicks : undefined
+
+  return {
+    requestsPerSecond: report.requests.mean,
+    p50Ms: report.latency.p50,
+    p99Ms: report.latency.p99,
+    non2xx: report.non2xx,
+    errors: report.errors + report.timeouts,
+    totalRequests: report.requests.total,
+    // Over the whole measured run, so autocannon's own start-up is counted against both, slightly.
+    serverCpuPercent: serverSeconds === undefined ? undefined : percent(serverSeconds),
+    loadGeneratorCpuPercent: generatorSeconds === undefined ? undefined : percent(generatorSeconds),
+    elsewhereCpuPercent:
+      machineSeconds === undefined || serverSeconds === undefined || generatorSeconds === undefined
+        ? undefined
+        : Math.max(0, percent(machineSeconds - serverSeconds - generatorSeconds)),
+  }
+}
+
+async function autocannonRun(args: string[], durationSeconds: number) {
+  const proc = Bun.spawn(['node', autocannon, '-j', '-n', ...args], { stdout: 'pipe', stderr: 'pipe' })
+  const killer = setTimeout(() => proc.kill('SIGKILL'), (durationSeconds + graceSeconds) * 1000)
+  try {
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ])
+    if (code !== 0) throw new Error(`autocannon exited with ${code}: ${stderr.trim()}`)
+    const cpu = proc.resourceUsage()?.cpuTime.total
+    return { report: JSON.parse(stdout) as AutocannonReport, cpuMicros: cpu === undefined ? undefined : Number(cpu) }
+  } finally {
+    clearTimeout(killer)
+  }
+}
+
+const clockTicks = (() => {
+  const out = Bun.spawnSync(['getconf', 'CLK_TCK']).stdout.toString().trim()
+  return Number(out) || 100
+})()
+
+/** Busy plus stolen ticks of the whole machine, from the first line of /proc/stat. */
+function machineTicks(): number | undefined {
+  try {
+    const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number)
+    return [user, nice, system, irq, softirq, steal].reduce((sum: number, n) => sum + (n ?? 0), 0)
+  } catch {
+    return undefined
+  }
+}
+
+/** utime + stime of a process, from /proc/<pid>/stat (fields 14 and 15, after the parenthesised name). */
+function cpuTicks(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return Number(fields[11]) + Number(fields[12])
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,96 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+
+const benchDir = join(import.meta.dir, '..')
+// Taken when the harness loads: another busy process on the machine shows here, before the benches add their own.
+const loadAverageAtStart = os.loadavg()
+
+/** One figure against its baseline from the same run; ratio is value / baseline. */
+export interface Row {
+  /** Filled in by bench/run.ts when several benches share one table. */
+  bench?: string
+  figure: string
+  unit: string
+  baseline: number | null
+  value: number
+  ratio: number | null
+  /** Bounds on the ratio; shown beside it, never enforced. */
+  target?: { atLeast?: number; atMost?: number }
+  /** Caveats on how the figure was obtained; printed as footnotes. */
+  notes?: string[]
+  /** Something that makes the figure untrustworthy (refused requests, say); printed loudly. */
+  warning?: string
+}
+
+export const ratioOf = (value: number, baseline: number) => (baseline > 0 ? value / baseline : null)
+
+export function printTable(rows: Row[]): void {
+  const notes = [...new Set(rows.flatMap((r) => r.notes ?? []))]
+  const withBench = rows.some((r) => r.bench)
+  const header = [...(withBench ? ['bench'] : []), 'figure', 'unit', 'baseline', 'value', 'ratio', 'target', '']
+  const body = rows.map((r) => [
+    ...(withBench ? [r.bench ?? ''] : []),
+    r.figure + (r.notes?.length ? ` [${r.notes.map((n) => notes.indexOf(n) + 1).sort((a, b) => a - b).join(',')}]` : ''),
+    r.unit,
+    r.baseline === null ? '-' : formatValue(r.baseline, r.unit),
+    formatValue(r.value, r.unit),
+    r.ratio === null ? '-' : r.ratio.toFixed(2),
+    formatTarget(r.target),
+    r.warning ? '!! SEE BELOW' : verdict(r),
+  ])
+  const widths = header.map((_, i) => Math.max(...[header, ...body].map((cells) => cells[i]!.length)))
+  const numeric = new Set(['baseline', 'value', 'ratio'])
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (numeric.has(header[i]!) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()
+  console.log(line(header))
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '))
+  for (const cells of body) console.log(line(cells))
+  notes.forEach((n, i) => console.log(`[${i + 1}] ${n}`))
+  for (const r of rows) if (r.warning) console.log(`!! ${r.bench ? `${r.bench}: ` : ''}${r.figure}: ${r.warning.toUpperCase()}`)
+}
+
+function formatValue(n: number, unit: string): string {
+  if (unit === 'ms') return Number.isInteger(n) ? String(n) : n.toFixed(2)
+  if (unit === '%') return n.toFixed(0)
+  return Math.round(n).toLocaleString('en-US')
+}
+
+function formatTarget(target: Row['target']): string {
+  if (!target) return ''
+  const parts = [target.atLeast !== undefined && `≥ ${target.atLeast.toFixed(2)}`, target.atMost !== undefined && `≤ ${target.atMost.toFixed(2)}`]
+  return parts.filter(Boolean).join(', ')
+}
+
+function verdict({ target, ratio }: Row): string {
+  if (!target || ratio === null) return ''
+  const met = (target.atLeast === undefined || ratio >= target.atLeast) && (target.atMost === undefined || ratio <= target.atMost)
+  return met ? 'met' : 'BELOW TARGET'
+}
+
+export function machineFacts() {
+  const cpus = os.cpus()
+  const versionOf = (pkg: string) =>
+    (JSON.parse(readFileSync(join(benchDir, '..', 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version
+  return {
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    cpus: cpus.length,
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    totalMemoryBytes: os.totalmem(),
+    loadAverageAtStart,
+    bun: Bun.version,
+    node: Bun.spawnSync(['node', '--version']).stdout.toString().trim(),
+    autocannon: versionOf('autocannon'),
+  }
+}
+
+/** Writes bench/results/<name>-<timestamp>.json (gitignored) and returns its path. */
+export function writeResults(name: string, rows: Row[]): string {
+  const at = new Date().toISOString()
+  const dir = join(benchDir, 'results')
+  mkdirSync(dir, { recursive: true })
+  // Colons are not portable in file names.
+  const path = join(dir, `${name}-${at.replace(/[:.]/g, '-')}.json`)
+  writeFileSync(path, JSON.stringify({ name, at, machine: machineFacts(), rows }, null, 2) + '\n')
+  return path
+}
