@@ -24,11 +24,31 @@ export interface LoggerOptions {
 
 // Field names whose values never reach a log line, whatever logs them.
 const SECRET_KEYS = /^(authorization|password|token|access_?token|refresh_?token|secret|client_?secret|cookie|api_?key)$/i
+const secretKeyVerdicts = new Map<string, boolean>()
+const isSecretKey = (key: string) => {
+  let secret = secretKeyVerdicts.get(key)
+  if (secret === undefined) secretKeyVerdicts.set(key, (secret = SECRET_KEYS.test(key)))
+  return secret
+}
 
-function redact(fields: LogFields): LogFields {
-  const out: LogFields = {}
-  for (const [k, v] of Object.entries(fields)) out[k] = SECRET_KEYS.test(k) ? '[redacted]' : v
+/** One object for the line: time, level and message first, then the fields with secrets redacted. */
+function lineObject(time: string, level: LogLevel, msg: string, base: LogFields, fields: LogFields | undefined): LogFields {
+  const out: LogFields = { time, level, msg }
+  for (const source of [base, fields])
+    if (source) for (const k in source) out[k] = isSecretKey(k) ? '[redacted]' : k === 'err' ? serialiseError(source[k]) : source[k]
   return out
+}
+
+// Many lines share a millisecond; formatting the timestamp once per millisecond is enough.
+let lastMs = 0
+let lastIso = ''
+function isoNow(): string {
+  const ms = Date.now()
+  if (ms !== lastMs) {
+    lastMs = ms
+    lastIso = new Date(ms).toISOString()
+  }
+  return lastIso
 }
 
 function serialiseError(err: unknown): unknown {
@@ -36,18 +56,45 @@ function serialiseError(err: unknown): unknown {
   return { name: err.name, message: err.message, stack: err.stack }
 }
 
+/**
+ * Lines to stdout through one buffered sink, flushed once per turn of the event loop: a request log
+ * line then costs no system call of its own.
+ */
+let stdoutWriter: ((line: string) => void) | undefined
+
+function stdoutLines(): (line: string) => void {
+  return (stdoutWriter ??= bufferedStdout())
+}
+
+function bufferedStdout(): (line: string) => void {
+  const sink = Bun.stdout.writer({ highWaterMark: 64 * 1024 })
+  let scheduled = false
+  const flush = () => {
+    scheduled = false
+    sink.flush()
+  }
+  process.once('exit', () => sink.flush())
+  return (line) => {
+    sink.write(line + '\n')
+    if (!scheduled) {
+      scheduled = true
+      setImmediate(flush)
+    }
+  }
+}
+
 export function createLogger(options: LoggerOptions = {}, base: LogFields = {}): Logger {
   const min = rank[options.level ?? 'info']
   const format = options.format ?? 'json'
-  const write = options.write ?? ((line: string) => process.stdout.write(line + '\n'))
+  const write = options.write ?? stdoutLines()
 
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (rank[level] < min) return
-    const all = redact({ ...base, ...fields })
-    if ('err' in all) all.err = serialiseError(all.err)
+    const line = lineObject(isoNow(), level, msg, base, fields)
     if (format === 'json') {
-      write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...all }))
+      write(JSON.stringify(line))
     } else {
+      const { time, level: _level, msg: _msg, ...all } = line
       const extras = Object.entries(all)
         .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
         .join(' ')

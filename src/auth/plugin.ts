@@ -20,12 +20,18 @@ const missingToken = () =>
 export function authenticateRequest(access: AccessService, request: Request): Promise<Principal> {
   let pending = principals.get(request)
   if (!pending) {
-    const bearer = bearerFrom(request.headers)
-    pending = bearer ? access.authenticate(bearer.token) : Promise.reject(missingToken())
-    pending.then((p) => (requestMeta(request).principal = { userId: p.userId, orgId: p.orgId })).catch(() => {})
+    pending = verifyBearer(access, request)
     principals.set(request, pending)
   }
   return pending
+}
+
+async function verifyBearer(access: AccessService, request: Request): Promise<Principal> {
+  const bearer = bearerFrom(request.headers)
+  if (!bearer) throw missingToken()
+  const principal = await access.authenticate(bearer.token)
+  requestMeta(request).principal = { userId: principal.userId, orgId: principal.orgId }
+  return principal
 }
 
 export function requireScope(principal: Principal, scope: Scope): void {

@@ -40,24 +40,29 @@ export function policiesFromConfig(limits: {
 export function rateLimiting(options: RateLimitingOptions) {
   const { limiter, access, plans, policies } = options
   return new Elysia({ name: 'rate-limiting' }).macro({
-    rateLimit: (routeClass: RouteClass) => ({
-      detail: openApiExtension({ 'x-rate-limit': routeClass === 'default' ? [policies.burst] : [policies[routeClass], policies.burst] }),
-      async beforeHandle({ request, set }) {
-        const principal = await authenticateRequest(access, request)
-        const onStoreError = options.failClosed.includes(routeClass) ? ('closed' as const) : ('open' as const)
-        const key = `user:${principal.userId}`
-        const checks: RateCheck[] = [{ key, policy: { ...policies.burst, onStoreError } }]
-        if (routeClass !== 'default' && !(routeClass === 'search' && (await plans.isEnterprise(principal.orgId))))
-          checks.push({ key, policy: { ...policies[routeClass], onStoreError } })
-        const decision = await limiter.check(checks)
-        const headers = rateLimitHeaders(decision)
-        Object.assign(set.headers, headers)
-        if (!decision.allowed)
-          throw new AppError('rate_limited', `Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`, {
-            headers,
-            extensions: { policy: decision.refusedBy, retryAfterSeconds: decision.retryAfterSeconds },
-          })
-      },
-    }),
+    rateLimit: (routeClass: RouteClass) => {
+      // Built once per route: the policies this class spends, with its store-failure behaviour.
+      const onStoreError = options.failClosed.includes(routeClass) ? ('closed' as const) : ('open' as const)
+      const burst = { ...policies.burst, onStoreError }
+      const own = routeClass === 'default' ? undefined : { ...policies[routeClass], onStoreError }
+      const exemptWhenEnterprise = routeClass === 'search'
+      return {
+        detail: openApiExtension({ 'x-rate-limit': own ? [own, burst] : [burst] }),
+        async beforeHandle({ request, set }) {
+          const principal = await authenticateRequest(access, request)
+          const key = `user:${principal.userId}`
+          const checks: RateCheck[] = [{ key, policy: burst }]
+          if (own && !(exemptWhenEnterprise && (await plans.isEnterprise(principal.orgId)))) checks.push({ key, policy: own })
+          const decision = await limiter.check(checks)
+          const headers = rateLimitHeaders(decision)
+          Object.assign(set.headers, headers)
+          if (!decision.allowed)
+            throw new AppError('rate_limited', `Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`, {
+              headers,
+              extensions: { policy: decision.refusedBy, retryAfterSeconds: decision.retryAfterSeconds },
+            })
+        },
+      }
+    },
   })
 }
