@@ -36,4 +36,14 @@ test('bun build --compile produces one executable that serves /health', async ()
   } finally {
     proc.kill('SIGKILL')
   }
+
+  // The same executable carries the operator command line.
+  const env = { PATH: process.env.PATH ?? '', DATA_DIR: join(dir.path, 'data'), LOG_LEVEL: 'warn' }
+  const created = Bun.spawnSync([outfile, 'admin', 'orgs', 'create', '--name', 'Compiled Co', '--plan', 'team'], { cwd: dir.path, env })
+  expect(created.exitCode, created.stderr.toString()).toBe(0)
+  const orgId = created.stdout.toString().trim()
+  const listed = Bun.spawnSync([outfile, 'admin', 'orgs', 'list'], { cwd: dir.path, env })
+  expect(listed.stdout.toString()).toContain(`${orgId}\tteam\tCompiled Co`)
+  const wrong = Bun.spawnSync([outfile, 'admin', 'orgs', 'create'], { cwd: dir.path, env })
+  expect(wrong.exitCode).toBe(2)
 }, 60_000)
