@@ -37,9 +37,16 @@ export async function run(): Promise<Row[]> {
     const rows: Row[] = []
     for (const route of routes) {
       const headers = route.path === '/auth/me' ? { Authorization: authorization } : undefined
-      // The baseline first, then the service, path by path, so drift in the machine hits both alike.
-      const baseline = await load(bare.url, { path: route.path, headers, serverPid: bare.pid })
-      const measured = await load(service.url, { path: route.path, headers, serverPid: service.pid })
+      // Baseline and service alternate over several rounds and each keeps its median round, so drift
+      // and a neighbour's burst of work hit both alike instead of deciding the ratio.
+      const baselines: LoadResult[] = []
+      const measures: LoadResult[] = []
+      for (let round = 0; round < ROUNDS; round++) {
+        baselines.push(await load(bare.url, { path: route.path, headers, serverPid: bare.pid, durationSeconds: 5 }))
+        measures.push(await load(service.url, { path: route.path, headers, serverPid: service.pid, durationSeconds: 5 }))
+      }
+      const baseline = median(baselines)
+      const measured = median(measures)
       rows.push(...rowsFor(`GET ${route.path}`, baseline, measured, route.target, route.notes))
     }
     return rows
@@ -61,6 +68,12 @@ async function logIn(url: string): Promise<string> {
 const latencyNote = 'autocannon records latency in whole milliseconds: 0 means under 1 ms'
 const generatorBoundNote =
   'autocannon used a full core while the server had CPU to spare: the figure is the load generator\'s ceiling, not the server\'s; compare req/core-s'
+
+const ROUNDS = 3
+
+function median(results: LoadResult[]): LoadResult {
+  return [...results].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(results.length / 2)]!
+}
 
 function rowsFor(label: string, baseline: LoadResult, measured: LoadResult, target: Row['target'], notes: readonly string[]): Row[] {
   const refused = baseline.non2xx + baseline.errors + measured.non2xx + measured.errors

@@ -12,8 +12,9 @@ export interface BearerToken {
 export function bearerFrom(headers: Headers): BearerToken | undefined {
   const authorization = headers.get('authorization')
   if (authorization) {
-    const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(authorization)
-    return match ? { token: match[1]! } : undefined
+    if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== 'bearer ') return undefined
+    const token = authorization.slice(7).trim()
+    return token && !/\s/.test(token) ? { token } : undefined
   }
   const protocols = headers.get('sec-websocket-protocol')
   if (protocols) {

@@ -130,13 +130,27 @@ export function decide(
   return { decision, tats }
 }
 
+// The same few policy sets recur on every request; their header text is built once per set.
+const policyHeaders = new Map<string, string>()
+
+function policyHeader(results: RateResult[]): string {
+  let key = ''
+  for (const r of results) key += `${r.policy.name}/${r.policy.limit}/${r.policy.windowSeconds};`
+  let header = policyHeaders.get(key)
+  if (header === undefined) {
+    const policies = new Map(results.map((r) => [r.policy.name, r.policy]))
+    header = [...policies.values()].map((p) => `"${p.name}";q=${p.limit};w=${p.windowSeconds}`).join(', ')
+    if (policyHeaders.size < 1000) policyHeaders.set(key, header)
+  }
+  return header
+}
+
 /**
  * Headers of draft-ietf-httpapi-ratelimit-headers: every policy in RateLimit-Policy, and in RateLimit the
  * one closest to refusing. Lower-case names, like the rest of the service's headers.
  */
 export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
   if (decision.results.length === 0) return {}
-  const policies = new Map(decision.results.map((r) => [r.policy.name, r.policy]))
   const closest = decision.results.reduce((a, b) => {
     if (b.policy.name === decision.refusedBy && a.policy.name !== decision.refusedBy) return b
     if (a.policy.name === decision.refusedBy) return a
@@ -144,7 +158,7 @@ export function rateLimitHeaders(decision: RateDecision): Record<string, string>
     return b.resetSeconds > a.resetSeconds ? b : a
   })
   const headers: Record<string, string> = {
-    'ratelimit-policy': [...policies.values()].map((p) => `"${p.name}";q=${p.limit};w=${p.windowSeconds}`).join(', '),
+    'ratelimit-policy': policyHeader(decision.results),
     ratelimit: `"${closest.policy.name}";r=${closest.remaining};t=${closest.resetSeconds}`,
   }
   if (!decision.allowed && decision.retryAfterSeconds !== undefined) headers['retry-after'] = String(decision.retryAfterSeconds)
