@@ -73,6 +73,7 @@ export function createAccessService(deps: AccessServiceDeps) {
   const now = deps.now ?? Date.now
   // Verifying against a real hash when the email is unknown keeps both answers equally slow.
   const decoyHash = hashPassword(crypto.randomUUID())
+  // Verified tokens and who they speak for; bounded, and expiry is checked again on every use.
   const principals = new Map<string, { principal: Principal; exp: number }>()
   const PRINCIPAL_CACHE = 10_000
 

@@ -20,8 +20,6 @@ export interface AccessTokenOptions {
   audience: string
   /** Lifetime of issued tokens. Default 900 s. */
   ttlSeconds?: number
-  /** Verified tokens remembered so repeat requests skip the HMAC. Default 10,000. */
-  cacheSize?: number
   now?: () => number
 }
 
@@ -47,19 +45,16 @@ function reasonFor(err: unknown): string {
 }
 
 /**
- * Issues and verifies HS256 access tokens. jose does the verification with a key
- * imported once; a bounded cache of verified token strings makes repeat use cheap,
- * and expiry is still checked on every use.
+ * Issues and verifies HS256 access tokens; jose verifies with a key imported once. Repeat use is
+ * made cheap by the access service's cache of verified tokens, which re-checks expiry every time.
  */
 export function createAccessTokens(options: AccessTokenOptions) {
   const ttl = options.ttlSeconds ?? 900
-  const cacheSize = options.cacheSize ?? 10_000
   const now = options.now ?? Date.now
   const keyPromise = crypto.subtle.importKey('raw', new TextEncoder().encode(options.secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
     'sign',
     'verify',
   ])
-  const verified = new Map<string, AccessClaims>()
 
   async function issue(subject: { userId: string; orgId: string; role: Role; scopes: readonly Scope[] }) {
     const iat = Math.floor(now() / 1000)
@@ -77,14 +72,6 @@ export function createAccessTokens(options: AccessTokenOptions) {
   }
 
   async function verify(token: string): Promise<AccessClaims> {
-    const cached = verified.get(token)
-    if (cached) {
-      if (cached.exp * 1000 <= now()) {
-        verified.delete(token)
-        throw invalidToken('token expired')
-      }
-      return cached
-    }
     let header
     try {
       header = decodeProtectedHeader(token)
@@ -108,10 +95,7 @@ export function createAccessTokens(options: AccessTokenOptions) {
     }
     if (typeof payload.org !== 'string' || typeof payload.role !== 'string' || typeof payload.scope !== 'string')
       throw invalidToken('malformed token')
-    const claims = payload as unknown as AccessClaims
-    if (verified.size >= cacheSize) verified.delete(verified.keys().next().value!)
-    verified.set(token, claims)
-    return claims
+    return payload as unknown as AccessClaims
   }
 
   return { issue, verify, ttlSeconds: ttl }
