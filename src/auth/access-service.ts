@@ -2,7 +2,8 @@ import { decodeJwt } from 'jose'
 import { AppError } from '../errors.ts'
 import type { Logger } from '../log.ts'
 import type { AccountStore, User } from './account-store.ts'
-import { invalidToken, type AccessTokens } from './access-tokens.ts'
+import type { AccessTokens } from './access-tokens.ts'
+import { invalidToken } from './token-errors.ts'
 import { grantedScopes, isRole, type Role, type Scope } from './roles.ts'
 
 /** Who is calling, as every guarded route sees it. */

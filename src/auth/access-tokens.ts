@@ -1,5 +1,5 @@
-import { SignJWT, decodeProtectedHeader, errors as joseErrors, jwtVerify } from 'jose'
-import { AppError } from '../errors.ts'
+import { SignJWT, decodeProtectedHeader, jwtVerify } from 'jose'
+import { invalidToken, tokenRejection } from './token-errors.ts'
 import type { Role, Scope } from './roles.ts'
 
 /** Claims of an access token this service issues (RFC 9068 `at+jwt`). */
@@ -24,25 +24,6 @@ export interface AccessTokenOptions {
 }
 
 const TOKEN_TYPE = 'at+jwt'
-
-export function invalidToken(reason: string): AppError {
-  return new AppError('invalid_token', reason, {
-    headers: { 'www-authenticate': `Bearer realm="api", error="invalid_token", error_description="${reason}"` },
-  })
-}
-
-function reasonFor(err: unknown): string {
-  if (err instanceof joseErrors.JWTExpired) return 'token expired'
-  if (err instanceof joseErrors.JWTClaimValidationFailed) {
-    if (err.claim === 'aud') return 'wrong audience'
-    if (err.claim === 'iss') return 'wrong issuer'
-    if (err.claim === 'nbf') return 'token not yet valid'
-    return `invalid claim ${err.claim}`
-  }
-  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'unsupported algorithm'
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'bad signature'
-  return 'malformed token'
-}
 
 /**
  * Issues and verifies HS256 access tokens; jose verifies with a key imported once. Repeat use is
@@ -91,7 +72,7 @@ export function createAccessTokens(options: AccessTokenOptions) {
         currentDate: new Date(now()),
       }))
     } catch (err) {
-      throw invalidToken(reasonFor(err))
+      throw tokenRejection(err)
     }
     if (typeof payload.org !== 'string' || typeof payload.role !== 'string' || typeof payload.scope !== 'string')
       throw invalidToken('malformed token')

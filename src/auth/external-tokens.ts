@@ -1,5 +1,6 @@
-import { createRemoteJWKSet, customFetch, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose'
+import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify, type JWTVerifyGetKey } from 'jose'
 import { AppError } from '../errors.ts'
+import { invalidToken, tokenRejection } from './token-errors.ts'
 
 export interface ExternalTokenOptions {
   /** Issuer URL of the identity provider; a trailing slash is ignored. */
@@ -29,35 +30,8 @@ const MAX_TOKEN_LENGTH = 16 * 1024
 const KEY_ID = /^[A-Za-z0-9._-]{1,128}$/
 const UPSTREAM_TIMEOUT_MS = 5_000
 
-function invalidToken(reason: string): AppError {
-  return new AppError('invalid_token', reason, {
-    headers: { 'www-authenticate': `Bearer realm="api", error="invalid_token", error_description="${reason}"` },
-  })
-}
-
 function withoutTrailingSlash(url: string): string {
   return url.replace(/\/+$/, '')
-}
-
-// jose errors carry the claims set; only the reason leaves this module so no token content is echoed.
-function rejection(err: unknown): AppError {
-  if (err instanceof AppError) return err
-  if (err instanceof joseErrors.JWTExpired) return invalidToken('token expired')
-  if (err instanceof joseErrors.JWTClaimValidationFailed) {
-    if (err.reason === 'missing') return invalidToken(`missing ${err.claim} claim`)
-    if (err.claim === 'aud') return invalidToken('wrong audience')
-    if (err.claim === 'iss') return invalidToken('wrong issuer')
-    if (err.claim === 'nbf') return invalidToken('token not yet valid')
-    return invalidToken(`invalid ${err.claim} claim`)
-  }
-  if (err instanceof joseErrors.JOSEAlgNotAllowed || err instanceof joseErrors.JOSENotSupported) return invalidToken('unsupported algorithm')
-  if (err instanceof joseErrors.JWKSNoMatchingKey) return invalidToken('unknown signing key')
-  if (err instanceof joseErrors.JWKSMultipleMatchingKeys) return invalidToken('ambiguous signing key')
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return invalidToken('bad signature')
-  if (err instanceof joseErrors.JWSInvalid || err instanceof joseErrors.JWTInvalid) return invalidToken('malformed token')
-  if (err instanceof joseErrors.JWKSTimeout) return new AppError('upstream_timeout', 'identity provider keys timed out', { cause: err })
-  // What is left is the provider failing (unreachable, non-200, bad JWKS), not the token.
-  return new AppError('upstream_error', 'identity provider keys unavailable', { cause: err })
 }
 
 /** Refuses, without any key lookup, tokens whose shape or header could only be an attack or garbage. */
@@ -151,7 +125,7 @@ export function createExternalTokenVerifier(options: ExternalTokenOptions) {
         claims: payload,
       }
     } catch (err) {
-      throw rejection(err)
+      throw tokenRejection(err)
     }
   }
 
