@@ -8,7 +8,9 @@ import { join } from 'node:path'
 
 const dir = mkdtempSync(join(tmpdir(), 'junit-'))
 const report = join(dir, 'report.xml')
-const proc = Bun.spawn([process.execPath, 'test', '--reporter=junit', `--reporter-outfile=${report}`, ...process.argv.slice(2)], {
+// Suites start servers and child processes; a slow shared machine needs more than the 5 s default.
+// (bunfig.toml has no setting for it: `bun test` reads the timeout only from this flag.)
+const proc = Bun.spawn([process.execPath, 'test', '--timeout=30000', '--reporter=junit', `--reporter-outfile=${report}`, ...process.argv.slice(2)], {
   stdio: ['inherit', 'inherit', 'inherit'],
 })
 const exitCode = await proc.exited
