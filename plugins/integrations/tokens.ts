@@ -1,0 +1,174 @@
+/**
+ * Stored tokens: sealing, opening, and refreshing before expiry. A refresh happens once however many
+ * callers need it: callers in this process share one promise, and across processes the refresh lease
+ * is claimed by compare-and-set on the row version, so a single-use refresh token is spent once.
+ */
+import { AppError } from '../../src/errors.ts'
+import type { HttpClient } from '../../src/http.ts'
+import type { Logger } from '../../src/log.ts'
+import { SecretBoxError, type SecretBox } from '../../src/secret-box.ts'
+import type { ConnectionRow, ConnectionStore, SealedGrant } from './connection-store.ts'
+import { refreshGrant, TokenEndpointError, type GrantedTokens } from './oauth.ts'
+import type { Provider } from './providers/index.ts'
+
+/** Tokens expiring within this are refreshed first, so a caller never receives one about to die. */
+export const REFRESH_MARGIN_MS = 60_000
+// Longer than the token endpoint's timeout: a lease outliving its holder's call is never stolen mid-call.
+const LEASE_MS = 30_000
+const LEASE_POLL_MS = 50
+
+export interface TokenKeeperOptions {
+  store: ConnectionStore
+  box: SecretBox
+  http: HttpClient
+  logger: Logger
+  /** Clock for token expiry. Leases always use the wall clock, which every process shares. */
+  now: () => number
+}
+
+/** A usable access token and the row version it belongs to. */
+export interface CurrentToken {
+  token: string
+  version: number
+  expiresAt: number | null
+}
+
+const context = (row: Pick<ConnectionRow, 'userId' | 'provider'>, kind: 'access' | 'refresh') => `integration:${row.userId}:${row.provider}:${kind}`
+
+export function createTokenKeeper(options: TokenKeeperOptions) {
+  const { store, box, http, logger, now } = options
+  const inFlight = new Map<string, Promise<CurrentToken | undefined>>()
+
+  const isExpired = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt <= now()
+  const isDue = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt - now() < REFRESH_MARGIN_MS
+
+  async function seal(userId: string, provider: string, granted: GrantedTokens & { scopes: string[] }): Promise<SealedGrant> {
+    const key = { userId, provider }
+    return {
+      accessToken: await box.seal(granted.accessToken, context(key, 'access')),
+      refreshToken: granted.refreshToken ? await box.seal(granted.refreshToken, context(key, 'refresh')) : null,
+      tokenType: granted.tokenType,
+      scopes: granted.scopes,
+      expiresAt: granted.expiresAt ?? null,
+      refreshExpiresAt: granted.refreshExpiresAt ?? null,
+    }
+  }
+
+  async function openTokens(row: ConnectionRow): Promise<{ accessToken: string; refreshToken?: string }> {
+    const accessToken = await box.open(row.accessToken, context(row, 'access'))
+    const refreshToken = row.refreshToken ? await box.open(row.refreshToken, context(row, 'refresh')) : undefined
+    // Values sealed before a key rotation move to the current key the first time they are read.
+    if (box.isStale(row.accessToken) || (row.refreshToken && box.isStale(row.refreshToken))) {
+      const access = await box.seal(accessToken, context(row, 'access'))
+      const refresh = refreshToken ? await box.seal(refreshToken, context(row, 'refresh')) : null
+      await store.reseal(row.userId, row.provider, row.version, access, refresh, Date.now())
+    }
+    return { accessToken, refreshToken }
+  }
+
+  async function usable(row: ConnectionRow): Promise<CurrentToken | undefined> {
+    try {
+      const { accessToken } = await openTokens(row)
+      return { token: accessToken, version: row.version, expiresAt: row.expiresAt }
+    } catch (error) {
+      if (!(error instanceof SecretBoxError)) throw error
+      logger.warn('stored integration token does not open', { provider: row.provider, userId: row.userId, reason: error.message })
+      return undefined
+    }
+  }
+
+  /** Spends the refresh token under a lease taken at `leased`. Undefined result with `retry` means read again. */
+  async function spend(provider: Provider, row: ConnectionRow, leased: number): Promise<{ result?: CurrentToken; retry?: boolean }> {
+    const { id, label } = provider.definition
+    let refreshToken: string | undefined
+    try {
+      refreshToken = (await openTokens(row)).refreshToken
+    } catch (error) {
+      await store.releaseLease(row.userId, id, leased, Date.now())
+      if (error instanceof SecretBoxError) return {}
+      throw error
+    }
+    let granted: GrantedTokens
+    try {
+      granted = await refreshGrant(http, provider, provider.client!, refreshToken!, now)
+    } catch (error) {
+      if (error instanceof TokenEndpointError && error.permanent) {
+        await store.markBroken(row.userId, id, leased, 'refresh_failed', Date.now())
+        logger.warn('integration refresh refused', { provider: id, userId: row.userId, error: error.error })
+        return {}
+      }
+      await store.releaseLease(row.userId, id, leased, Date.now())
+      if (error instanceof TokenEndpointError)
+        throw new AppError(error.status === 429 ? 'unavailable' : 'upstream_error', `${label} could not refresh the connection's token (${error.status})`, {
+          extensions: { provider: id },
+        })
+      throw error
+    }
+    // A provider that does not rotate refresh tokens answers without one: the old one stays valid.
+    const sealed = await seal(row.userId, id, {
+      ...granted,
+      refreshToken: granted.refreshToken ?? refreshToken,
+      refreshExpiresAt: granted.refreshToken ? granted.refreshExpiresAt : (row.refreshExpiresAt ?? undefined),
+      scopes: granted.scopes ?? row.scopes,
+    })
+    if (!(await store.saveRefreshed(row.userId, id, leased, sealed, Date.now()))) return { retry: true }
+    logger.info('integration token refreshed', { provider: id, userId: row.userId })
+    return { result: { token: granted.accessToken, version: leased + 1, expiresAt: sealed.expiresAt } }
+  }
+
+  /** Refreshes while `stillNeeded(row)`; waits for another process's lease instead of refreshing beside it. */
+  async function refresh(userId: string, provider: Provider, stillNeeded: (row: ConnectionRow) => boolean): Promise<CurrentToken | undefined> {
+    const giveUpAt = Date.now() + 2 * LEASE_MS
+    for (;;) {
+      const row = await store.get(userId, provider.definition.id)
+      if (!row || row.brokenReason) return undefined
+      const leaseHeld = row.refreshLeaseUntil !== null && row.refreshLeaseUntil >= Date.now()
+      if (!leaseHeld) {
+        if (!stillNeeded(row)) return usable(row)
+        if (!row.refreshToken || !provider.client) return isExpired(row) ? undefined : usable(row)
+        const leased = await store.leaseRefresh(userId, provider.definition.id, row.version, Date.now() + LEASE_MS, Date.now())
+        if (leased !== undefined) {
+          const outcome = await spend(provider, row, leased)
+          if (!outcome.retry) return outcome.result
+        }
+        continue
+      }
+      if (Date.now() > giveUpAt)
+        throw new AppError('unavailable', `${provider.definition.label} token refresh is still running elsewhere; try again`, { extensions: { provider: provider.definition.id } })
+      await Bun.sleep(LEASE_POLL_MS)
+    }
+  }
+
+  function shared(userId: string, provider: Provider, work: () => Promise<CurrentToken | undefined>): Promise<CurrentToken | undefined> {
+    const key = `${userId}\u0000${provider.definition.id}`
+    let flight = inFlight.get(key)
+    if (!flight) {
+      flight = work().finally(() => inFlight.delete(key))
+      inFlight.set(key, flight)
+    }
+    return flight
+  }
+
+  return {
+    seal,
+    openTokens,
+
+    /** The access token to use now, refreshed first when it expires within a minute; undefined when not connected. */
+    async current(userId: string, provider: Provider): Promise<CurrentToken | undefined> {
+      const row = await store.get(userId, provider.definition.id)
+      if (!row || row.brokenReason) return undefined
+      if (!isDue(row) && !(row.refreshLeaseUntil !== null && row.refreshLeaseUntil >= Date.now())) return usable(row)
+      if (!row.refreshToken) return isExpired(row) ? undefined : usable(row)
+      return shared(userId, provider, () => refresh(userId, provider, isDue))
+    },
+
+    /** After the provider refused the token of `version`: refresh unless the row already moved on. */
+    async afterRejection(userId: string, provider: Provider, version: number): Promise<CurrentToken | undefined> {
+      const row = await store.get(userId, provider.definition.id)
+      if (!row?.refreshToken) return undefined
+      return shared(userId, provider, () => refresh(userId, provider, (latest) => latest.version === version))
+    },
+  }
+}
+
+export type TokenKeeper = ReturnType<typeof createTokenKeeper>
