@@ -70,11 +70,14 @@ export async function startService(env: Record<string, string> = {}): Promise<Ru
   }
 }
 
-/** Starts bench/baseline/bare-server.ts in its own process, as the service runs in its own. */
-export async function startBareBaseline(): Promise<Running> {
-  const proc = Bun.spawn([process.execPath, '--no-env-file', join(root, 'bench', 'baseline', 'bare-server.ts')], {
+/**
+ * Starts a baseline from bench/baseline/ (bare-server.ts by default) in its own process, as the service
+ * runs in its own. The script prints `listening <url>` once.
+ */
+export async function startBareBaseline(script = 'bare-server.ts', env: Record<string, string> = {}): Promise<Running> {
+  const proc = Bun.spawn([process.execPath, '--no-env-file', join(root, 'bench', 'baseline', script)], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '' },
+    env: { PATH: process.env.PATH ?? '', ...env },
     stdout: 'pipe',
     stderr: 'inherit',
   })

@@ -1,0 +1,130 @@
+/**
+ * Chat as a service: stores the conversation, starts the generation that answers it, and lets
+ * clients follow, resume and cancel it. Enhanced chat and the agents reuse the same pieces.
+ */
+import { AppError } from '../../src/errors.ts'
+import type { Logger } from '../../src/log.ts'
+import type { Database } from '../../src/storage/database.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
+import type { CodeIndex } from '../search/types.ts'
+import type { WebSearchService } from '../web-search/service.ts'
+import { createGenerationHub, type Emit } from './generations.ts'
+import { firstChange, mergeHistory, newMessageId, titleFor } from './history.ts'
+import type { ChatRequest, UiMessage } from './model.ts'
+import type { ModelProvider } from './provider.ts'
+import { ChatStore, type Chat } from './store.ts'
+import type { GenerationMeta, StreamLog } from './stream-log.ts'
+import { runTurn, type ChatSettings, type Turn, type TurnServices } from './turn.ts'
+
+export interface ChatServiceOptions {
+  db: Database
+  logger: Logger
+  /** Undefined when no model provider is configured: starting a turn answers 503 not_configured. */
+  provider: ModelProvider | undefined
+  webSearch: Pick<WebSearchService, 'search' | 'configured'>
+  codeIndex?: Pick<CodeIndex, 'search'>
+  meter?: Pick<UsageMeter, 'record'>
+  settings: ChatSettings
+  log: StreamLog
+  maxGenerationMs: number
+  redisUrl?: string
+}
+
+export interface Caller {
+  userId: string
+  orgId: string
+}
+
+export const PROVIDER_VARIABLES = ['OPENAI_API_KEY', 'OPENAI_BASE_URL']
+
+const notFound = () => new AppError('not_found', 'No chat with this id')
+
+export function newChatId(): string {
+  return `chat_${Bun.randomUUIDv7('hex').replaceAll('-', '')}`
+}
+
+export function createChatService(options: ChatServiceOptions) {
+  const store = new ChatStore(options.db)
+  const hub = createGenerationHub({ log: options.log, logger: options.logger, maxGenerationMs: options.maxGenerationMs, redisUrl: options.redisUrl })
+
+  function requireProvider(): ModelProvider {
+    if (options.provider) return options.provider
+    throw new AppError('not_configured', 'Chat has no model provider; set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (any OpenAI-compatible server)', {
+      extensions: { variables: PROVIDER_VARIABLES },
+    })
+  }
+
+  const services = (): TurnServices => ({
+    provider: requireProvider(),
+    webSearch: options.webSearch,
+    codeIndex: options.codeIndex,
+    meter: options.meter,
+    settings: options.settings,
+  })
+
+  /** The caller's chat, or 404 for a chat that does not exist or is someone else's. */
+  async function ownChat(caller: Caller, chatId: string): Promise<Chat> {
+    const chat = await store.chat(chatId)
+    if (!chat || chat.userId !== caller.userId) throw notFound()
+    return chat
+  }
+
+  return {
+    configured: options.provider !== undefined,
+    store,
+    hub,
+
+    /**
+     * Stores the request's messages in the chat and starts the generation answering them.
+     * `produce` replaces the ordinary chat turn (enhanced chat brings its own).
+     */
+    async startTurn(
+      caller: Caller,
+      request: Pick<ChatRequest, 'id' | 'messages'> & { turn?: Partial<Turn> },
+      produce?: (turn: Turn, emit: Emit, signal: AbortSignal, services: TurnServices) => Promise<UiMessage>,
+    ): Promise<{ chatId: string; generationId: string; done: Promise<void> }> {
+      const turnServices = services()
+      const chatId = request.id ?? newChatId()
+      const chat = await store.chat(chatId)
+      if (chat && chat.userId !== caller.userId) throw notFound()
+      const stored = chat ? await store.messages(chatId) : []
+      const history = mergeHistory(stored, request.messages)
+      const from = firstChange(stored, history)
+      await store.save({ id: chatId, orgId: caller.orgId, userId: caller.userId, title: chat?.title ?? titleFor(history) }, from, history.slice(from))
+      options.meter?.record({ ...caller, kind: 'chat_request' })
+      const turn: Turn = { ...request.turn, messageId: newMessageId(), orgId: caller.orgId, userId: caller.userId, history }
+      const started = await hub.start({ chatId, userId: caller.userId }, async (emit, signal) => {
+        const answer = await (produce ?? ((t, e, s, sv) => runTurn(sv, t, e, s)))(turn, emit, signal, turnServices)
+        await store.appendAnswer(chatId, history.length, answer)
+      })
+      return { chatId, ...started }
+    },
+
+    ownChat,
+
+    /** The generation a resume should follow: the one Last-Event-ID names if it belongs to the chat, else the active one. */
+    async resumable(caller: Caller, chatId: string, lastEvent?: { generationId: string; seq: number }): Promise<{ meta: GenerationMeta; afterSeq: number } | undefined> {
+      await ownChat(caller, chatId)
+      if (lastEvent) {
+        const named = await hub.meta(lastEvent.generationId)
+        if (named && named.chatId === chatId) return { meta: named, afterSeq: lastEvent.seq }
+      }
+      const active = await hub.active(chatId)
+      return active ? { meta: active, afterSeq: 0 } : undefined
+    },
+
+    follow: (generationId: string, afterSeq: number, signal: AbortSignal) => options.log.follow(generationId, afterSeq, signal),
+
+    async cancel(caller: Caller, chatId: string) {
+      await ownChat(caller, chatId)
+      return hub.cancel(chatId)
+    },
+
+    async close() {
+      await hub.close()
+      await options.log.close()
+    },
+  }
+}
+
+export type ChatService = ReturnType<typeof createChatService>

@@ -1,0 +1,91 @@
+import type { Database } from '../../src/storage/database.ts'
+import { toNumber } from '../../src/storage/database.ts'
+import type { UiMessage } from './model.ts'
+
+export interface Chat {
+  id: string
+  orgId: string
+  userId: string
+  title: string
+  createdAt: number
+  updatedAt: number
+}
+
+const chatFrom = (r: any): Chat => ({
+  id: r.id,
+  orgId: r.org_id,
+  userId: r.user_id,
+  title: r.title,
+  createdAt: toNumber(r.created_at),
+  updatedAt: toNumber(r.updated_at),
+})
+
+const messageFrom = (r: any): UiMessage => ({
+  id: r.id,
+  role: r.role,
+  parts: JSON.parse(r.parts),
+  ...(r.metadata ? { metadata: JSON.parse(r.metadata) } : {}),
+})
+
+/** Chats and their messages, per user, over either SQL backend. */
+export class ChatStore {
+  constructor(private readonly db: Database) {}
+
+  async chat(id: string): Promise<Chat | undefined> {
+    const [row] = await this.db.sql`SELECT * FROM chats WHERE id = ${id}`
+    return row ? chatFrom(row) : undefined
+  }
+
+  async chats(userId: string, limit: number): Promise<Chat[]> {
+    const rows = await this.db.sql`SELECT * FROM chats WHERE user_id = ${userId} ORDER BY updated_at DESC LIMIT ${limit}`
+    return rows.map(chatFrom)
+  }
+
+  async messages(chatId: string): Promise<UiMessage[]> {
+    const rows = await this.db.sql`SELECT id, role, parts, metadata FROM chat_messages WHERE chat_id = ${chatId} ORDER BY position`
+    return rows.map(messageFrom)
+  }
+
+  /** Creates the chat when new, then replaces its messages from `from` on with `messages`. */
+  async save(chat: Pick<Chat, 'id' | 'orgId' | 'userId' | 'title'>, from: number, messages: readonly UiMessage[]): Promise<void> {
+    const now = Date.now()
+    await this.db.sql.begin(async (tx) => {
+      const row = { id: chat.id, org_id: chat.orgId, user_id: chat.userId, title: chat.title, created_at: now, updated_at: now }
+      await tx`INSERT INTO chats ${tx(row)} ON CONFLICT (id) DO UPDATE SET updated_at = ${now}`
+      await tx`DELETE FROM chat_messages WHERE chat_id = ${chat.id} AND position >= ${from}`
+      if (messages.length === 0) return
+      const rows = messages.map((m, i) => ({
+        chat_id: chat.id,
+        position: from + i,
+        id: m.id,
+        role: m.role,
+        parts: JSON.stringify(m.parts),
+        metadata: m.metadata === undefined ? null : JSON.stringify(m.metadata),
+        created_at: now,
+      }))
+      await tx`INSERT INTO chat_messages ${tx(rows)}`
+    })
+  }
+
+  /** Appends the assistant's answer after the history it answered. */
+  async appendAnswer(chatId: string, position: number, message: UiMessage): Promise<void> {
+    const now = Date.now()
+    await this.db.sql.begin(async (tx) => {
+      // A newer request may have rewritten the history meanwhile; the answer then lands after it.
+      await tx`DELETE FROM chat_messages WHERE chat_id = ${chatId} AND id = ${message.id}`
+      const [last] = await tx`SELECT MAX(position) AS position FROM chat_messages WHERE chat_id = ${chatId}`
+      const at = Math.max(position, last?.position === null || last?.position === undefined ? 0 : toNumber(last.position) + 1)
+      const row = {
+        chat_id: chatId,
+        position: at,
+        id: message.id,
+        role: message.role,
+        parts: JSON.stringify(message.parts),
+        metadata: message.metadata === undefined ? null : JSON.stringify(message.metadata),
+        created_at: now,
+      }
+      await tx`INSERT INTO chat_messages ${tx(row)}`
+      await tx`UPDATE chats SET updated_at = ${now} WHERE id = ${chatId}`
+    })
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * The contract between repository import (which feeds files in) and code search
+ * (which indexes and queries them). Chat's code_search tool and the agents use `search`.
+ */
+
+export interface RepositoryFile {
+  /** Path relative to the repository root, with forward slashes. */
+  path: string
+  content: string
+  /** Language name as the analyser detected it (for example `TypeScript`), when known. */
+  language?: string
+}
+
+export interface IndexFilesInput {
+  orgId: string
+  repositoryId: string
+  /** Display name such as `owner/name`. */
+  repositoryName: string
+  /** Files to add or replace; every chunk previously indexed for these paths is dropped first. */
+  files: AsyncIterable<RepositoryFile> | Iterable<RepositoryFile>
+  /** Paths deleted since the last import. */
+  removedPaths?: readonly string[]
+  onProgress?(progress: { filesIndexed: number; chunksIndexed: number }): void
+  signal?: AbortSignal
+}
+
+export type SearchMode = 'hybrid' | 'text' | 'vector'
+
+export interface CodeSearchQuery {
+  query: string
+  repositoryIds?: readonly string[]
+  languages?: readonly string[]
+  pathPrefix?: string
+  mode?: SearchMode
+  limit?: number
+}
+
+export interface CodeSearchResult {
+  repositoryId: string
+  repositoryName: string
+  path: string
+  language: string | undefined
+  startLine: number
+  endLine: number
+  /** Excerpt with matched terms wrapped in `<mark>` and `</mark>`. */
+  snippet: string
+  score: number
+}
+
+export interface CodeIndex {
+  indexFiles(input: IndexFilesInput): Promise<{ files: number; chunks: number }>
+  removeRepository(orgId: string, repositoryId: string): Promise<void>
+  /** Only ever searches repositories of `scope.orgId`. */
+  search(scope: { orgId: string }, query: CodeSearchQuery): Promise<CodeSearchResult[]>
+  close(): Promise<void>
+}
