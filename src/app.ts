@@ -7,6 +7,9 @@ import { openApiPlugin } from '../plugins/docs/index.ts'
 import { healthPlugin } from '../plugins/health/index.ts'
 import { usagePlugin } from '../plugins/usage/index.ts'
 import { webSearchPlugin } from '../plugins/web-search/index.ts'
+import { paymentsPlugin } from '../plugins/payments/index.ts'
+import { integrationsPlugin } from '../plugins/integrations/index.ts'
+import { chatPlugin } from '../plugins/chat/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
@@ -26,6 +29,18 @@ export function createApp(deps: Dependencies) {
     .use(authPlugin({ access, plans, rateLimits, allowRegistration: config.allowRegistration }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, access, plans, rateLimits }))
     .use(webSearchPlugin({ webSearch: deps.webSearch, access, plans, rateLimits }))
+    .use(paymentsPlugin({ payments: deps.payments, access, plans, rateLimits }))
+    .use(
+      integrationsPlugin({
+        integrations: deps.integrations,
+        access,
+        plans,
+        rateLimits,
+        publicBaseUrl: config.publicBaseUrl,
+        stateTtlSeconds: config.integrations.stateTtlSeconds,
+      }),
+    )
+    .use(chatPlugin({ chat: deps.chat, access, plans, rateLimits }))
   routeIndex.load(app.routes)
   return app
 }

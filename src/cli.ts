@@ -11,6 +11,7 @@ const USAGE = `Operator commands:
   users list [--org ORG_ID]
   users create --email EMAIL --password PASSWORD --role ROLE [--org ORG_ID | --org-name NAME]
   users set-role (--user USER_ID | --email EMAIL) --role ROLE
+  audit verify          (exit 1 when the audit log's hash chain is broken)
 Roles: ${ROLES.join(', ')}`
 
 class UsageError extends Error {}
@@ -82,6 +83,12 @@ export async function runCli(args: string[], deps: Dependencies, out: (line: str
         await accounts.setRole(user.id, role(values.role))
         out(`role of ${user.email} is now ${values.role}`)
         return 0
+      }
+      case 'audit verify': {
+        const report = await deps.payments.verifyAudit()
+        if (report.valid) out(`audit log intact: ${report.checked} entries`)
+        else out(`audit log broken at entry ${report.firstBroken!.seq}: ${report.firstBroken!.reason} (${report.checked} entries hold before it)`)
+        return report.valid ? 0 : 1
       }
       default:
         throw new UsageError(positionals.length ? `unknown command "${positionals.join(' ')}"` : 'no command given')

@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { parseGenericProviders, type GenericProviderSettings } from '../plugins/integrations/providers/generic.ts'
 
 /**
  * The only reader of the environment. `loadConfig` validates every variable at once
@@ -47,6 +48,15 @@ const url =
     return raw.replace(/\/+$/, '')
   }
 
+const decimal =
+  (min: number, max: number): Parser<number> =>
+  (raw) => {
+    const n = Number(raw.trim())
+    if (raw.trim() === '' || !Number.isFinite(n)) throw new Error(`must be a number, got "${raw}"`)
+    if (n < min || n > max) throw new Error(`must be between ${min} and ${max}, got ${n}`)
+    return n
+  }
+
 const text: Parser<string> = (raw) => {
   if (raw.trim() === '') throw new Error('must not be empty')
   return raw
@@ -69,6 +79,9 @@ const boolean: Parser<boolean> = (raw) => {
   throw new Error(`must be true or false, got "${raw}"`)
 }
 
+/** PUBLIC_BASE_URL as given, or its own default, for the URLs derived from it. */
+const publicBase = (env: Env) => env.PUBLIC_BASE_URL?.replace(/\/+$/, '') || `http://localhost:${env.PORT ?? 3000}`
+
 export const WEB_SEARCH_PROVIDERS = ['searxng', 'brave', 'tavily'] as const
 export type WebSearchProviderName = (typeof WEB_SEARCH_PROVIDERS)[number]
 
@@ -83,6 +96,17 @@ export const WEB_SEARCH_PROVIDER_VARIABLES: Readonly<Record<WebSearchProviderNam
 export type WebSearchProviderSettings =
   | { readonly name: 'searxng'; readonly baseUrl: string }
   | { readonly name: 'brave' | 'tavily'; readonly baseUrl: string; readonly apiKey: string }
+
+/** The OAuth app of a built-in integration provider; the client pair is unset until configured. */
+export interface OAuthAppSettings {
+  readonly clientId: string | undefined
+  readonly clientSecret: string | undefined
+  readonly authorizeUrl: string
+  readonly tokenUrl: string
+  readonly apiUrl: string
+  readonly revokeUrl?: string
+  readonly scopes: readonly string[]
+}
 
 const variables = {
   PORT: { doc: 'TCP port the server listens on', parse: integer(0, 65535), fallback: 3000 },
@@ -105,7 +129,7 @@ const variables = {
     fallback: [] as string[],
   },
   JWT_SECRET: { doc: 'HS256 key for access tokens (generated into DATA_DIR when unset)', parse: secret },
-  TOKEN_ENCRYPTION_KEY: { doc: 'Base64 32-byte AES key for stored provider tokens (generated when unset)', parse: secret },
+  TOKEN_ENCRYPTION_KEY: { doc: 'AES-256 key for stored provider tokens: base64 of 32 bytes, or a passphrase (32+ characters) stretched with HKDF (generated when unset)', parse: secret },
   ACCESS_TOKEN_TTL_SECONDS: { doc: 'Lifetime of access tokens', parse: integer(30, 86_400), fallback: 900 },
   REFRESH_TOKEN_TTL_SECONDS: { doc: 'Lifetime of refresh tokens', parse: integer(60, 365 * 86_400), fallback: 30 * 86_400 },
   JWT_ISSUER: { doc: 'iss claim of tokens this service issues', parse: text, fallback: 'realtime-ai-backend' },
@@ -130,12 +154,50 @@ const variables = {
   LOGIN_LOCK_SECONDS: { doc: 'How long a locked account or address waits', parse: integer(1, 86_400), fallback: 900 },
   OPENAI_API_KEY: { doc: 'Key for the OpenAI-compatible model provider', parse: text },
   OPENAI_BASE_URL: { doc: 'Base URL of an OpenAI-compatible provider (OpenAI, vLLM, llama.cpp, Ollama)', parse: url('http:', 'https:') },
+  CHAT_MODEL: { doc: 'Model used when a chat request names none', parse: text, fallback: 'gpt-4o-mini' },
+  CHAT_IMAGE_MODEL: { doc: 'Model the `!image` command and the generate_image tool use', parse: text, fallback: 'gpt-image-1' },
+  CHAT_IMAGE_MAX_BYTES: { doc: 'Largest generated image streamed back as a data URL, in bytes', parse: integer(1024, 32 * 1024 * 1024), fallback: 4 * 1024 * 1024 },
+  CHAT_MAX_STEPS: { doc: 'Most model calls in one chat turn (tool calls loop back to the model)', parse: integer(1, 50), fallback: 5 },
+  CHAT_CONFIDENCE_THRESHOLD: { doc: 'Below this confidence (0-1) the answer is searched for and grounded on web results', parse: decimal(0, 1), fallback: 0.8 },
+  CHAT_CONFIDENCE_TOKENS: { doc: 'How many leading answer tokens the confidence is measured over', parse: integer(1, 1000), fallback: 24 },
+  CHAT_SEARCH_AUGMENTATION: { doc: 'Enables the automatic web search when the model is unsure', parse: boolean, fallback: true },
+  CHAT_UPSTREAM_TIMEOUT_MS: { doc: 'Longest wait for the model provider to start answering', parse: integer(100, 600_000), fallback: 60_000 },
+  CHAT_UPSTREAM_IDLE_MS: { doc: 'A model stream silent for this long is treated as stalled', parse: integer(100, 600_000), fallback: 30_000 },
+  CHAT_GENERATION_TIMEOUT_SECONDS: { doc: 'Cap on one generation, followed or not; it is stopped and stored when reached', parse: integer(1, 86_400), fallback: 600 },
+  CHAT_STREAM_TTL_SECONDS: { doc: 'How long a generation\'s event log stays resumable after it ends', parse: integer(10, 7 * 86_400), fallback: 900 },
+  ENHANCED_CHAT_MAX_STEPS: { doc: 'Default and ceiling of plan steps in an enhanced chat turn', parse: integer(1, 10), fallback: 5 },
+  ENHANCED_CHAT_TIME_LIMIT_SECONDS: { doc: 'Default and ceiling of an enhanced chat turn\'s time; unfinished steps are skipped', parse: integer(5, 3600), fallback: 180 },
+  ENHANCED_CHAT_MAX_ATTEMPTS: { doc: 'Default and ceiling of check-and-repair attempts per piece of code', parse: integer(1, 10), fallback: 3 },
   STRIPE_SECRET_KEY: { doc: 'Payment provider secret key', parse: text },
   PAYMENT_WEBHOOK_SECRET: { doc: 'Signing secret of the payment webhook', parse: text },
+  PAYMENT_WEBHOOK_TOLERANCE_SECONDS: { doc: 'How far a webhook signature timestamp may be from now, in either direction', parse: integer(10, 3600), fallback: 300 },
+  STRIPE_API_URL: { doc: 'Base URL of the payment provider API; the SDK is pointed at its host, port and protocol', parse: url('http:', 'https:'), fallback: 'https://api.stripe.com' },
+  STRIPE_TIMEOUT_MS: { doc: 'Longest wait for one payment provider API call', parse: integer(500, 120_000), fallback: 10_000 },
+  PLAN_PRICES_YEARLY: { doc: 'Price id of each paid plan billed yearly, as plan=price pairs; empty offers monthly billing only', parse: list, fallback: [] as string[] },
+  CHECKOUT_SUCCESS_URL: {
+    doc: 'Where Checkout sends the customer after paying; {CHECKOUT_SESSION_ID} becomes the session id',
+    parse: url('http:', 'https:'),
+    fallback: (env: Env) => `${publicBase(env)}/billing/success?session_id={CHECKOUT_SESSION_ID}`,
+  },
+  CHECKOUT_CANCEL_URL: { doc: 'Where Checkout sends the customer who backs out', parse: url('http:', 'https:'), fallback: (env: Env) => `${publicBase(env)}/billing/cancel` },
+  BILLING_PORTAL_RETURN_URL: { doc: 'Where the billing portal sends the customer back to', parse: url('http:', 'https:'), fallback: (env: Env) => `${publicBase(env)}/billing` },
   GITHUB_CLIENT_ID: { doc: 'OAuth app client id for the code-hosting provider', parse: text },
   GITHUB_CLIENT_SECRET: { doc: 'OAuth app client secret for the code-hosting provider', parse: text },
   SUPABASE_CLIENT_ID: { doc: 'OAuth app client id for the database platform', parse: text },
   SUPABASE_CLIENT_SECRET: { doc: 'OAuth app client secret for the database platform', parse: text },
+  GITHUB_AUTHORIZE_URL: { doc: 'GitHub OAuth authorize endpoint', parse: url('http:', 'https:'), fallback: 'https://github.com/login/oauth/authorize' },
+  GITHUB_TOKEN_URL: { doc: 'GitHub OAuth token endpoint', parse: url('http:', 'https:'), fallback: 'https://github.com/login/oauth/access_token' },
+  GITHUB_API_URL: { doc: 'GitHub REST API base (GET /user verifies a connection; grants are revoked there)', parse: url('http:', 'https:'), fallback: 'https://api.github.com' },
+  GITHUB_SCOPES: { doc: 'Comma-separated GitHub scopes asked for when a connection names none', parse: list, fallback: ['repo', 'read:user'] },
+  SUPABASE_AUTHORIZE_URL: { doc: 'Supabase OAuth authorize endpoint', parse: url('http:', 'https:'), fallback: 'https://api.supabase.com/v1/oauth/authorize' },
+  SUPABASE_TOKEN_URL: { doc: 'Supabase OAuth token endpoint', parse: url('http:', 'https:'), fallback: 'https://api.supabase.com/v1/oauth/token' },
+  SUPABASE_API_URL: { doc: 'Supabase Management API base (organisations and projects verify a connection)', parse: url('http:', 'https:'), fallback: 'https://api.supabase.com' },
+  SUPABASE_REVOKE_URL: { doc: 'Supabase OAuth revocation endpoint', parse: url('http:', 'https:'), fallback: 'https://api.supabase.com/v1/oauth/revoke' },
+  OAUTH_PROVIDERS: { doc: 'Generic OAuth 2.0 providers as a JSON object keyed by id (GitLab, Vercel, Netlify...); see the Integrations section', parse: text },
+  INTEGRATIONS_RETURN_URL: { doc: 'Front-end page the OAuth callback redirects to with the outcome; default PUBLIC_BASE_URL/integrations', parse: url('http:', 'https:') },
+  OAUTH_STATE_TTL_SECONDS: { doc: 'How long a started connection may take to come back through the callback', parse: integer(30, 3600), fallback: 600 },
+  INTEGRATIONS_STATUS_CACHE_TTL_SECONDS: { doc: 'How long a verified connection status is reused before the provider is asked again (0 = never)', parse: integer(0, 3600), fallback: 60 },
+  TOKEN_ENCRYPTION_PREVIOUS_KEYS: { doc: 'Comma-separated earlier TOKEN_ENCRYPTION_KEY values, still accepted for decryption after a rotation', parse: list, fallback: [] as string[] },
   SEARXNG_URL: { doc: 'SearXNG instance for web search', parse: url('http:', 'https:') },
   BRAVE_API_KEY: { doc: 'Brave Search API key', parse: text },
   TAVILY_API_KEY: { doc: 'Tavily API key', parse: text },
@@ -192,7 +254,34 @@ export interface Config {
     readonly provider: WebSearchProviderSettings | undefined
     readonly cacheTtlSeconds: number
   }
-  readonly secrets: { readonly jwtSecret: string; readonly tokenEncryptionKey: string }
+  readonly chat: {
+    /** Undefined when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: chat answers 503 not_configured. */
+    readonly provider: { readonly apiKey: string | undefined; readonly baseUrl: string | undefined } | undefined
+    readonly model: string
+    readonly imageModel: string
+    readonly imageMaxBytes: number
+    readonly maxSteps: number
+    readonly confidenceThreshold: number
+    readonly confidenceTokens: number
+    readonly searchAugmentation: boolean
+    readonly upstreamTimeoutMs: number
+    readonly upstreamIdleMs: number
+    readonly generationTimeoutSeconds: number
+    readonly streamTtlSeconds: number
+  }
+  readonly enhancedChat: { readonly maxSteps: number; readonly timeLimitSeconds: number; readonly maxAttempts: number }
+  readonly integrations: {
+    /** Front-end page the OAuth callback redirects to. */
+    readonly returnUrl: string
+    readonly stateTtlSeconds: number
+    readonly statusCacheTtlSeconds: number
+    readonly github: OAuthAppSettings
+    readonly supabase: OAuthAppSettings
+    /** Providers from OAUTH_PROVIDERS. */
+    readonly generic: readonly GenericProviderSettings[]
+  }
+  readonly payments: PaymentSettings
+  readonly secrets: { readonly jwtSecret: string; readonly tokenEncryptionKey: string; readonly previousTokenEncryptionKeys: readonly string[] }
   /** Secrets that were generated into DATA_DIR rather than given; production should set them. */
   readonly generatedSecrets: readonly string[]
   /** Optional parts with no configuration, for the start-up report. */
@@ -237,7 +326,7 @@ function parseEnv(env: Env): { values: EnvValues; problems: string[] } {
 const SECRETS_FILE = 'secrets.json'
 
 /** Reads or creates DATA_DIR/secrets.json (mode 0600) for secrets the environment does not give. */
-function resolveSecrets(dataDir: string, values: EnvValues): { secrets: Config['secrets']; generated: string[] } {
+function resolveSecrets(dataDir: string, values: EnvValues): { secrets: Omit<Config['secrets'], 'previousTokenEncryptionKeys'>; generated: string[] } {
   const path = join(dataDir, SECRETS_FILE)
   let stored: Partial<Record<'jwtSecret' | 'tokenEncryptionKey', string>> = {}
   if (existsSync(path)) stored = JSON.parse(readFileSync(path, 'utf8'))
@@ -259,11 +348,63 @@ function resolveSecrets(dataDir: string, values: EnvValues): { secrets: Config['
   return { secrets, generated }
 }
 
+/** The payment provider and its billing options. */
+export interface PaymentSettings {
+  /** Undefined unless STRIPE_SECRET_KEY and PAYMENT_WEBHOOK_SECRET are both set: payment routes answer 503 not_configured. */
+  readonly provider:
+    | {
+        readonly secretKey: string
+        readonly webhookSecret: string
+        /** Where the SDK sends its requests (STRIPE_API_URL). */
+        readonly api: { readonly host: string; readonly port: number; readonly protocol: 'http' | 'https' }
+        readonly timeoutMs: number
+      }
+    | undefined
+  /** Payment variables still unset, named in the 503 answer. */
+  readonly missing: readonly string[]
+  /** Price id of each paid plan, per billing interval. */
+  readonly prices: { readonly month: Readonly<Record<string, string>>; readonly year: Readonly<Record<string, string>> }
+  readonly checkoutSuccessUrl: string
+  readonly checkoutCancelUrl: string
+  readonly portalReturnUrl: string
+  readonly webhookToleranceSeconds: number
+}
+
+function paymentSettings(v: EnvValues, monthly: Record<string, string>, problems: string[]): PaymentSettings {
+  const year: Record<string, string> = {}
+  for (const pair of v.PLAN_PRICES_YEARLY) {
+    const [plan, price] = pair.split('=').map((s) => s.trim())
+    if (!plan || !price) problems.push(`PLAN_PRICES_YEARLY entry "${pair}" must look like plan=price_id`)
+    else if (!v.PLANS.includes(plan)) problems.push(`PLAN_PRICES_YEARLY names plan "${plan}", which is not in PLANS (${v.PLANS.join(', ')})`)
+    else year[plan] = price
+  }
+  const api = new URL(v.STRIPE_API_URL)
+  const protocol = api.protocol === 'http:' ? 'http' : 'https'
+  const missing = (['STRIPE_SECRET_KEY', 'PAYMENT_WEBHOOK_SECRET'] as const).filter((name) => !v[name])
+  return Object.freeze({
+    provider:
+      v.STRIPE_SECRET_KEY && v.PAYMENT_WEBHOOK_SECRET
+        ? Object.freeze({
+            secretKey: v.STRIPE_SECRET_KEY,
+            webhookSecret: v.PAYMENT_WEBHOOK_SECRET,
+            api: Object.freeze({ host: api.hostname, port: Number(api.port || (protocol === 'http' ? 80 : 443)), protocol }),
+            timeoutMs: v.STRIPE_TIMEOUT_MS,
+          } as const)
+        : undefined,
+    missing: Object.freeze(missing),
+    prices: Object.freeze({ month: Object.freeze({ ...monthly }), year: Object.freeze(year) }),
+    checkoutSuccessUrl: v.CHECKOUT_SUCCESS_URL,
+    checkoutCancelUrl: v.CHECKOUT_CANCEL_URL,
+    portalReturnUrl: v.BILLING_PORTAL_RETURN_URL,
+    webhookToleranceSeconds: v.PAYMENT_WEBHOOK_TOLERANCE_SECONDS,
+  })
+}
+
 function listUnconfigured(v: EnvValues): string[] {
   const missing: string[] = []
   if (!v.OPENAI_API_KEY && !v.OPENAI_BASE_URL) missing.push('model provider (OPENAI_API_KEY or OPENAI_BASE_URL)')
   if (!v.STRIPE_SECRET_KEY || !v.PAYMENT_WEBHOOK_SECRET) missing.push('payment provider (STRIPE_SECRET_KEY, PAYMENT_WEBHOOK_SECRET)')
-  if (!v.GITHUB_CLIENT_ID && !v.SUPABASE_CLIENT_ID) missing.push('OAuth apps (GITHUB_CLIENT_ID, SUPABASE_CLIENT_ID, ...)')
+  if (!v.GITHUB_CLIENT_ID && !v.SUPABASE_CLIENT_ID && !v.OAUTH_PROVIDERS) missing.push('OAuth apps (GITHUB_CLIENT_ID, SUPABASE_CLIENT_ID or OAUTH_PROVIDERS)')
   if (!v.SEARXNG_URL && !v.BRAVE_API_KEY && !v.TAVILY_API_KEY) missing.push('search provider (SEARXNG_URL, BRAVE_API_KEY or TAVILY_API_KEY)')
   if (!v.OIDC_ISSUER) missing.push('external identity provider (OIDC_ISSUER)')
   return missing
@@ -307,6 +448,14 @@ export function loadConfig(env: Env = process.env): Config {
     if (!routeClasses.includes(c)) problems.push(`RATE_LIMIT_FAIL_CLOSED names "${c}"; known classes are ${routeClasses.join(', ')}`)
   if (values.PLANS.length === 0) problems.push('PLANS must name at least one plan')
   const searchProvider = webSearchProvider(values, problems)
+  const payments = paymentSettings(values, prices, problems)
+  for (const [id, pair] of [['GITHUB', [values.GITHUB_CLIENT_ID, values.GITHUB_CLIENT_SECRET]], ['SUPABASE', [values.SUPABASE_CLIENT_ID, values.SUPABASE_CLIENT_SECRET]]] as const)
+    if ((pair[0] === undefined) !== (pair[1] === undefined)) problems.push(`${id}_CLIENT_ID and ${id}_CLIENT_SECRET must be set together`)
+  values.TOKEN_ENCRYPTION_PREVIOUS_KEYS.forEach((key, i) => {
+    if (key.length < 32) problems.push(`TOKEN_ENCRYPTION_PREVIOUS_KEYS entry ${i + 1} must be at least 32 characters`)
+  })
+  const oauthProviders = parseGenericProviders(values.OAUTH_PROVIDERS, ['github', 'supabase'])
+  problems.push(...oauthProviders.problems)
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(values.DATA_DIR)
@@ -352,7 +501,51 @@ export function loadConfig(env: Env = process.env): Config {
     admin: values.ADMIN_EMAIL && values.ADMIN_PASSWORD ? Object.freeze({ email: values.ADMIN_EMAIL, password: values.ADMIN_PASSWORD }) : undefined,
     allowRegistration: values.ALLOW_REGISTRATION,
     webSearch: Object.freeze({ provider: searchProvider && Object.freeze(searchProvider), cacheTtlSeconds: values.WEB_SEARCH_CACHE_TTL_SECONDS }),
-    secrets: Object.freeze(secrets),
+    payments,
+    chat: Object.freeze({
+      provider:
+        values.OPENAI_API_KEY || values.OPENAI_BASE_URL ? Object.freeze({ apiKey: values.OPENAI_API_KEY, baseUrl: values.OPENAI_BASE_URL }) : undefined,
+      model: values.CHAT_MODEL,
+      imageModel: values.CHAT_IMAGE_MODEL,
+      imageMaxBytes: values.CHAT_IMAGE_MAX_BYTES,
+      maxSteps: values.CHAT_MAX_STEPS,
+      confidenceThreshold: values.CHAT_CONFIDENCE_THRESHOLD,
+      confidenceTokens: values.CHAT_CONFIDENCE_TOKENS,
+      searchAugmentation: values.CHAT_SEARCH_AUGMENTATION,
+      upstreamTimeoutMs: values.CHAT_UPSTREAM_TIMEOUT_MS,
+      upstreamIdleMs: values.CHAT_UPSTREAM_IDLE_MS,
+      generationTimeoutSeconds: values.CHAT_GENERATION_TIMEOUT_SECONDS,
+      streamTtlSeconds: values.CHAT_STREAM_TTL_SECONDS,
+    }),
+    enhancedChat: Object.freeze({
+      maxSteps: values.ENHANCED_CHAT_MAX_STEPS,
+      timeLimitSeconds: values.ENHANCED_CHAT_TIME_LIMIT_SECONDS,
+      maxAttempts: values.ENHANCED_CHAT_MAX_ATTEMPTS,
+    }),
+    integrations: Object.freeze({
+      returnUrl: values.INTEGRATIONS_RETURN_URL ?? `${values.PUBLIC_BASE_URL}/integrations`,
+      stateTtlSeconds: values.OAUTH_STATE_TTL_SECONDS,
+      statusCacheTtlSeconds: values.INTEGRATIONS_STATUS_CACHE_TTL_SECONDS,
+      github: Object.freeze({
+        clientId: values.GITHUB_CLIENT_ID,
+        clientSecret: values.GITHUB_CLIENT_SECRET,
+        authorizeUrl: values.GITHUB_AUTHORIZE_URL,
+        tokenUrl: values.GITHUB_TOKEN_URL,
+        apiUrl: values.GITHUB_API_URL,
+        scopes: Object.freeze([...values.GITHUB_SCOPES]),
+      }),
+      supabase: Object.freeze({
+        clientId: values.SUPABASE_CLIENT_ID,
+        clientSecret: values.SUPABASE_CLIENT_SECRET,
+        authorizeUrl: values.SUPABASE_AUTHORIZE_URL,
+        tokenUrl: values.SUPABASE_TOKEN_URL,
+        apiUrl: values.SUPABASE_API_URL,
+        revokeUrl: values.SUPABASE_REVOKE_URL,
+        scopes: Object.freeze([] as string[]),
+      }),
+      generic: Object.freeze(oauthProviders.providers),
+    }),
+    secrets: Object.freeze({ ...secrets, previousTokenEncryptionKeys: Object.freeze([...values.TOKEN_ENCRYPTION_PREVIOUS_KEYS]) }),
     generatedSecrets: Object.freeze(generated),
     unconfigured: Object.freeze(listUnconfigured(values)),
   })

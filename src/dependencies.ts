@@ -17,6 +17,13 @@ import { createUsageMeter, type UsageMeter } from './usage/meter.ts'
 import { createMemorySearchCache, createRedisSearchCache } from '../plugins/web-search/cache.ts'
 import { createSearchProvider } from '../plugins/web-search/providers/index.ts'
 import { createWebSearchService, type WebSearchService } from '../plugins/web-search/service.ts'
+import { createPaymentsService, type PaymentsService } from '../plugins/payments/service.ts'
+import { providersFromConfig } from '../plugins/integrations/providers/index.ts'
+import { createIntegrationsService, type IntegrationsService } from '../plugins/integrations/service.ts'
+import { createSecretBox } from './secret-box.ts'
+import { createOpenAiProvider, type ModelProvider } from '../plugins/chat/provider.ts'
+import { createChatService, type ChatService } from '../plugins/chat/service.ts'
+import { createMemoryStreamLog, createRedisStreamLog } from '../plugins/chat/stream-log.ts'
 
 /** Process state shared by the health checks and shutdown. */
 export interface Lifecycle {
@@ -38,6 +45,12 @@ export interface Dependencies {
   readonly meter: UsageMeter
   /** Also handed to chat for its web_search tool, `!search` and search augmentation. */
   readonly webSearch: WebSearchService
+  /** Checkout, webhook events, the billing portal, plan expiry and the audit log. */
+  readonly payments: PaymentsService
+  /** OAuth connections; repository import and pages publishing get tokens through `tokenFor`. */
+  readonly integrations: IntegrationsService
+  /** Conversations, their generations and resumable streams; enhanced chat and agents reuse it. */
+  readonly chat: ChatService
   /** Readiness checks beyond the database, by name; each rejects when unhealthy. */
   readonly readinessChecks: Record<string, () => Promise<unknown>>
   close(): Promise<void>
@@ -50,6 +63,8 @@ export interface DependencyOverrides {
   /** Replaces the identity provider's verifier (tests). */
   externalVerifier?: ExternalVerifier
   limiter?: RateLimiter
+  /** Replaces the OpenAI-compatible model provider (tests, benchmarks). */
+  modelProvider?: ModelProvider
 }
 
 export async function buildDependencies(config: Config, overrides: DependencyOverrides = {}): Promise<Dependencies> {
@@ -93,8 +108,53 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     meter,
     ttlSeconds: config.webSearch.cacheTtlSeconds,
   })
+  const integrations = createIntegrationsService({
+    db,
+    logger,
+    box: await createSecretBox({ key: config.secrets.tokenEncryptionKey, previousKeys: config.secrets.previousTokenEncryptionKeys }),
+    http: createHttpClient({ timeoutMs: 10_000 }),
+    providers: providersFromConfig(config.integrations),
+    publicBaseUrl: config.publicBaseUrl,
+    returnUrl: config.integrations.returnUrl,
+    stateTtlSeconds: config.integrations.stateTtlSeconds,
+    statusCacheTtlSeconds: config.integrations.statusCacheTtlSeconds,
+  })
 
-  const closers: (() => Promise<void>)[] = [() => db.close(), () => meter.close(), () => limiter.close(), () => webSearch.close()]
+  const chatConfig = config.chat
+  const chat = createChatService({
+    db,
+    logger,
+    provider:
+      overrides.modelProvider ??
+      (chatConfig.provider &&
+        createOpenAiProvider({
+          apiKey: chatConfig.provider.apiKey,
+          baseUrl: chatConfig.provider.baseUrl,
+          timeoutMs: chatConfig.upstreamTimeoutMs,
+          idleMs: chatConfig.upstreamIdleMs,
+        })),
+    webSearch,
+    meter,
+    settings: chatConfig,
+    maxGenerationMs: chatConfig.generationTimeoutSeconds * 1000,
+    redisUrl: config.redisUrl,
+    log: config.redisUrl
+      ? createRedisStreamLog({
+          url: config.redisUrl,
+          ttlSeconds: chatConfig.streamTtlSeconds,
+          maxGenerationSeconds: chatConfig.generationTimeoutSeconds,
+          logger,
+        })
+      : createMemoryStreamLog({ ttlSeconds: chatConfig.streamTtlSeconds }),
+  })
+
+  // Chat closes first: its generations store their answers through the database and meter.
+  const closers: (() => Promise<void>)[] = [() => db.close(), () => meter.close(), () => limiter.close(), () => webSearch.close(), () => chat.close()]
+  const plans = createPlanDirectory(accounts, { enterprise: config.plans.enterprise, fallbackPlan: config.plans.ids[0] })
+  const payments = createPaymentsService({ db, accounts, plans, logger, settings: config.payments, planIds: config.plans.ids })
+  // Applies payment events a crash left stored but unapplied, and plans that lapsed while down.
+  await payments.start()
+  closers.push(() => payments.close())
   const readinessChecks: Record<string, () => Promise<unknown>> = {}
   if (config.redisUrl) {
     const redis = createRedisConnection(config.redisUrl, { timeoutMs: 1000, name: 'readiness probe' })
@@ -108,10 +168,13 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     lifecycle: { draining: false, startedAt: Date.now() },
     accounts,
     access,
-    plans: createPlanDirectory(accounts, { enterprise: config.plans.enterprise }),
+    plans,
+    payments,
     limiter,
     meter,
     webSearch,
+    chat,
+    integrations,
     readinessChecks,
     async close() {
       for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))

@@ -7,6 +7,7 @@
 export const errorCodes = {
   invalid_json: { status: 400, title: 'Malformed JSON body' },
   bad_request: { status: 400, title: 'Bad request' },
+  invalid_signature: { status: 400, title: 'Webhook signature missing, malformed, wrong or outside the time tolerance' },
   unauthenticated: { status: 401, title: 'Authentication required' },
   invalid_token: { status: 401, title: 'Invalid or expired token' },
   invalid_credentials: { status: 401, title: 'Wrong email or password' },
@@ -17,6 +18,8 @@ export const errorCodes = {
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
+  no_customer: { status: 409, title: 'The organisation has no billing customer yet' },
+  already_subscribed: { status: 409, title: 'The organisation already has a paid subscription' },
   payload_too_large: { status: 413, title: 'Request body too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   validation_failed: { status: 422, title: 'Request did not match the schema' },

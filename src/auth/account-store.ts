@@ -1,3 +1,4 @@
+import type { SQL } from 'bun'
 import type { Database } from '../storage/database.ts'
 import { toNullableNumber, toNumber } from '../storage/database.ts'
 import type { Role } from './roles.ts'
@@ -6,6 +7,8 @@ export interface Organization {
   id: string
   name: string
   plan: string
+  /** When set, the plan lapses at this instant (ms) and the first plan applies; billing sets it for ending subscriptions. */
+  planExpiresAt: number | null
   createdAt: number
 }
 
@@ -29,7 +32,13 @@ export interface RefreshTokenRow {
   revokedAt: number | null
 }
 
-const orgFrom = (r: any): Organization => ({ id: r.id, name: r.name, plan: r.plan, createdAt: toNumber(r.created_at) })
+const orgFrom = (r: any): Organization => ({
+  id: r.id,
+  name: r.name,
+  plan: r.plan,
+  planExpiresAt: toNullableNumber(r.plan_expires_at),
+  createdAt: toNumber(r.created_at),
+})
 const userFrom = (r: any): User => ({
   id: r.id,
   orgId: r.org_id,
@@ -68,8 +77,13 @@ export class AccountStore {
     return (await this.db.sql`SELECT * FROM organizations ORDER BY created_at`).map(orgFrom)
   }
 
-  async setPlan(orgId: string, plan: string): Promise<boolean> {
-    const rows = await this.db.sql`UPDATE organizations SET plan = ${plan} WHERE id = ${orgId} RETURNING id`
+  /**
+   * Sets the plan, permanently unless `expiresAt` says when it lapses. `sql` runs the update
+   * inside a caller's transaction (billing changes a plan together with the event that caused it).
+   */
+  async setPlan(orgId: string, plan: string, options: { expiresAt?: number | null; sql?: SQL } = {}): Promise<boolean> {
+    const sql = options.sql ?? this.db.sql
+    const rows = await sql`UPDATE organizations SET plan = ${plan}, plan_expires_at = ${options.expiresAt ?? null} WHERE id = ${orgId} RETURNING id`
     return rows.length > 0
   }
 

@@ -3,6 +3,8 @@ import type { AccountStore } from './account-store.ts'
 export interface PlanDirectoryOptions {
   /** Plan ids that count as enterprise. */
   enterprise: readonly string[]
+  /** Plan of an organisation whose plan has lapsed (`planExpiresAt` passed). Default 'free'. */
+  fallbackPlan?: string
   /** How long a looked-up plan is trusted. Default 5000 ms; plan changes elsewhere show within it. */
   ttlMs?: number
   now?: () => number
@@ -12,14 +14,20 @@ export interface PlanDirectoryOptions {
 export function createPlanDirectory(accounts: AccountStore, options: PlanDirectoryOptions) {
   const ttl = options.ttlMs ?? 5000
   const now = options.now ?? Date.now
+  const fallbackPlan = options.fallbackPlan ?? 'free'
   const cache = new Map<string, { plan: string; until: number }>()
 
   async function planOf(orgId: string): Promise<string> {
     const hit = cache.get(orgId)
-    if (hit && hit.until > now()) return hit.plan
-    const plan = (await accounts.organization(orgId))?.plan ?? 'free'
+    const at = now()
+    if (hit && hit.until > at) return hit.plan
+    const org = await accounts.organization(orgId)
+    const expiresAt = org?.planExpiresAt ?? null
+    const lapsed = expiresAt !== null && expiresAt <= at
+    const plan = org && !lapsed ? org.plan : fallbackPlan
     if (cache.size > 50_000) cache.clear()
-    cache.set(orgId, { plan, until: now() + ttl })
+    // A plan about to lapse is not trusted past its end.
+    cache.set(orgId, { plan, until: expiresAt !== null && !lapsed ? Math.min(at + ttl, expiresAt) : at + ttl })
     return plan
   }
 

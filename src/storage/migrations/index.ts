@@ -1,9 +1,15 @@
 import type { Migration } from '../migrate.ts'
 import accounts from './001_accounts.sql' with { type: 'text' }
 import usage from './002_usage.sql' with { type: 'text' }
+import chat from './003_chat.sql' with { type: 'text' }
+import billing from './004_billing.sql' with { type: 'text' }
+import integrations from './005_integrations.sql' with { type: 'text' }
 
 // Imported as text so `bun build --compile` embeds them in the executable.
 export const migrations: readonly Migration[] = [
   { version: 1, name: 'accounts', sql: accounts },
   { version: 2, name: 'usage', sql: usage },
+  { version: 3, name: 'chat', sql: chat },
+  { version: 4, name: 'billing', sql: billing },
+  { version: 5, name: 'integrations', sql: integrations },
 ]
