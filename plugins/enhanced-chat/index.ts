@@ -1,0 +1,63 @@
+import { Elysia } from 'elysia'
+import type { AccessService } from '../../src/auth/access-service.ts'
+import type { PlanDirectory } from '../../src/auth/plans.ts'
+import { accessControl } from '../../src/auth/plugin.ts'
+import { problem } from '../../src/models.ts'
+import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
+import { generationResponse, streamDoc } from '../chat/index.ts'
+import type { ChatService } from '../chat/service.ts'
+import { enhancedChatRequest } from './model.ts'
+import { runEnhancedTurn, type CodeChecker } from './orchestrator.ts'
+
+export interface EnhancedChatPluginOptions {
+  chat: ChatService
+  /** The sandbox code is checked in. */
+  checker: CodeChecker
+  limits: { maxSteps: number; timeLimitSeconds: number; maxAttempts: number }
+  access: AccessService
+  plans: PlanDirectory
+  rateLimits: RateLimitingOptions
+}
+
+/**
+ * POST /api/enhanced-chat: the chat contract (scope, rate limit, stream, resume at /api/chat/:id/stream,
+ * cancel, metering) with a plan, step-by-step work and code checked in the sandbox.
+ */
+export function enhancedChatPlugin(options: EnhancedChatPluginOptions) {
+  const { chat, checker, limits } = options
+  return new Elysia({ name: 'enhanced-chat', detail: { tags: ['chat'] } })
+    .use(accessControl(options))
+    .use(rateLimiting(options.rateLimits))
+    .post(
+      '/api/enhanced-chat',
+      async ({ body, principal, request }) => {
+        const o = body.options ?? {}
+        const settings = {
+          maxSteps: Math.min(o.maxSteps ?? limits.maxSteps, limits.maxSteps),
+          timeLimitMs: Math.min(o.timeLimitSeconds ?? limits.timeLimitSeconds, limits.timeLimitSeconds) * 1000,
+          maxAttempts: Math.min(o.maxAttempts ?? limits.maxAttempts, limits.maxAttempts),
+          tests: body.tests,
+        }
+        const { chatId, generationId } = await chat.startTurn(
+          principal,
+          { id: body.id, messages: body.messages, turn: { model: body.model, temperature: o.temperature } },
+          (turn, emit, signal, services) => runEnhancedTurn(services, checker, settings, turn, emit, signal),
+        )
+        return generationResponse(chat, { generationId, chatId, afterSeq: 0, signal: request.signal })
+      },
+      {
+        body: enhancedChatRequest,
+        auth: 'chat:write',
+        rateLimit: 'chat',
+        response: { 401: problem, 403: problem, 404: problem, 422: problem, 429: problem, 503: problem },
+        detail: {
+          summary: 'Chat that plans, works step by step and checks its code in a sandbox (AI SDK UI message stream)',
+          description:
+            'Streams a `data-plan` part (the steps and their status), then each step as its own start-step/finish-step with a `data-step` part; ' +
+            'code (TypeScript or JavaScript) is transpiled and run, or tested with the given `tests`, in the sandbox, each attempt streamed as a `data-check` part, ' +
+            'and failures are sent back to the model for repair. Resume at GET /api/chat/{id}/stream, cancel at POST /api/chat/{id}/cancel.',
+          responses: streamDoc,
+        },
+      },
+    )
+}

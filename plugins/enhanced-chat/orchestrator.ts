@@ -1,0 +1,228 @@
+/**
+ * The enhanced turn: ask for a plan, work through it one step at a time, and check every piece of code
+ * for real (transpile, then run it or the user's tests in the sandbox) before it counts, sending failures
+ * back to the model for repair up to a number of attempts. Streamed as AI SDK UI message chunks, with
+ * `data-plan`, `data-step` and `data-check` parts a UI can draw as a checklist.
+ */
+import type { Emit } from '../chat/generations.ts'
+import { toModelMessages } from '../chat/history.ts'
+import { createMessageBuilder } from '../chat/message-builder.ts'
+import { streamModelText, textPart, type ModelCallContext } from '../chat/model-call.ts'
+import type { UiMessage } from '../chat/model.ts'
+import { StreamError, upstreamFailure, type ModelMessage } from '../chat/provider.ts'
+import type { Turn, TurnServices } from '../chat/turn.ts'
+import { extractCode, parsePlan, trimOutput, type CodeLanguage } from './plan.ts'
+
+export type CheckVerdict =
+  | 'passed'
+  | 'failed'
+  | 'syntax_error'
+  | 'timeout'
+  | 'memory_limit'
+  | 'output_limit'
+  | 'process_limit'
+  | 'cancelled'
+  | 'no_code'
+  | 'sandbox_unavailable'
+
+/** What the orchestration needs of the sandbox. */
+export interface CodeChecker {
+  checkSyntax(language: CodeLanguage, code: string): { ok: true } | { ok: false; message: string }
+  run(request: {
+    language: CodeLanguage
+    files: Record<string, string>
+    mode: 'run' | 'test'
+    entry?: string
+    signal?: AbortSignal
+  }): Promise<{ verdict: Exclude<CheckVerdict, 'no_code' | 'sandbox_unavailable'>; output: string; exitCode: number | null; durationMs: number; truncated: boolean }>
+}
+
+export interface EnhancedOptions {
+  /** Most plan steps worked through. */
+  maxSteps: number
+  /** Whole-turn time limit; remaining steps are skipped when it is reached. */
+  timeLimitMs: number
+  /** Check-and-repair rounds per piece of code, the first check included. */
+  maxAttempts: number
+  /** Tests (TypeScript, `bun test`) the code must pass; they import from `./main`. */
+  tests?: string
+}
+
+type StepStatus = 'pending' | 'running' | 'done' | 'passed' | 'failed' | 'skipped'
+
+const PLAN_PROMPT = (max: number) =>
+  `Before answering, plan. Reply with JSON only: {"steps": ["..."]}, at most ${max} short imperative steps. ` +
+  'Keep it to the steps the request really needs; one step is fine for a simple request.'
+
+const STEP_PROMPT = (index: number, total: number, title: string, tests?: string) =>
+  `Now carry out step ${index + 1} of ${total}: ${title}\n` +
+  'When the step needs code, write the complete program in ONE fenced block tagged ts (or js), runnable as it is with Bun; ' +
+  'export what the tests import.' +
+  (tests ? `\nThe code must pass these tests (they import from "./main"):\n\`\`\`ts\n${tests}\n\`\`\`` : '')
+
+const REPAIR_PROMPT = (verdict: string, output: string) =>
+  `The code did not pass its check (${verdict}). Output:\n\`\`\`\n${output}\n\`\`\`\n` +
+  'Find the fault and answer with the complete corrected program in ONE fenced ts (or js) block.'
+
+export async function runEnhancedTurn(
+  services: TurnServices,
+  checker: CodeChecker,
+  options: EnhancedOptions,
+  turn: Turn,
+  outerEmit: Emit,
+  turnSignal: AbortSignal,
+): Promise<UiMessage> {
+  const builder = createMessageBuilder(turn.messageId)
+  const emit: Emit = (chunk) => {
+    builder.add(chunk)
+    outerEmit(chunk)
+  }
+  // The time limit ends the work in hand; the turn still closes with a summary.
+  const deadline = new AbortController()
+  const timer = setTimeout(() => deadline.abort(new StreamError('generation_timeout', `The ${Math.round(options.timeLimitMs / 1000)} s time limit was reached`)), options.timeLimitMs)
+  const signal = AbortSignal.any([turnSignal, deadline.signal])
+  let partCounter = 0
+  const context: ModelCallContext = {
+    provider: services.provider,
+    meter: services.meter,
+    caller: { orgId: turn.orgId, userId: turn.userId },
+    model: turn.model ?? services.settings.model,
+    emit,
+    signal,
+    nextPartId: (kind) => `${kind}-${turn.messageId}-${++partCounter}`,
+  }
+  const say = (text: string) => {
+    const part = textPart(emit, 'text', () => context.nextPartId('text'))
+    part.delta(text)
+    part.end()
+  }
+
+  const messages: ModelMessage[] = [
+    { role: 'system', content: turn.system ?? 'You are a careful software engineer on a real-time AI development platform. Work step by step.' },
+    ...toModelMessages(turn.history),
+  ]
+  let steps: { title: string; status: StepStatus }[] = []
+  const showPlan = () => emit({ type: 'data-plan', id: 'plan', data: { steps: steps.map((s, index) => ({ index, ...s })) } })
+  const showStep = (index: number, extra: Record<string, unknown> = {}) =>
+    emit({ type: 'data-step', id: `step-${index}`, data: { index, title: steps[index]!.title, status: steps[index]!.status, ...extra } })
+  const outcomes: { index: number; verdict: CheckVerdict; attempts: number }[] = []
+
+  /** Checks the code, asking for repairs, until it passes or the attempts run out. */
+  async function checkAndRepair(index: number, firstAnswer: string): Promise<{ verdict: CheckVerdict; attempts: number }> {
+    let code = extractCode(firstAnswer)!
+    let verdict: CheckVerdict = 'failed'
+    for (let attempt = 1; ; attempt++) {
+      const syntax = checker.checkSyntax(code.language, code.code)
+      const mainFile = code.language === 'typescript' ? 'main.ts' : 'main.js'
+      const result: { verdict: CheckVerdict; output: string; exitCode: number | null; durationMs: number } = syntax.ok
+        ? await checker
+            .run({
+              language: code.language,
+              files: { [mainFile]: code.code, ...(options.tests ? { 'main.test.ts': options.tests } : {}) },
+              mode: options.tests ? 'test' : 'run',
+              entry: mainFile,
+              signal,
+            })
+            .catch((err: Error) => {
+              // A machine without isolation refuses runs; the code then stays unchecked, and the answer says so.
+              if (err.name !== 'SandboxUnavailableError') throw err
+              return { verdict: 'sandbox_unavailable' as const, output: err.message, exitCode: null, durationMs: 0 }
+            })
+        : { verdict: 'syntax_error', output: syntax.message, exitCode: null, durationMs: 0 }
+      verdict = result.verdict
+      emit({
+        type: 'data-check',
+        id: `check-${index}-${attempt}`,
+        data: {
+          step: index,
+          attempt,
+          maxAttempts: options.maxAttempts,
+          language: code.language,
+          mode: syntax.ok ? (options.tests ? 'test' : 'run') : 'transpile',
+          verdict,
+          passed: verdict === 'passed',
+          exitCode: result.exitCode,
+          durationMs: Math.round(result.durationMs),
+          output: trimOutput(result.output),
+        },
+      })
+      if (verdict === 'passed' || verdict === 'sandbox_unavailable' || attempt >= options.maxAttempts) return { verdict, attempts: attempt }
+      if (signal.aborted) throw signal.reason
+      messages.push({ role: 'user', content: REPAIR_PROMPT(verdict, trimOutput(result.output, 4000)) })
+      const repair = await streamModelText(context, messages)
+      messages.push({ role: 'assistant', content: repair })
+      const repaired = extractCode(repair)
+      if (!repaired) {
+        emit({ type: 'data-check', id: `check-${index}-${attempt + 1}`, data: { step: index, attempt: attempt + 1, maxAttempts: options.maxAttempts, verdict: 'no_code', passed: false, output: '' } })
+        return { verdict: 'no_code', attempts: attempt + 1 }
+      }
+      code = repaired
+    }
+  }
+
+  emit({ type: 'start', messageId: turn.messageId })
+  let finishReason: 'stop' | 'length' = 'stop'
+  try {
+    try {
+      emit({ type: 'start-step' })
+      const planText = await streamModelText(context, [...messages, { role: 'user', content: PLAN_PROMPT(options.maxSteps) }], { silent: true })
+      steps = parsePlan(planText, options.maxSteps).map((title) => ({ title, status: 'pending' as StepStatus }))
+      showPlan()
+      emit({ type: 'finish-step' })
+      messages.push({ role: 'assistant', content: `Plan:\n${steps.map((s, i) => `${i + 1}. ${s.title}`).join('\n')}` })
+
+      for (let index = 0; index < steps.length; index++) {
+        emit({ type: 'start-step' })
+        steps[index]!.status = 'running'
+        showPlan()
+        showStep(index)
+        messages.push({ role: 'user', content: STEP_PROMPT(index, steps.length, steps[index]!.title, options.tests) })
+        const answer = await streamModelText(context, messages)
+        messages.push({ role: 'assistant', content: answer })
+        if (extractCode(answer)) {
+          const outcome = await checkAndRepair(index, answer)
+          outcomes.push({ index, ...outcome })
+          steps[index]!.status = outcome.verdict === 'passed' ? 'passed' : 'failed'
+          showStep(index, { verdict: outcome.verdict, attempts: outcome.attempts })
+        } else {
+          steps[index]!.status = 'done'
+          showStep(index)
+        }
+        showPlan()
+        emit({ type: 'finish-step' })
+      }
+    } catch (err) {
+      if (!(deadline.signal.aborted && !turnSignal.aborted)) throw err
+      // Out of time: what is unfinished is skipped, and the summary says so.
+      finishReason = 'length'
+      for (const step of steps) if (step.status === 'pending' || step.status === 'running') step.status = 'skipped'
+      if (steps.length) showPlan()
+      emit({ type: 'finish-step' })
+    }
+    emit({ type: 'start-step' })
+    say(summary(steps, outcomes, options, finishReason === 'length'))
+    emit({ type: 'finish-step' })
+    emit({ type: 'finish', finishReason })
+    return builder.message('complete')
+  } catch (err) {
+    const failure = turnSignal.aborted && turnSignal.reason instanceof StreamError ? turnSignal.reason : upstreamFailure(err)
+    if (failure.code === 'generation_cancelled') emit({ type: 'abort', reason: `${failure.code}: ${failure.message}` })
+    else emit({ type: 'error', errorText: `${failure.code}: ${failure.message}` })
+    return builder.message('interrupted')
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function summary(steps: { title: string; status: StepStatus }[], outcomes: { index: number; verdict: CheckVerdict; attempts: number }[], options: EnhancedOptions, outOfTime: boolean): string {
+  const lines: string[] = []
+  for (const o of outcomes) {
+    const step = `Step ${o.index + 1} (${steps[o.index]!.title})`
+    if (o.verdict === 'passed') lines.push(`${step}: the code passed its ${options.tests ? 'tests' : 'run'} on attempt ${o.attempts} of ${options.maxAttempts}.`)
+    else lines.push(`${step}: the code did NOT pass after ${o.attempts} attempt${o.attempts === 1 ? '' : 's'} (last verdict: ${o.verdict}).`)
+  }
+  if (outcomes.length === 0) lines.push('No code was produced, so nothing needed checking.')
+  if (outOfTime) lines.push(`Stopped at the ${Math.round(options.timeLimitMs / 1000)} s time limit; ${steps.filter((s) => s.status === 'skipped').length} step(s) skipped.`)
+  const passed = outcomes.length > 0 && outcomes.every((o) => o.verdict === 'passed')
+  return `\n\n**Result:** ${passed ? 'all code checks passed.' : outcomes.length ? 'some code did not pass its checks.' : 'done.'}\n${lines.join('\n')}`
+}

@@ -1,0 +1,193 @@
+/**
+ * The code sandbox: runs user-supplied TypeScript or JavaScript (a program, or its `bun test` suite) in
+ * a separate, isolated process tree per run and reports a verdict. What is enforced, and how, is
+ * decided once at start-up from what the machine allows and published in `enforcement`.
+ */
+import { tmpdir } from 'node:os'
+import { resolve } from 'node:path'
+import type { Logger } from '../log.ts'
+import { detectCgroups, type CgroupSupport } from './cgroup.ts'
+import { checkFiles, checkSyntax, defaultEntry, SANDBOX_LANGUAGES, sandboxCommand, type SandboxLanguage, type SyntaxCheck } from './languages.ts'
+import { probeIsolation, SANDBOX_DIR, sandboxEnv, type IsolationProbe } from './launcher.ts'
+import { configuredLimits, resolveLimits, type SandboxLimits } from './limits.ts'
+import { executeRun, type SandboxResult } from './run.ts'
+import { SandboxRequestError, validateFiles } from './workspace.ts'
+
+export type { SandboxLanguage, SyntaxCheck } from './languages.ts'
+export type { SandboxLimits } from './limits.ts'
+export { SandboxLaunchError, type SandboxResult, type SandboxVerdict } from './run.ts'
+export { SandboxRequestError } from './workspace.ts'
+
+export interface SandboxRequest {
+  language: SandboxLanguage
+  /** Files written into a fresh directory; paths relative, no '..'. */
+  files: Record<string, string>
+  /** 'run': run `entry` (default main.ts / main.js). 'test': run `bun test` in the directory (user-supplied *.test.ts files). */
+  mode: 'run' | 'test'
+  entry?: string
+  /** Each limit may be lowered for this run, never raised above the sandbox's own. */
+  timeoutMs?: number
+  memoryMb?: number
+  maxOutputBytes?: number
+  maxProcesses?: number
+  signal?: AbortSignal
+}
+
+/** The machine cannot isolate a run (no network namespace, say), so the sandbox refuses to run anything. */
+export class SandboxUnavailableError extends Error {
+  override name = 'SandboxUnavailableError'
+}
+
+export interface SandboxOptions {
+  /** The Bun binary runs use; every uid must be able to execute it. Example: `process.execPath`. */
+  bunPath: string
+  /** Where each run's files are written before being copied into the sandbox. Default: the OS temp directory. */
+  workRoot?: string
+  /** The limits of a run; requests may only lower them. Default: DEFAULT_SANDBOX_LIMITS. */
+  defaults?: Partial<SandboxLimits>
+  /** Host paths (the service's DATA_DIR, say) that sandboxed code sees as empty, unreadable directories. Default: none. */
+  hiddenPaths?: string[]
+  /** Mount point of the cgroup v1 hierarchies, or false to use the fallbacks. Default: /sys/fs/cgroup. */
+  cgroupRoot?: string | false
+  /** Name of the cgroup under each hierarchy that holds the per-run cgroups. Default: `sandbox`. */
+  cgroupName?: string
+  /** Runs take uids `firstUid` .. `firstUid + uidCount - 1`, one per concurrent run. Default: 1_500_000_000 and 1_000_000. */
+  firstUid?: number
+  uidCount?: number
+  /** How often limits without kernel enforcement are measured. Default: 25 ms. */
+  pollIntervalMs?: number
+  logger: Logger
+}
+
+export interface Sandbox {
+  run(request: SandboxRequest): Promise<SandboxResult>
+  /** Parses code with Bun's transpiler in-process: no file, no child process. */
+  checkSyntax(language: SandboxLanguage, code: string): SyntaxCheck
+  /** False when runs are refused (see `enforcement.isolation`). */
+  readonly available: boolean
+  /** What each protection is and how it is enforced on this machine, in words (for logs and status pages). */
+  readonly enforcement: Readonly<Record<string, string>>
+  readonly limits: SandboxLimits
+  /** Stops every run in progress (verdict `cancelled`), waits for its clean-up, and refuses new runs. */
+  close(): Promise<void>
+}
+
+function describeEnforcement(probe: IsolationProbe, cgroups: CgroupSupport, asRoot: boolean, limits: SandboxLimits, hidden: readonly string[]) {
+  const namespaces = probe.available
+  const off = (what: string) => (namespaces ? what : 'not applied: runs are refused')
+  return Object.freeze({
+    isolation: namespaces
+      ? `own network, PID, mount, IPC and UTS namespaces (unshare${asRoot ? '' : ' --map-root-user'})`
+      : `unavailable (${probe.reason}); runs are refused`,
+    network: off('no network: a fresh network namespace has only a loopback interface, and it is down'),
+    filesystem: off(
+      `files in a private tmpfs at ${SANDBOX_DIR}; /tmp, /var/tmp, /run and /dev/shm replaced by empty tmpfs` +
+        (hidden.length > 0 ? `; hidden: ${hidden.join(', ')}` : '') +
+        '; elsewhere ordinary permissions apply (the run owns nothing outside its tmpfs)',
+    ),
+    identity: off(
+      asRoot
+        ? 'a uid of its own per run, no supplementary groups, no capabilities, no_new_privs: files not readable by others are denied'
+        : 'the service uid mapped to root of a user namespace (the service does not run as root): only hidden paths are denied',
+    ),
+    environment: `only ${Object.keys(sandboxEnv()).join(', ')}: nothing of the service environment`,
+    processes: cgroups.pids
+      ? `at most ${limits.maxProcesses} tasks by a pids cgroup per run (${cgroups.notes.pids})`
+      : asRoot
+        ? `at most ${limits.maxProcesses} tasks by RLIMIT_NPROC on the run's own uid (${cgroups.notes.pids}); reaching it is detected by polling`
+        : `not enforced by the kernel (${cgroups.notes.pids}); the task count is polled and the run killed at ${limits.maxProcesses}`,
+    memory: cgroups.memory
+      ? `${limits.memoryMb} MiB for the process tree and its files by a memory cgroup per run (${cgroups.notes.memory})`
+      : `not enforced by the kernel (${cgroups.notes.memory}); the tree's resident private memory is polled and the run killed above ${limits.memoryMb} MiB; written files are capped at the same size`,
+    timeout: `${limits.timeoutMs} ms wall clock, then the whole tree is killed`,
+    output: `${limits.maxOutputBytes} bytes of stdout and stderr, then the run is killed`,
+    cleanup: 'the program is PID 1 of its namespace, so the kernel kills every process in it when it ends; cgroup and uid sweeps kill stragglers; the run dies with the service',
+  })
+}
+
+export function createSandbox(options: SandboxOptions): Sandbox {
+  const { logger, bunPath } = options
+  const limits = configuredLimits(options.defaults)
+  const workRoot = resolve(options.workRoot ?? tmpdir())
+  const hiddenPaths = (options.hiddenPaths ?? []).map((p) => resolve(p))
+  const asRoot = process.getuid?.() === 0
+  const firstUid = options.firstUid ?? 1_500_000_000
+  const uidCount = options.uidCount ?? 1_000_000
+  const probe = probeIsolation(bunPath, asRoot ? firstUid + uidCount - 1 : undefined)
+  const cgroups: CgroupSupport = asRoot ? detectCgroups(options.cgroupRoot ?? '/sys/fs/cgroup', options.cgroupName ?? 'sandbox') : { notes: { memory: 'needs root', pids: 'needs root' } }
+  const enforcement = describeEnforcement(probe, cgroups, asRoot, limits, hiddenPaths)
+  const log = logger.child({ component: 'sandbox' })
+  if (probe.available) log.info('sandbox ready', { enforcement })
+  else log.warn('sandbox unavailable: code runs are refused', { reason: probe.reason })
+
+  const uidsInUse = new Set<number>()
+  const allocateUid = (): number | undefined => {
+    if (!asRoot) return undefined
+    // Random, so two service processes on one machine are unlikely to share a uid (and a process count).
+    for (;;) {
+      const uid = firstUid + Math.floor(Math.random() * (uidCount - 1))
+      if (!uidsInUse.has(uid)) {
+        uidsInUse.add(uid)
+        return uid
+      }
+    }
+  }
+
+  const active = new Set<{ abort: AbortController; done: Promise<unknown> }>()
+  let closed = false
+
+  async function run(request: SandboxRequest): Promise<SandboxResult> {
+    if (closed) throw new SandboxUnavailableError('the sandbox is closed')
+    if (!SANDBOX_LANGUAGES.includes(request.language))
+      throw new SandboxRequestError('language', `must be one of ${SANDBOX_LANGUAGES.join(', ')}, got "${request.language}"`)
+    if (request.mode !== 'run' && request.mode !== 'test') throw new SandboxRequestError('mode', `must be run or test, got "${request.mode}"`)
+    validateFiles(request.files)
+    const entry = request.entry ?? defaultEntry(request.language)
+    if (request.mode === 'run' && !Object.hasOwn(request.files, entry)) throw new SandboxRequestError('entry', `"${entry}" is not one of the files`)
+
+    const started = performance.now()
+    const elapsed = () => Math.round(performance.now() - started)
+    if (request.signal?.aborted) return { verdict: 'cancelled', exitCode: null, output: '', truncated: false, durationMs: 0 }
+    const syntax = checkFiles(request.files)
+    if (!syntax.ok) return { verdict: 'syntax_error', exitCode: null, output: syntax.message, truncated: false, durationMs: elapsed() }
+    if (!probe.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${probe.reason}`)
+
+    // One controller per run, so close() can stop it whatever signal the caller gave.
+    const abort = new AbortController()
+    const onCallerAbort = () => abort.abort()
+    request.signal?.addEventListener('abort', onCallerAbort, { once: true })
+    const uid = allocateUid()
+    const done = executeRun(
+      { bunPath, workRoot, tools: probe.tools, cgroups, hiddenPaths, pollIntervalMs: options.pollIntervalMs ?? 25, logger: log },
+      {
+        files: request.files,
+        command: sandboxCommand(bunPath, request.mode, entry),
+        limits: resolveLimits(limits, request),
+        uid,
+        signal: abort.signal,
+      },
+    )
+    const handle = { abort, done }
+    active.add(handle)
+    try {
+      return await done
+    } finally {
+      active.delete(handle)
+      request.signal?.removeEventListener('abort', onCallerAbort)
+      if (uid !== undefined) uidsInUse.delete(uid)
+    }
+  }
+
+  return {
+    run,
+    checkSyntax,
+    available: probe.available,
+    enforcement,
+    limits,
+    async close() {
+      closed = true
+      for (const handle of active) handle.abort.abort()
+      await Promise.allSettled([...active].map((h) => h.done))
+    },
+  }
+}

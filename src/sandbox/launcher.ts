@@ -1,0 +1,154 @@
+/**
+ * How a run is launched: `unshare` gives it its own network, PID, mount, IPC and UTS namespaces; a
+ * small shell (running as root inside them) joins the run's cgroups, replaces /tmp with a fresh
+ * tmpfs holding a copy of the run's files, hides socket and data directories, then drops to the run's
+ * own unprivileged uid and execs Bun, which becomes PID 1 of the namespace: when it exits or is
+ * killed, the kernel kills every process left in it. Bun gets SIGKILL when unshare dies (the uid
+ * switch clears the parent-death signal `--kill-child` set, so setpriv sets it again).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** Where the run's files are, as the sandboxed code sees them (inside its private /tmp). */
+export const SANDBOX_DIR = '/tmp/sandbox'
+
+/** Written to the launcher's stderr once set-up is done; its absence means the launch itself failed. */
+export const READY_MARKER = 'sandbox-ready'
+
+const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+/**
+ * Arguments: $1 run dir, $2 uid ('' keeps the current one), $3 /tmp size in KiB, $4 RLIMIT_NPROC ('' none),
+ * $5 paths to hide (one per line), $6 cgroup.procs files to join (one per line), then the command.
+ * The shell starts in the service-side copy of the files (its cwd), which stays reachable after /tmp is replaced.
+ */
+const INIT_SCRIPT = `set -eu
+work=$1 uid=$2 tmp_kb=$3 nproc=$4 hidden=$5 cgroups=$6
+shift 6
+set -f
+IFS='
+'
+for f in $cgroups; do echo 0 > "$f"; done
+mount -t tmpfs -o "size=\${tmp_kb}k,mode=1777,nosuid,nodev" sandbox-tmp /tmp
+for d in /var/tmp /run /dev/shm; do
+  if [ -d "$d" ]; then mount -t tmpfs -o size=16k,mode=755,nosuid,nodev,noexec sandbox-empty "$d"; fi
+done
+for p in $hidden; do
+  if [ -d "$p" ]; then mount -t tmpfs -o size=4k,mode=000,ro sandbox-hidden "$p"
+  elif [ -e "$p" ]; then mount --bind /dev/null "$p"; fi
+done
+unset IFS
+set +f
+mkdir -m 700 "$work"
+cp -R ./. "$work"/
+if [ -n "$uid" ]; then chown -R "$uid:$uid" "$work"; fi
+cd "$work"
+unset OLDPWD
+echo ${READY_MARKER} >&2
+exec 2>&1
+if [ -n "$uid" ]; then
+  exec prlimit --core=0 \${nproc:+--nproc=$nproc} -- setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs --bounding-set=-all --inh-caps=-all --pdeathsig KILL -- "$@"
+fi
+exec prlimit --core=0 -- setpriv --no-new-privs --pdeathsig KILL -- "$@"
+`
+
+export interface LauncherTools {
+  readonly unshare: string
+  readonly setpriv: string
+  readonly prlimit: string
+  readonly sh: string
+}
+
+export interface LaunchOptions {
+  /** Unprivileged uid the code runs as; undefined keeps the service's (only when it is not root). */
+  readonly uid: number | undefined
+  /** Size of the private /tmp (run files plus anything the code writes), in KiB. */
+  readonly tmpKb: number
+  /** RLIMIT_NPROC for the run's uid; undefined when a pids cgroup counts tasks instead. */
+  readonly nproc: number | undefined
+  /** Host paths replaced by an empty, unreadable directory (or /dev/null for a file). */
+  readonly hiddenPaths: readonly string[]
+  readonly cgroupProcs: readonly string[]
+  readonly command: readonly string[]
+}
+
+/** Only these reach the sandboxed code: nothing of the service's own environment. */
+export function sandboxEnv(): Record<string, string> {
+  return { PATH, HOME: SANDBOX_DIR, TMPDIR: '/tmp', NO_COLOR: '1', LANG: 'C.UTF-8' }
+}
+
+/** The argv to spawn, with the service-side copy of the files as its cwd. */
+export function launchCommand(tools: LauncherTools, options: LaunchOptions): string[] {
+  const asRoot = process.getuid?.() === 0
+  return [
+    // The whole run dies with the service: if it crashes, the kernel kills unshare, and unshare's child.
+    tools.setpriv,
+    '--pdeathsig',
+    'KILL',
+    '--',
+    tools.unshare,
+    ...(asRoot ? [] : ['--map-root-user']),
+    '--net',
+    '--pid',
+    '--fork',
+    '--kill-child',
+    '--mount-proc',
+    '--ipc',
+    '--uts',
+    '--',
+    tools.sh,
+    '-c',
+    INIT_SCRIPT,
+    'sandbox-init',
+    SANDBOX_DIR,
+    options.uid === undefined ? '' : String(options.uid),
+    String(options.tmpKb),
+    options.nproc === undefined ? '' : String(options.nproc),
+    options.hiddenPaths.join('\n'),
+    options.cgroupProcs.join('\n'),
+    ...options.command,
+  ]
+}
+
+export type IsolationProbe = { available: true; tools: LauncherTools } | { available: false; reason: string }
+
+/**
+ * Launches Bun once through the full launcher at start-up: proves the namespaces, the mounts, the uid
+ * switch and that the unprivileged uid can execute the Bun binary.
+ */
+export function probeIsolation(bunPath: string, probeUid: number | undefined): IsolationProbe {
+  const found = { unshare: Bun.which('unshare'), setpriv: Bun.which('setpriv'), prlimit: Bun.which('prlimit'), sh: Bun.which('sh') }
+  const missing = Object.entries(found)
+    .filter(([, path]) => !path)
+    .map(([name]) => name)
+  if (missing.length > 0) return { available: false, reason: `missing ${missing.join(', ')} (util-linux)` }
+  const tools = found as LauncherTools
+  const dir = mkdtempSync(join(tmpdir(), 'sandbox-probe-'))
+  try {
+    const result = Bun.spawnSync({
+      cmd: launchCommand(tools, {
+        uid: probeUid,
+        tmpKb: 1024,
+        nproc: undefined,
+        hiddenPaths: [],
+        cgroupProcs: [],
+        command: [bunPath, '-e', 'console.log(process.getuid())'],
+      }),
+      cwd: dir,
+      env: sandboxEnv(),
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      timeout: 15_000,
+    })
+    const out = result.stdout.toString().trim()
+    const err = result.stderr.toString().trim()
+    const expected = String(probeUid ?? 0)
+    if (result.exitCode === 0 && out === expected && err.includes(READY_MARKER)) return { available: true, tools }
+    const detail = [err.replace(READY_MARKER, '').trim(), out].filter(Boolean).join(' | ').slice(0, 500)
+    return { available: false, reason: `probe launch failed (exit ${result.exitCode ?? result.signalCode}): ${detail || 'no output'}` }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
