@@ -1,0 +1,56 @@
+import { Elysia } from 'elysia'
+import type { AccessService } from '../../src/auth/access-service.ts'
+import type { PlanDirectory } from '../../src/auth/plans.ts'
+import { accessControl } from '../../src/auth/plugin.ts'
+import { problem } from '../../src/models.ts'
+import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
+import { codeSearchAnswer, codeSearchBody } from './model.ts'
+import type { CodeIndex } from './types.ts'
+
+export interface CodeSearchPluginOptions {
+  codeIndex: CodeIndex
+  access: AccessService
+  plans: PlanDirectory
+  rateLimits: RateLimitingOptions
+  /** Records one `search` event per search. */
+  meter?: Pick<UsageMeter, 'record'>
+}
+
+/** Clients may reuse an answer for 5 minutes, the contract's recommended cache TTL for search results. */
+export const SEARCH_CACHE_SECONDS = 300
+
+/**
+ * POST /api/search: semantic search over the organisation's imported repositories. The organisation is
+ * the caller's, from the token; no field of the body can widen it.
+ */
+export function codeSearchPlugin(options: CodeSearchPluginOptions) {
+  const { codeIndex, meter } = options
+  return new Elysia({ name: 'code-search', detail: { tags: ['code search'] } })
+    .use(accessControl(options))
+    .use(rateLimiting(options.rateLimits))
+    .post(
+      '/api/search',
+      async ({ body, principal, set }) => {
+        const mode = body.mode ?? 'hybrid'
+        const results = await codeIndex.search({ orgId: principal.orgId }, { ...body, mode })
+        meter?.record({ orgId: principal.orgId, userId: principal.userId, kind: 'search' })
+        // private: the answer went through one user's authorisation and must not sit in a shared cache.
+        set.headers['cache-control'] = `private, max-age=${SEARCH_CACHE_SECONDS}`
+        return { query: body.query, mode, results }
+      },
+      {
+        body: codeSearchBody,
+        auth: 'search:read',
+        rateLimit: 'search',
+        response: { 200: codeSearchAnswer, 401: problem, 403: problem, 422: problem, 429: problem, 502: problem, 503: problem, 504: problem },
+        detail: {
+          summary: 'Search the code of the organisation\'s imported repositories (hybrid full-text and vector search)',
+          description:
+            'Ranks chunks of imported files (a function, a class or a window of lines) by BM25 over their words and identifiers, by vector similarity, or both fused by reciprocal rank (the default). ' +
+            'Filters: repositoryIds, languages, pathPrefix. Answers carry Cache-Control: private, max-age=300. ' +
+            'With a remote embeddings model configured, its failures are 502 upstream_error, 503 unavailable (rate limited) or 504 upstream_timeout for the hybrid and vector modes.',
+        },
+      },
+    )
+}

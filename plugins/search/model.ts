@@ -1,0 +1,44 @@
+import { t, type Static } from 'elysia'
+import { oneOf, strictObject } from '../../src/models.ts'
+import { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, SEARCH_MODES } from './service.ts'
+
+export const codeSearchBody = strictObject({
+  query: t.String({
+    minLength: 1,
+    maxLength: MAX_QUERY_LENGTH,
+    pattern: '\\S',
+    description: `What to look for: words, identifiers (any spelling: parseConfig, parse_config) or a description; 1-${MAX_QUERY_LENGTH} characters`,
+    examples: ['verify webhook signature'],
+  }),
+  repositoryIds: t.Optional(
+    t.Array(t.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 100, description: 'Only these imported repositories (ids). Default: every repository of the organisation' }),
+  ),
+  languages: t.Optional(
+    t.Array(t.String({ minLength: 1, maxLength: 50 }), { minItems: 1, maxItems: 50, description: 'Only files in these languages, compared case-insensitively (TypeScript, Python, Go ...)' }),
+  ),
+  pathPrefix: t.Optional(
+    t.String({ minLength: 1, maxLength: 500, description: 'Only paths starting with this (src/auth/ for a folder); a leading ./ or / is ignored', examples: ['src/'] }),
+  ),
+  mode: t.Optional(
+    oneOf(SEARCH_MODES, { description: 'hybrid (default): full-text and vectors fused by rank; text: BM25 over identifiers and words; vector: nearest chunks by embedding' }),
+  ),
+  limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, description: `Results wanted, 1-${MAX_LIMIT}. Default ${DEFAULT_LIMIT}` })),
+})
+export type CodeSearchBody = Static<typeof codeSearchBody>
+
+export const codeSearchResult = t.Object({
+  repositoryId: t.String(),
+  repositoryName: t.String({ description: 'As imported, e.g. owner/name' }),
+  path: t.String({ description: 'Path in the repository, forward slashes' }),
+  language: t.Optional(t.String({ description: 'Language of the file, when known' })),
+  startLine: t.Integer({ minimum: 1, description: 'First line of the matching chunk, 1-based' }),
+  endLine: t.Integer({ minimum: 1, description: 'Last line of the matching chunk, inclusive' }),
+  snippet: t.String({ description: 'A few lines of the chunk, HTML-escaped, matched words in <mark>…</mark>' }),
+  score: t.Number({ description: 'Higher is better; comparable within one answer. hybrid: 1 = first in both lists; text: BM25; vector: cosine similarity' }),
+})
+
+export const codeSearchAnswer = t.Object({
+  query: t.String(),
+  mode: oneOf(SEARCH_MODES),
+  results: t.Array(codeSearchResult),
+})

@@ -1,0 +1,210 @@
+/**
+ * The Orama database behind one organisation's full-text search: Orama's document store, enum filters
+ * (repository, language, path), search pipeline and save/load, with two components of our own through
+ * Orama's component API:
+ * - a tokenizer that speaks code (see terms.ts);
+ * - an index component whose string fields keep an inverted index of term -> (chunk, occurrences), scored
+ *   with Orama's BM25 formula and parameters on exact terms. Orama's own string index stores a term
+ *   frequency object per document, whose lookups cost close to a microsecond per matching chunk, looks
+ *   terms up by copying each posting list with an includes() check per entry (quadratic for a word like
+ *   "request", which is in thousands of chunks of code), and drops repeated words, so a word used ten
+ *   times weighs as much as one used once. Identifiers are already split into their words, so prefix
+ *   expansion is not needed; the vectors cover partial and misspelt words.
+ */
+import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
+import { queryTerms, termsOf } from './terms.ts'
+
+export const chunkSchema = {
+  repositoryId: 'enum',
+  language: 'enum',
+  path: 'enum',
+  pathText: 'string',
+  symbols: 'string',
+  content: 'string',
+} as const
+
+/** One chunk as Orama stores it; the fields outside the schema are stored, not indexed. */
+export interface ChunkDocument {
+  /** The slot number as a string: ids are reused with slots, so Orama's id table stays as small as the index. */
+  id: string
+  slot: number
+  repositoryId: string
+  repositoryName: string
+  path: string
+  /** Lower-case language name for filtering; empty when unknown. */
+  language: string
+  /** The language as the importer named it; empty when unknown. */
+  languageName: string
+  startLine: number
+  endLine: number
+  /** The path again, as a tokenized field (its words rank files whose path matches the query). */
+  pathText: string
+  symbols: string
+  content: string
+}
+
+export type ChunkDatabase = AnyOrama
+
+const codeTokenizer: Tokenizer = {
+  language: 'english',
+  normalizationCache: new Map(),
+  tokenize: (raw) => queryTerms(raw),
+}
+
+/** term -> internal document id -> occurrences of the term in that document's field. */
+type Postings = Map<string, Map<number, number>>
+
+// Orama's index store, typed loosely: its generic signatures do not survive being wrapped.
+type IndexStore = {
+  sharedInternalDocumentStore: { internalIdToId: string[] }
+  avgFieldLength: Record<string, number | undefined>
+  fieldLengths: Record<string, Record<number, number | undefined>>
+  searchablePropertiesWithTypes: Record<string, string>
+  /** Ours: one inverted index per string field. */
+  postings: Record<string, Postings>
+}
+
+/** Postings as saved: per field, [term, [id, count, id, count, ...]]. */
+type SavedPostings = Record<string, [string, number[]][]>
+
+// Matches beyond this many are not ranked: the service never asks for more than 150.
+const MAX_MATCHES = 1000
+let scratch = new Float64Array(1024)
+
+/**
+ * Orama's BM25 (the same formula and parameters) summed over the query's terms and the searched
+ * fields, with field boosts and the where-clause's documents. Every document with at least one term
+ * matches (Orama's default threshold); the best MAX_MATCHES come back, best first.
+ */
+function scoreTerms(
+  index: IndexStore,
+  query: string,
+  tokenizer: Tokenizer,
+  language: string | undefined,
+  properties: string[],
+  _exact: boolean,
+  _tolerance: number,
+  boost: Record<string, number | undefined>,
+  relevance: { k: number; b: number; d: number },
+  docsCount: number,
+  allowed: Set<number> | undefined,
+): [number, number][] {
+  const { k, b, d } = relevance
+  // Scores by internal id in a reused array, and the ids touched: much cheaper than a Map per query.
+  const size = index.sharedInternalDocumentStore.internalIdToId.length + 1
+  if (scratch.length < size) scratch = new Float64Array(Math.max(size, scratch.length * 2))
+  const scores = scratch
+  const touched: number[] = []
+  const terms = tokenizer.tokenize(query, language)
+  for (const property of properties) {
+    const postings = index.postings[property]
+    if (!postings) continue
+    const weight = boost[property] ?? 1
+    const lengths = index.fieldLengths[property]!
+    const averageLength = index.avgFieldLength[property] || 1
+    for (const term of terms) {
+      const matches = postings.get(term)
+      if (!matches) continue
+      const idf = Math.log(1 + (docsCount - matches.size + 0.5) / (matches.size + 0.5))
+      for (const [id, count] of matches) {
+        if (allowed && !allowed.has(id)) continue
+        const length = lengths[id] ?? 1
+        const tf = count / length
+        const score = (idf * (d + tf * (k + 1))) / (tf + k * (1 - b + (b * length) / averageLength))
+        if (scores[id] === 0) touched.push(id)
+        scores[id]! += score * weight
+      }
+    }
+  }
+  let floor = 0
+  if (touched.length > MAX_MATCHES) {
+    // The MAX_MATCHES-th best score, from a numeric sort of the scores alone, which is cheap.
+    const values = new Float64Array(touched.length)
+    for (let i = 0; i < touched.length; i++) values[i] = scores[touched[i]!]!
+    floor = values.sort()[touched.length - MAX_MATCHES]!
+  }
+  const ranked: [number, number][] = []
+  for (const id of touched) {
+    if (scores[id]! >= floor) ranked.push([id, scores[id]!])
+    scores[id] = 0
+  }
+  return ranked.sort((x, y) => y[1] - x[1]).slice(0, MAX_MATCHES)
+}
+
+function stringFields(index: IndexStore): string[] {
+  return Object.entries(index.searchablePropertiesWithTypes)
+    .filter(([, type]) => type === 'string')
+    .map(([name]) => name)
+}
+
+function codeIndexComponent() {
+  const base = components.index.createIndex() as unknown as Record<string, (...args: any[]) => any>
+  return {
+    ...base,
+    create(...args: unknown[]) {
+      const index = base.create!(...args) as IndexStore
+      index.postings = Object.fromEntries(stringFields(index).map((field) => [field, new Map()]))
+      return index
+    },
+    insert(implementation: unknown, index: IndexStore, prop: string, id: unknown, internalId: number, value: unknown, schemaType: string, ...rest: unknown[]) {
+      if (schemaType !== 'string') return base.insert!(implementation, index, prop, id, internalId, value, schemaType, ...rest)
+      const docsCount = rest[2] as number
+      const terms = termsOf(value as string)
+      index.avgFieldLength[prop] = ((index.avgFieldLength[prop] ?? 0) * (docsCount - 1) + terms.length) / docsCount
+      index.fieldLengths[prop]![internalId] = terms.length
+      const postings = index.postings[prop]!
+      for (const term of terms) {
+        let matches = postings.get(term)
+        if (!matches) postings.set(term, (matches = new Map()))
+        matches.set(internalId, (matches.get(internalId) ?? 0) + 1)
+      }
+    },
+    remove(implementation: unknown, index: IndexStore, prop: string, id: unknown, internalId: number, value: unknown, schemaType: string, ...rest: unknown[]) {
+      if (schemaType !== 'string') return base.remove!(implementation, index, prop, id, internalId, value, schemaType, ...rest)
+      const docsCount = rest[2] as number
+      const postings = index.postings[prop]!
+      for (const term of termsOf(value as string)) {
+        const matches = postings.get(term)
+        if (matches?.delete(internalId) && matches.size === 0) postings.delete(term)
+      }
+      base.removeDocumentScoreParameters!(index, prop, id, docsCount)
+      return true
+    },
+    search: scoreTerms,
+    save(index: IndexStore) {
+      const saved: SavedPostings = {}
+      for (const [field, postings] of Object.entries(index.postings)) {
+        const entries: [string, number[]][] = []
+        for (const [term, matches] of postings) {
+          const flat: number[] = []
+          for (const [doc, count] of matches) flat.push(doc, count)
+          entries.push([term, flat])
+        }
+        saved[field] = entries
+      }
+      return { ...base.save!(index), postings: saved }
+    },
+    load(shared: unknown, raw: { postings?: SavedPostings }) {
+      const index = base.load!(shared, raw) as IndexStore
+      index.postings = {}
+      for (const field of stringFields(index)) {
+        const postings: Postings = new Map()
+        for (const [term, flat] of raw.postings?.[field] ?? []) {
+          const matches = new Map<number, number>()
+          for (let i = 0; i < flat.length; i += 2) matches.set(flat[i]!, flat[i + 1]!)
+          postings.set(term, matches)
+        }
+        index.postings[field] = postings
+      }
+      return index
+    },
+  }
+}
+
+export function createChunkDatabase(): ChunkDatabase {
+  return create({
+    schema: chunkSchema,
+    sort: { enabled: false },
+    components: { tokenizer: codeTokenizer, index: codeIndexComponent() as never },
+  }) as unknown as ChunkDatabase
+}

@@ -1,0 +1,199 @@
+/**
+ * One organisation's code index in memory: Orama for BM25 full-text search, filters and the stored
+ * chunks, and a vector store beside it, both addressed by slot. Everything here is synchronous, so a
+ * change is never seen half-applied.
+ */
+import { insert, load, remove, save, search, type RawData } from '@orama/orama'
+import { createChunkDatabase, type ChunkDatabase, type ChunkDocument } from './orama.ts'
+import { VectorStore, type ScoredSlot } from './vectors.ts'
+
+/** A chunk ready to store: its place, its text and its vector. */
+export interface IndexedChunk {
+  startLine: number
+  endLine: number
+  content: string
+  symbols: string[]
+  vector: Float32Array
+}
+
+export interface FileChunks {
+  repositoryId: string
+  repositoryName: string
+  path: string
+  /** The importer's language name, or undefined. */
+  language: string | undefined
+  chunks: IndexedChunk[]
+}
+
+/** What a search may look at. Absent fields do not filter. */
+export interface ChunkFilter {
+  repositoryIds?: ReadonlySet<string>
+  /** Lower-case language names. */
+  languages?: ReadonlySet<string>
+  pathPrefix?: string
+}
+
+// Field weights in BM25: a declared name or a path word says more about a chunk than a word in its body.
+const BOOST = { symbols: 3, pathText: 2, content: 1 }
+
+export class OrgIndex {
+  private readonly db: ChunkDatabase
+  /** Created with the first vector, whose length every later one must have. */
+  private vectorStore: VectorStore | undefined
+  private readonly chunks: (ChunkDocument | undefined)[] = []
+  private readonly freeSlots: number[] = []
+  /** repositoryId -> path -> slots of that file's chunks. */
+  private readonly files = new Map<string, Map<string, number[]>>()
+
+  constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined }) {
+    this.db = restored?.db ?? createChunkDatabase()
+    this.vectorStore = restored?.vectors
+    if (restored) {
+      for (const doc of Object.values(this.storedDocuments())) if (doc) this.track(doc)
+      for (let slot = 0; slot < this.chunks.length; slot++) if (!this.chunks[slot]) this.freeSlots.push(slot)
+    }
+  }
+
+  get vectors(): VectorStore | undefined {
+    return this.vectorStore
+  }
+
+  get chunkCount(): number {
+    return (this.db.data.docs as unknown as { count: number }).count
+  }
+
+  chunk(slot: number): ChunkDocument | undefined {
+    return this.chunks[slot]
+  }
+
+  /** Replaces every chunk of the file (none left when `chunks` is empty). Answers how many were stored. */
+  replaceFile(file: FileChunks): number {
+    // Checked before anything changes: a refused file leaves the index as it was.
+    const dimensions = this.vectorStore?.dimensions ?? file.chunks[0]?.vector.length
+    for (const chunk of file.chunks)
+      if (chunk.vector.length !== dimensions) throw new Error(`vector has ${chunk.vector.length} dimensions, the index ${dimensions}`)
+    this.removePath(file.repositoryId, file.path)
+    const slots: number[] = []
+    for (const chunk of file.chunks) {
+      const slot = this.freeSlots.pop() ?? this.chunks.length
+      const doc: ChunkDocument = {
+        id: String(slot),
+        slot,
+        repositoryId: file.repositoryId,
+        repositoryName: file.repositoryName,
+        path: file.path,
+        language: file.language ? file.language.toLowerCase() : '',
+        languageName: file.language ?? '',
+        startLine: chunk.startLine,
+        endLine: chunk.endLine,
+        pathText: file.path,
+        symbols: chunk.symbols.join(' '),
+        content: chunk.content,
+      }
+      this.vectorStore ??= new VectorStore(chunk.vector.length)
+      this.vectorStore.set(slot, chunk.vector)
+      insert(this.db, doc)
+      this.track(doc)
+      slots.push(slot)
+    }
+    return slots.length
+  }
+
+  removePath(repositoryId: string, path: string): void {
+    const paths = this.files.get(repositoryId)
+    const slots = paths?.get(path)
+    if (!paths || !slots) return
+    for (const slot of slots) this.release(slot)
+    paths.delete(path)
+    if (paths.size === 0) this.files.delete(repositoryId)
+  }
+
+  removeRepository(repositoryId: string): void {
+    for (const path of [...(this.files.get(repositoryId)?.keys() ?? [])]) this.removePath(repositoryId, path)
+  }
+
+  /** BM25 over symbols, path and content; the best `k` chunks passing the filter. */
+  searchText(query: string, filter: ChunkFilter, k: number): ScoredSlot[] {
+    const where = this.whereClause(filter)
+    if (where === null) return []
+    const results = search(this.db, {
+      term: query,
+      properties: ['symbols', 'pathText', 'content'],
+      boost: BOOST,
+      limit: k,
+      ...(where ? { where } : {}),
+    }) as { hits: { document: ChunkDocument; score: number }[] }
+    return results.hits.map((hit) => ({ slot: hit.document.slot, score: hit.score }))
+  }
+
+  /** The `k` chunks whose vectors are nearest `vector`, among those passing the filter. */
+  searchVector(vector: Float32Array, filter: ChunkFilter, k: number): ScoredSlot[] {
+    const { repositoryIds, languages, pathPrefix } = filter
+    const chunks = this.chunks
+    if (!this.vectorStore) return []
+    if (vector.length !== this.vectorStore.dimensions)
+      throw new Error(`the query vector has ${vector.length} dimensions, the index ${this.vectorStore.dimensions}`)
+    return this.vectorStore.nearest(vector, k, (slot) => {
+      const doc = chunks[slot]
+      return (
+        doc !== undefined &&
+        (!repositoryIds || repositoryIds.has(doc.repositoryId)) &&
+        (!languages || languages.has(doc.language)) &&
+        (!pathPrefix || doc.path.startsWith(pathPrefix))
+      )
+    })
+  }
+
+  /** Orama's state, as JSON-safe data. */
+  saveDatabase(): RawData {
+    return save(this.db)
+  }
+
+  static restore(raw: RawData, vectors: VectorStore | undefined): OrgIndex {
+    const db = createChunkDatabase()
+    load(db, raw)
+    return new OrgIndex({ db, vectors })
+  }
+
+  /**
+   * Orama's `where` for the filter: undefined when nothing filters, null when nothing can match (a path
+   * prefix no file has). The prefix becomes the list of matching paths, which Orama filters as an enum.
+   */
+  private whereClause(filter: ChunkFilter): Record<string, { in: string[] }> | undefined | null {
+    const where: Record<string, { in: string[] }> = {}
+    if (filter.repositoryIds) where.repositoryId = { in: [...filter.repositoryIds] }
+    if (filter.languages) where.language = { in: [...filter.languages] }
+    if (filter.pathPrefix !== undefined) {
+      const prefix = filter.pathPrefix
+      const paths = new Set<string>()
+      for (const [repositoryId, files] of this.files) {
+        if (filter.repositoryIds && !filter.repositoryIds.has(repositoryId)) continue
+        for (const path of files.keys()) if (path.startsWith(prefix)) paths.add(path)
+      }
+      if (paths.size === 0) return null
+      where.path = { in: [...paths] }
+    }
+    return Object.keys(where).length > 0 ? where : undefined
+  }
+
+  private storedDocuments(): Record<string, ChunkDocument | undefined> {
+    return (this.db.data.docs as unknown as { docs: Record<string, ChunkDocument | undefined> }).docs
+  }
+
+  private track(doc: ChunkDocument): void {
+    this.chunks[doc.slot] = doc
+    let paths = this.files.get(doc.repositoryId)
+    if (!paths) this.files.set(doc.repositoryId, (paths = new Map()))
+    const slots = paths.get(doc.path)
+    if (slots) slots.push(doc.slot)
+    else paths.set(doc.path, [doc.slot])
+  }
+
+  private release(slot: number): void {
+    if (!this.chunks[slot]) return
+    remove(this.db, String(slot))
+    this.vectorStore?.clear(slot)
+    this.chunks[slot] = undefined
+    this.freeSlots.push(slot)
+  }
+}

@@ -1,0 +1,346 @@
+/**
+ * The code index: one index per organisation, fed by repository import and searched by the route, the
+ * chat's code_search tool and the agents (see types.ts for the contract).
+ *
+ * Indexes live in memory and are loaded from their snapshot on first use. They are saved when an import
+ * ends (indexFiles answers once its changes are in a snapshot), at least every five snapshot delays while
+ * a long import runs, and one snapshot delay after other changes (see persistence.ts). Every change is
+ * also kept in a list until a snapshot holds it, so when another process sharing the database has saved
+ * a newer snapshot, this process loads that one and applies its own unsaved changes on top: changes to
+ * different files of one organisation made in two processes both survive; for the same file, the later
+ * save wins.
+ */
+import { AppError } from '../../src/errors.ts'
+import type { Logger } from '../../src/log.ts'
+import { chunkFile, type ChunkerOptions } from './chunker.ts'
+import type { EmbeddingProvider } from './embeddings/provider.ts'
+import { languageOfPath } from './languages.ts'
+import { OrgIndex, type ChunkFilter, type FileChunks } from './org-index.ts'
+import { decodeSnapshot, encodeSnapshot, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
+import { buildSnippet, snippetTerms } from './snippet.ts'
+import type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, SearchMode } from './types.ts'
+import type { ScoredSlot } from './vectors.ts'
+
+export interface CodeIndexOptions {
+  embeddings: EmbeddingProvider
+  /** Where indexes are saved; without one they live in memory only. */
+  snapshots?: SnapshotStore
+  logger?: Logger
+  /** Quiet time after a change before the index is saved. Default 2000 (CODE_INDEX_SNAPSHOT_DELAY_MS). */
+  snapshotDelayMs?: number
+  /** How often a search checks the database for a newer snapshot. Default 2000 (CODE_INDEX_REFRESH_MS); 0 checks every time. */
+  refreshIntervalMs?: number
+  /** Chunks embedded per call. Default 64. */
+  embedBatchSize?: number
+  chunker?: ChunkerOptions
+  now?: () => number
+}
+
+export const SEARCH_MODES = ['hybrid', 'text', 'vector'] as const satisfies readonly SearchMode[]
+export const MAX_LIMIT = 50
+export const DEFAULT_LIMIT = 10
+export const MAX_QUERY_LENGTH = 500
+
+type Change =
+  | { kind: 'file'; file: FileChunks }
+  | { kind: 'removePaths'; repositoryId: string; paths: readonly string[] }
+  | { kind: 'removeRepository'; repositoryId: string }
+
+interface OrgState {
+  readonly orgId: string
+  index: OrgIndex
+  /** The snapshot version `index` was loaded from or saved as; 0 before the first. */
+  version: number
+  /** Applied to `index`, not yet in a saved snapshot. */
+  pending: Change[]
+  pendingSince: number | undefined
+  checkedAt: number
+  timer: ReturnType<typeof setTimeout> | undefined
+  /** Refreshes and saves run one at a time. */
+  queue: Promise<unknown>
+  refreshing: Promise<void> | undefined
+}
+
+const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent }
+
+// Reciprocal rank fusion: a chunk's score is the sum of 1/(k + rank) over the lists it is in. k = 60 is
+// the usual constant; dividing by 2/(k+1) makes "first in both lists" 1.
+const RRF_K = 60
+const RRF_SCALE = (RRF_K + 1) / 2
+
+function fuse(lists: ScoredSlot[][]): ScoredSlot[] {
+  const scores = new Map<number, number>()
+  for (const list of lists) list.forEach(({ slot }, rank) => scores.set(slot, (scores.get(slot) ?? 0) + RRF_SCALE / (RRF_K + rank + 1)))
+  return [...scores].map(([slot, score]) => ({ slot, score })).sort((a, b) => b.score - a.score)
+}
+
+function applyChange(index: OrgIndex, change: Change): void {
+  if (change.kind === 'file') index.replaceFile(change.file)
+  else if (change.kind === 'removePaths') for (const path of change.paths) index.removePath(change.repositoryId, path)
+  else index.removeRepository(change.repositoryId)
+}
+
+const invalid = (field: string, message: string) => new AppError('validation_failed', `${field}: ${message}`, { errors: [{ field, message }] })
+
+/** Checks a query from any caller (the route's schema checks the same) and fills in the defaults. */
+export function normaliseQuery(query: CodeSearchQuery) {
+  const text = typeof query.query === 'string' ? query.query.trim() : ''
+  if (text === '') throw invalid('query', 'must not be blank')
+  if (text.length > MAX_QUERY_LENGTH) throw invalid('query', `must be at most ${MAX_QUERY_LENGTH} characters`)
+  const mode = query.mode ?? 'hybrid'
+  if (!SEARCH_MODES.includes(mode)) throw invalid('mode', `must be one of ${SEARCH_MODES.join(', ')}`)
+  const limit = query.limit ?? DEFAULT_LIMIT
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw invalid('limit', `must be a whole number from 1 to ${MAX_LIMIT}`)
+  const set = (values: readonly string[] | undefined, field: string, map = (v: string) => v) => {
+    if (values === undefined || values.length === 0) return undefined
+    if (!Array.isArray(values) || values.some((v) => typeof v !== 'string' || v.trim() === '')) throw invalid(field, 'must be a list of non-empty strings')
+    return new Set(values.map(map))
+  }
+  const pathPrefix = query.pathPrefix?.replace(/^(\.\/|\/)+/, '')
+  const filter: ChunkFilter = {
+    repositoryIds: set(query.repositoryIds, 'repositoryIds'),
+    languages: set(query.languages, 'languages', (v) => v.trim().toLowerCase()),
+    pathPrefix: pathPrefix ? pathPrefix : undefined,
+  }
+  return { text, mode, limit, filter }
+}
+
+/** A repository path as the index keys it: forward slashes, relative, no `.` or `..` segments. */
+function indexPath(path: string): string {
+  const clean = path.replace(/\\/g, '/').replace(/^(\.\/)+/, '')
+  if (clean === '' || clean.startsWith('/') || clean.split('/').some((part) => part === '..' || part === '.' || part === ''))
+    throw new Error(`not a relative repository path: ${JSON.stringify(path)}`)
+  return clean
+}
+
+export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
+  const { embeddings, snapshots } = options
+  const logger = options.logger ?? silent
+  const now = options.now ?? Date.now
+  const snapshotDelayMs = options.snapshotDelayMs ?? 2000
+  const refreshIntervalMs = options.refreshIntervalMs ?? 2000
+  const embedBatchSize = options.embedBatchSize ?? 64
+  const states = new Map<string, Promise<OrgState>>()
+  const queryVectors = new Map<string, Float32Array>()
+  let closed = false
+
+  /** The snapshot the database names, read and decoded; a file pruned while we looked is looked up again. */
+  async function loadSnapshot(orgId: string, named: SnapshotVersion): Promise<{ version: number; index: OrgIndex }> {
+    let snapshot = named
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { header, index } = decodeSnapshot(await snapshots!.read(orgId, snapshot))
+        if (header.embeddings !== embeddings.id) {
+          logger.warn('code index snapshot made with other embeddings; starting empty, re-import the repositories', {
+            orgId,
+            snapshot: header.embeddings,
+            configured: embeddings.id,
+          })
+          return { version: snapshot.version, index: new OrgIndex() }
+        }
+        return { version: snapshot.version, index }
+      } catch (error) {
+        const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
+        const newer = missing ? await snapshots!.current(orgId) : undefined
+        if (!missing || !newer || attempt >= 3) throw error
+        snapshot = newer
+      }
+    }
+  }
+
+  function state(orgId: string): Promise<OrgState> {
+    let pending = states.get(orgId)
+    if (!pending) {
+      pending = (async () => {
+        const named = await snapshots?.current(orgId)
+        const loaded = named ? await loadSnapshot(orgId, named) : { version: 0, index: new OrgIndex() }
+        if (named) logger.info('code index loaded', { orgId, version: loaded.version, chunks: loaded.index.chunkCount })
+        return { orgId, ...loaded, pending: [], pendingSince: undefined, checkedAt: now(), timer: undefined, queue: Promise.resolve(), refreshing: undefined }
+      })()
+      // A failed load is tried again by the next caller rather than remembered.
+      pending.catch(() => states.delete(orgId))
+      states.set(orgId, pending)
+    }
+    return pending
+  }
+
+  function serially<T>(org: OrgState, task: () => Promise<T>): Promise<T> {
+    const run = org.queue.then(task, task)
+    org.queue = run.catch(() => undefined)
+    return run
+  }
+
+  /** Replaces the index with the newer snapshot `named`, with this process's unsaved changes on top. */
+  async function adopt(org: OrgState, named: SnapshotVersion): Promise<void> {
+    const loaded = await loadSnapshot(org.orgId, named)
+    for (const change of org.pending) applyChange(loaded.index, change)
+    org.index = loaded.index
+    org.version = loaded.version
+    logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: loaded.version })
+  }
+
+  /** Loads a newer snapshot if the database names one; `always` skips the refresh interval. */
+  function refresh(org: OrgState, always: boolean): Promise<void> {
+    if (!snapshots || (!always && now() - org.checkedAt < refreshIntervalMs)) return Promise.resolve()
+    // Stamped first: while the database is unreachable, searches do not all wait on it.
+    org.checkedAt = now()
+    org.refreshing ??= serially(org, async () => {
+      const named = await snapshots.current(org.orgId)
+      if (named && named.version > org.version) await adopt(org, named)
+    }).finally(() => (org.refreshing = undefined))
+    return org.refreshing
+  }
+
+  function apply(org: OrgState, change: Change): void {
+    applyChange(org.index, change)
+    if (!snapshots) return
+    org.pending.push(change)
+    org.pendingSince ??= now()
+    scheduleSave(org)
+  }
+
+  function scheduleSave(org: OrgState, delayMs = snapshotDelayMs): void {
+    if (closed) return
+    clearTimeout(org.timer)
+    // Debounced, but a long import still saves at least every five delays.
+    const overdue = org.pendingSince !== undefined && now() - org.pendingSince >= 5 * snapshotDelayMs
+    org.timer = setTimeout(() => void save(org).catch(() => undefined), overdue ? 0 : delayMs)
+    org.timer.unref?.()
+  }
+
+  /** Saves the pending changes now; on failure they stay pending and a retry is scheduled. */
+  function save(org: OrgState): Promise<void> {
+    clearTimeout(org.timer)
+    org.timer = undefined
+    const saving = serially(org, async () => {
+      for (let attempt = 1; org.pending.length > 0; attempt++) {
+        const saved = org.pending.length
+        const bytes = encodeSnapshot(org.index, { orgId: org.orgId, version: org.version + 1, embeddings: embeddings.id, savedAt: now() })
+        if (await snapshots!.commit(org.orgId, org.version, bytes)) {
+          org.version += 1
+          org.pending.splice(0, saved)
+          org.pendingSince = org.pending.length > 0 ? now() : undefined
+          logger.debug('code index saved', { orgId: org.orgId, version: org.version, chunks: org.index.chunkCount, bytes: bytes.length })
+          if (org.pending.length > 0) scheduleSave(org)
+          return
+        }
+        // Another process saved this version first: build on its snapshot and try again.
+        if (attempt >= 5) throw new Error(`another process saved first ${attempt} times in a row`)
+        const named = await snapshots!.current(org.orgId)
+        if (named) await adopt(org, named)
+      }
+    })
+    return saving.catch((error) => {
+      logger.error('code index snapshot failed; will retry', { orgId: org.orgId, err: error })
+      scheduleSave(org, Math.max(snapshotDelayMs, 1000) * 5)
+      throw error
+    })
+  }
+
+  async function queryVector(text: string): Promise<Float32Array> {
+    let vector = queryVectors.get(text)
+    if (!vector) {
+      ;[vector] = (await embeddings.embed([text])) as [Float32Array]
+      if (queryVectors.size >= 1000) queryVectors.delete(queryVectors.keys().next().value!)
+      queryVectors.set(text, vector)
+    }
+    return vector
+  }
+
+  const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+  return {
+    async indexFiles(input: IndexFilesInput) {
+      if (closed) throw new Error('the code index is closed')
+      const { orgId, repositoryId, repositoryName, signal } = input
+      if (!orgId || !repositoryId) throw new Error('indexFiles needs an orgId and a repositoryId')
+      const org = await state(orgId)
+      // Changes build on the newest snapshot, so saving them does not undo another process's work.
+      await refresh(org, true)
+      let files = 0
+      let chunks = 0
+      let batch: FileChunks[] = []
+      let batchChunks = 0
+      const flush = async () => {
+        const texts = batch.flatMap((file) => file.chunks.map((chunk) => chunk.content))
+        const vectors = texts.length > 0 ? await embeddings.embed(texts, { signal }) : []
+        signal?.throwIfAborted()
+        let at = 0
+        for (const file of batch) {
+          for (const chunk of file.chunks) chunk.vector = vectors[at++]!
+          apply(org, { kind: 'file', file })
+          files++
+          chunks += file.chunks.length
+        }
+        batch = []
+        batchChunks = 0
+        input.onProgress?.({ filesIndexed: files, chunksIndexed: chunks })
+        // Embedding offline never waits on I/O; without this a large import would hold the event loop.
+        await yieldToEventLoop()
+      }
+      for await (const file of input.files) {
+        signal?.throwIfAborted()
+        const path = indexPath(file.path)
+        const language = file.language ?? languageOfPath(path)
+        const pieces = chunkFile(path, file.content, language, options.chunker)
+        batch.push({ repositoryId, repositoryName, path, language, chunks: pieces.map((piece) => ({ ...piece, vector: new Float32Array(0) })) })
+        batchChunks += pieces.length
+        if (batchChunks >= embedBatchSize) await flush()
+      }
+      if (batch.length > 0) await flush()
+      if (input.removedPaths?.length) apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
+      // Saved before answering: the importer records the commit as indexed next, and a crash after that
+      // must not leave an index older than the record.
+      if (snapshots) await save(org)
+      return { files, chunks }
+    },
+
+    async removeRepository(orgId, repositoryId) {
+      const org = await state(orgId)
+      await refresh(org, true)
+      apply(org, { kind: 'removeRepository', repositoryId })
+    },
+
+    async search(scope, query): Promise<CodeSearchResult[]> {
+      const { text, mode, limit, filter } = normaliseQuery(query)
+      const org = await state(scope.orgId)
+      // A search answers from what this process has when the database cannot say whether it is current.
+      await refresh(org, false).catch((error) => logger.warn('code index version check failed', { orgId: scope.orgId, err: error }))
+      const vector = mode === 'text' ? undefined : await queryVector(text)
+      // Read after the awaits: a refresh may have swapped the index.
+      const index = org.index
+      // Fusion looks deeper than the answer, so a chunk second in both lists can beat one first in only one.
+      const depth = mode === 'hybrid' ? Math.max(limit * 3, 30) : limit
+      const byText = mode === 'vector' ? [] : index.searchText(text, filter, depth)
+      const byVector = vector ? index.searchVector(vector, filter, depth) : []
+      const ranked = mode === 'hybrid' ? fuse([byText, byVector]) : mode === 'text' ? byText : byVector
+      const terms = snippetTerms(text)
+      return ranked.slice(0, limit).map(({ slot, score }) => {
+        const chunk = index.chunk(slot)!
+        return {
+          repositoryId: chunk.repositoryId,
+          repositoryName: chunk.repositoryName,
+          path: chunk.path,
+          language: chunk.languageName || undefined,
+          startLine: chunk.startLine,
+          endLine: chunk.endLine,
+          snippet: buildSnippet(chunk.content, terms),
+          score: Math.round(score * 10_000) / 10_000,
+        }
+      })
+    },
+
+    async close() {
+      if (closed) return
+      closed = true
+      const orgs = await Promise.allSettled([...states.values()])
+      for (const result of orgs) {
+        if (result.status !== 'fulfilled') continue
+        const org = result.value
+        clearTimeout(org.timer)
+        if (snapshots && org.pending.length > 0) await save(org).catch(() => undefined)
+        await org.queue
+      }
+    },
+  }
+}

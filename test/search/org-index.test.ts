@@ -1,0 +1,90 @@
+import { describe, expect, test } from 'bun:test'
+import { OrgIndex, type FileChunks } from '../../plugins/search/org-index.ts'
+import { decodeSnapshot, encodeSnapshot } from '../../plugins/search/persistence.ts'
+
+const vector = (...values: number[]) => Float32Array.from(values)
+
+function file(path: string, ...contents: string[]): FileChunks {
+  return {
+    repositoryId: 'r',
+    repositoryName: 'acme/r',
+    path,
+    language: 'TypeScript',
+    chunks: contents.map((content, i) => ({ startLine: i * 10 + 1, endLine: i * 10 + 5, content, symbols: [], vector: vector(1, i, 0) })),
+  }
+}
+
+const ranked = (index: OrgIndex, query: string) => index.searchText(query, {}, 10).map((hit) => index.chunk(hit.slot)!.content)
+
+describe('full-text index', () => {
+  test('term frequency counts: the chunk saying a word more often ranks first', () => {
+    const index = new OrgIndex()
+    index.replaceFile(file('once.ts', 'cache store store store'))
+    index.replaceFile(file('thrice.ts', 'cache cache cache store'))
+    expect(ranked(index, 'cache')).toEqual(['cache cache cache store', 'cache store store store'])
+    expect(ranked(index, 'store')).toEqual(['cache store store store', 'cache cache cache store'])
+  })
+
+  test('a rarer word weighs more than a common one', () => {
+    const index = new OrgIndex()
+    index.replaceFile(file('a.ts', 'common thing'))
+    index.replaceFile(file('b.ts', 'common other'))
+    index.replaceFile(file('c.ts', 'common rare'))
+    expect(ranked(index, 'common rare')[0]).toBe('common rare')
+  })
+
+  test('words that are also Object.prototype members are ordinary words', () => {
+    const index = new OrgIndex()
+    index.replaceFile(file('a.ts', 'class A { constructor() { this.valueOf = 1 } }'))
+    index.replaceFile(file('b.ts', 'no such word here'))
+    expect(ranked(index, 'constructor')).toEqual(['class A { constructor() { this.valueOf = 1 } }'])
+  })
+
+  test('replacing a file removes every posting of its old chunks and reuses their slots', () => {
+    const index = new OrgIndex()
+    index.replaceFile(file('a.ts', 'alpha beta', 'alpha gamma'))
+    expect(index.chunkCount).toBe(2)
+    index.replaceFile(file('a.ts', 'delta'))
+    expect(index.chunkCount).toBe(1)
+    expect(ranked(index, 'alpha beta gamma')).toEqual([])
+    expect(ranked(index, 'delta')).toEqual(['delta'])
+    index.replaceFile(file('b.ts', 'epsilon', 'zeta'))
+    expect(index.vectors!.slots).toBe(3)
+  })
+
+  test('the vector of a removed chunk is never found', () => {
+    const index = new OrgIndex()
+    index.replaceFile(file('a.ts', 'alpha'))
+    index.replaceFile(file('b.ts', 'beta'))
+    index.removePath('r', 'a.ts')
+    expect(index.searchVector(vector(1, 0, 0), {}, 5).map((hit) => index.chunk(hit.slot)!.path)).toEqual(['b.ts'])
+  })
+
+  test('a vector of another length than the index\'s is refused', () => {
+    const index = new OrgIndex()
+    index.replaceFile(file('a.ts', 'alpha'))
+    expect(() => index.replaceFile({ ...file('b.ts', 'beta'), chunks: [{ startLine: 1, endLine: 1, content: 'beta', symbols: [], vector: vector(1, 0) }] })).toThrow(
+      '2 dimensions',
+    )
+    // Nothing changed: not the refused file, not the file it would have replaced.
+    expect(ranked(index, 'beta')).toEqual([])
+    expect(() => index.replaceFile({ ...file('a.ts', 'omega'), chunks: [{ startLine: 1, endLine: 1, content: 'omega', symbols: [], vector: vector(1, 0) }] })).toThrow()
+    expect(ranked(index, 'alpha')).toEqual(['alpha'])
+  })
+
+  test('a snapshot restores the same rankings, scores and filters', () => {
+    const index = new OrgIndex()
+    index.replaceFile(file('src/cache.ts', 'cache cache store', 'eviction policy for the cache'))
+    index.replaceFile({ ...file('lib/store.py', 'store cache'), repositoryId: 'other', language: 'Python' })
+    index.removePath('r', 'missing.ts')
+    const copy = decodeSnapshot(encodeSnapshot(index, { orgId: 'o', version: 1, embeddings: 'test', savedAt: 0 })).index
+    for (const query of ['cache', 'store', 'eviction policy'])
+      expect(copy.searchText(query, {}, 10)).toEqual(index.searchText(query, {}, 10))
+    const filter = { repositoryIds: new Set(['other']), languages: new Set(['python']), pathPrefix: 'lib/' }
+    expect(copy.searchText('cache', filter, 10)).toEqual(index.searchText('cache', filter, 10))
+    expect(copy.searchVector(vector(1, 0, 0), {}, 10)).toEqual(index.searchVector(vector(1, 0, 0), {}, 10))
+    // Changes after the restore behave as before it.
+    copy.removePath('r', 'src/cache.ts')
+    expect(ranked(copy, 'cache')).toEqual(['store cache'])
+  })
+})
