@@ -1,0 +1,309 @@
+/**
+ * Repository imports as a service: starting one (checked and claimed before anything connects), running it in
+ * the background within a concurrency limit, reading its state, and following its progress events.
+ *
+ * An import belongs to the process that started it, which writes a heartbeat every few seconds. One whose
+ * heartbeat is stale (its process died or was stopped) is marked failed with `import_interrupted`, at start-up,
+ * periodically, and whenever it is read; importing again resumes from what the workspace already holds (the
+ * fetched objects and, when it is consistent, the checked-out tree), so nothing is downloaded twice.
+ */
+import { AppError } from '../../src/errors.ts'
+import type { Logger } from '../../src/log.ts'
+import type { Database } from '../../src/storage/database.ts'
+import type { CodeIndex } from '../search/types.ts'
+import { runImport, type ImportSettings, type TokenSource } from './import-job.ts'
+import { ImportStore, type ImportRecord, type RepositoryRecord, type StoredEvent } from './import-store.ts'
+import { ACTIVE_STATUSES, type ImportBody, type ImportStatus, type ImportView } from './model.ts'
+import { ProgressLog, ProgressReporter } from './progress-log.ts'
+import { guardRepositoryUrl, locateRepository, type UrlPolicy } from './repository-url.ts'
+
+export type { TokenSource } from './import-job.ts'
+
+export interface ImportServiceOptions {
+  db: Database
+  /** Receives the files of every import (plugins/search). */
+  codeIndex: CodeIndex
+  /** Workspaces live under `<dataDir>/imports`. */
+  dataDir: string
+  settings: ImportSettings & {
+    /** IMPORT_ALLOW_HOSTS. */
+    allowHosts: readonly string[]
+    /** Imports running at once in this process. Default 2. */
+    concurrency?: number
+  }
+  /** Stored tokens for private repositories (`deps.integrations`); without it only public repositories import. */
+  tokens?: TokenSource
+  logger: Logger
+  /** Name resolution for the address checks. Default the system resolver. */
+  lookup?: UrlPolicy['lookup']
+  /** How often a running import proves it is alive. Default 5000. */
+  heartbeatMs?: number
+  /** A heartbeat older than this marks the import interrupted. Default three heartbeats. */
+  staleAfterMs?: number
+  fetch?: typeof fetch
+}
+
+export interface Caller {
+  orgId: string
+  userId: string
+}
+
+export interface ImportEvent {
+  id: number
+  event: string
+  data: unknown
+}
+
+export interface ImportService {
+  /** Checks the repository URL, claims the repository and queues the import; answers it as GET would. */
+  start(caller: Caller, request: ImportBody): Promise<ImportView>
+  /** The import if it belongs to the organisation. */
+  get(orgId: string, importId: string): Promise<ImportView | undefined>
+  /**
+   * Its events after `after` (a sequence number), stored ones first, then live ones as they come; ends after the
+   * final `summary` or `error`, or when `signal` aborts. Undefined when the import is not the organisation's.
+   */
+  follow(orgId: string, importId: string, options?: { after?: number; signal?: AbortSignal }): Promise<AsyncIterable<ImportEvent> | undefined>
+  /** Settles when an import running in this process has finished (tests, benchmarks). */
+  settled(importId: string): Promise<void>
+  /** Fails the imports whose process stopped; answers how many. */
+  recoverInterrupted(): Promise<number>
+  /** Stops every running import (they fail as interrupted) and the timers. */
+  close(): Promise<void>
+}
+
+const TERMINAL_EVENTS = new Set(['summary', 'error'])
+const FOLLOW_POLL_MS = 1000
+
+export const statusUrlOf = (id: string) => `/api/codehost/imports/${id}`
+
+interface RunningImport {
+  controller: AbortController
+  progress: Record<string, unknown>
+  done: Promise<void>
+}
+
+export function createImportService(options: ImportServiceOptions): ImportService {
+  const { settings, logger } = options
+  const store = new ImportStore(options.db)
+  const log = new ProgressLog(store)
+  const policy: UrlPolicy = { allowHosts: settings.allowHosts, lookup: options.lookup }
+  const heartbeatMs = options.heartbeatMs ?? 5000
+  const staleAfterMs = options.staleAfterMs ?? heartbeatMs * 3
+  const concurrency = settings.concurrency ?? 2
+  const running = new Map<string, RunningImport>()
+  const slots: (() => void)[] = []
+  let busy = 0
+  let closed = false
+
+  function view(record: ImportRecord): ImportView {
+    const live = running.get(record.id)?.progress
+    const iso = (ms: number) => new Date(ms).toISOString()
+    return {
+      id: record.id,
+      status: record.status,
+      repository: record.repository,
+      ref: record.ref,
+      depth: record.depth,
+      commit: record.commit,
+      progress: ACTIVE_STATUSES.includes(record.status) ? ((live ?? record.progress) as ImportView['progress']) : null,
+      summary: record.summary,
+      error: record.error,
+      statusUrl: statusUrlOf(record.id),
+      createdAt: iso(record.createdAt),
+      updatedAt: iso(record.updatedAt),
+      finishedAt: record.finishedAt === null ? null : iso(record.finishedAt),
+    }
+  }
+
+  async function acquireSlot(signal: AbortSignal): Promise<void> {
+    if (busy < concurrency) {
+      busy++
+      return
+    }
+    await new Promise<void>((resolve, reject) => {
+      const grant = () => {
+        signal.removeEventListener('abort', onAbort)
+        busy++
+        resolve()
+      }
+      const onAbort = () => {
+        slots.splice(slots.indexOf(grant), 1)
+        reject(signal.reason)
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      slots.push(grant)
+    })
+  }
+
+  function releaseSlot() {
+    busy--
+    slots.shift()?.()
+  }
+
+  function failureOf(error: unknown): { code: string; message: string } {
+    if (error instanceof AppError && error.code !== 'internal_error') return { code: error.code, message: error.message }
+    logger.error('import failed unexpectedly', { err: error instanceof AppError ? (error.cause ?? error) : error })
+    return { code: 'internal_error', message: 'The import failed unexpectedly' }
+  }
+
+  async function failWithEvent(importId: string, failure: { code: string; message: string }, reporter?: ProgressReporter): Promise<void> {
+    if (!(await store.fail(importId, failure))) return
+    if (reporter) await reporter.emit('error', failure)
+    else await log.append(importId, (await store.lastEventSeq(importId)) + 1, 'error', failure)
+  }
+
+  function launch(record: ImportRecord, request: ImportBody, repository: RepositoryRecord, pinned: Map<string, string>, reporter: ProgressReporter) {
+    const controller = new AbortController()
+    const entry: RunningImport = { controller, progress: { phase: 'queued' }, done: Promise.resolve() }
+    running.set(record.id, entry)
+    entry.done = (async () => {
+      try {
+        await acquireSlot(controller.signal)
+        try {
+          const summary = await runImport(
+            {
+              importId: record.id,
+              orgId: record.orgId,
+              userId: record.userId,
+              repository,
+              ref: request.ref,
+              depth: request.depth,
+              pinned,
+              signal: controller.signal,
+              reporter,
+              progress: entry.progress,
+            },
+            { store, codeIndex: options.codeIndex, dataDir: options.dataDir, settings, policy, tokens: options.tokens, logger, fetch: options.fetch },
+            async (status: ImportStatus) => {
+              entry.progress.phase = status
+              await store.setStatus(record.id, status, entry.progress)
+              await reporter.emit('status', { status })
+            },
+          )
+          logger.info('import succeeded', {
+            importId: record.id,
+            repositoryId: repository.id,
+            incremental: summary.incremental,
+            files: summary.analysis.files,
+            indexed: summary.index.files,
+            durationMs: summary.durationsMs.total,
+          })
+          await store.setCommits(record.id, summary.previousCommit, summary.commit)
+          if (await store.succeed(record.id, summary)) {
+            const finished = await store.findImport(record.orgId, record.id)
+            await reporter.emit('summary', view(finished!))
+          }
+        } finally {
+          releaseSlot()
+        }
+      } catch (error) {
+        // A shutdown shows through whatever the interrupted step threw.
+        const failure = failureOf(controller.signal.aborted ? controller.signal.reason : error)
+        logger.warn('import failed', { importId: record.id, code: failure.code })
+        await failWithEvent(record.id, failure, reporter).catch((err) => logger.error('recording an import failure failed', { err }))
+      } finally {
+        running.delete(record.id)
+      }
+    })()
+  }
+
+  async function recoverStale(repositoryId?: string): Promise<number> {
+    let count = 0
+    for (const id of await store.staleImports(Date.now() - staleAfterMs, repositoryId)) {
+      if (running.has(id)) continue
+      await failWithEvent(id, { code: 'import_interrupted', message: 'The import stopped when the process running it did; import again to resume' })
+      count++
+    }
+    return count
+  }
+
+  const heartbeat = setInterval(() => {
+    for (const [id, entry] of running) void store.heartbeat(id, entry.progress).catch((err) => logger.warn('import heartbeat failed', { err }))
+  }, heartbeatMs)
+  const sweep = setInterval(() => void recoverStale().catch((err) => logger.warn('interrupted import sweep failed', { err })), staleAfterMs)
+  heartbeat.unref?.()
+  sweep.unref?.()
+  const startup = recoverStale().catch((err) => {
+    logger.warn('interrupted import sweep failed', { err })
+    return 0
+  })
+
+  async function* events(importId: string, after: number, signal?: AbortSignal): AsyncGenerator<ImportEvent> {
+    let last = after
+    while (!signal?.aborted) {
+      const batch: StoredEvent[] = await store.eventsAfter(importId, last)
+      for (const event of batch) {
+        yield { id: event.seq, event: event.event, data: event.data }
+        last = event.seq
+        if (TERMINAL_EVENTS.has(event.event)) return
+      }
+      if (batch.length > 0) continue
+      if (!running.has(importId)) await recoverStale()
+      await log.wait(importId, FOLLOW_POLL_MS, signal)
+    }
+  }
+
+  return {
+    async start(caller, request) {
+      if (closed) throw new AppError('unavailable', 'The service is shutting down')
+      const location = locateRepository(request.repository, settings.codehostUrl)
+      const { address } = await guardRepositoryUrl(location.cloneUrl, policy)
+      const repository = await store.upsertRepository(caller.orgId, location)
+      await recoverStale(repository.id)
+      const importId = await store.createImport({ orgId: caller.orgId, userId: caller.userId, repositoryId: repository.id, ref: request.ref, depth: request.depth })
+      if (!importId) {
+        const active = await store.activeImportOf(repository.id)
+        throw new AppError('import_in_progress', `${repository.name} is already being imported (${active?.id ?? 'another import'})`, {
+          extensions: { importId: active?.id, statusUrl: active && statusUrlOf(active.id) },
+        })
+      }
+      const record = (await store.findImport(caller.orgId, importId))!
+      const reporter = new ProgressReporter(log, importId)
+      await reporter.emit('import', {
+        importId,
+        status: record.status,
+        repository: record.repository,
+        ref: record.ref,
+        depth: record.depth,
+        statusUrl: statusUrlOf(importId),
+      })
+      launch(record, request, repository, new Map([[location.cloneUrl.host, address]]), reporter)
+      return view(record)
+    },
+
+    async get(orgId, importId) {
+      let record = await store.findImport(orgId, importId)
+      if (record && ACTIVE_STATUSES.includes(record.status) && !running.has(importId) && record.heartbeatAt < Date.now() - staleAfterMs) {
+        await recoverStale(record.repository.id)
+        record = await store.findImport(orgId, importId)
+      }
+      return record && view(record)
+    },
+
+    async follow(orgId, importId, { after = 0, signal } = {}) {
+      const record = await store.findImport(orgId, importId)
+      return record ? events(importId, after, signal) : undefined
+    },
+
+    async settled(importId) {
+      await running.get(importId)?.done
+    },
+
+    async recoverInterrupted() {
+      await startup
+      return recoverStale()
+    },
+
+    async close() {
+      closed = true
+      clearInterval(heartbeat)
+      clearInterval(sweep)
+      await startup
+      const stopping = [...running.values()]
+      for (const entry of stopping)
+        entry.controller.abort(new AppError('import_interrupted', 'The service stopped during the import; import again to resume'))
+      await Promise.all(stopping.map((entry) => entry.done))
+    },
+  }
+}
