@@ -1,0 +1,157 @@
+/**
+ * The site as one git commit, with isomorphic-git in a throwaway bare repository: fetch the branch's
+ * tip (depth 1) so the new commit has it as parent, write the site as a whole new tree, and push
+ * without force, so a branch that moved since the fetch is refused rather than overwritten.
+ */
+import * as fs from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import git, { Errors, type HttpClient, type TreeEntry } from 'isomorphic-git'
+import { AppError } from '../../src/errors.ts'
+import { ResponseTooLargeError, watchFailures } from './git-http.ts'
+import type { SiteFile } from './site-validation.ts'
+
+export interface Remote {
+  /** `<CODEHOST_GIT_URL>/<owner>/<name>.git` */
+  url: string
+  token: string
+  /** `owner/name`, for messages. */
+  repository: string
+}
+
+export interface CommitAuthor {
+  name: string
+  email: string
+}
+
+export interface Workspace {
+  readonly gitdir: string
+  /** The branch tip fetched, or undefined when the branch does not exist yet. */
+  fetchPrevious(remote: Remote, branch: string): Promise<{ commit: string; tree: string } | undefined>
+  /** Writes the site as a tree and, unless that tree is the parent's, a commit on top of `parent`. */
+  commitSite(site: readonly SiteFile[], options: { parent?: { commit: string; tree: string }; message: string; author: CommitAuthor }): Promise<{ commit: string; tree: string; unchanged: boolean }>
+  push(remote: Remote, branch: string, commit: string): Promise<void>
+  remove(): Promise<void>
+}
+
+const FILE_MODE = '100644'
+const TREE_MODE = '040000'
+
+const REMOTE = 'origin'
+
+const onAuthWith = (token: string) => () => ({ username: 'x-access-token', password: token })
+
+/** A fresh bare repository in the system temp directory. */
+export async function openWorkspace(client: HttpClient): Promise<Workspace> {
+  const { http, takeFailure } = watchFailures(client)
+  const gitdir = await mkdtemp(join(tmpdir(), 'pages-publish-'))
+  await git.init({ fs, gitdir, bare: true, defaultBranch: 'main' }).catch(async (error: unknown) => {
+    await rm(gitdir, { recursive: true, force: true })
+    throw error
+  })
+
+  /** Runs a git operation, turning what the provider answered (or how the transport failed) into the service's errors. */
+  async function gitCall<T>(remote: Remote, access: 'read' | 'write', operation: () => Promise<T>): Promise<T> {
+    takeFailure()
+    try {
+      return await operation()
+    } catch (error) {
+      throw gitError(takeFailure() ?? error, remote, access)
+    }
+  }
+
+  /** Writes `files` (paths relative to this directory) as nested trees; answers the root tree id. */
+  async function writeTree(files: readonly { path: string; oid: string }[]): Promise<string> {
+    const blobs: TreeEntry[] = []
+    const children = new Map<string, { path: string; oid: string }[]>()
+    for (const file of files) {
+      const slash = file.path.indexOf('/')
+      if (slash < 0) blobs.push({ mode: FILE_MODE, path: file.path, oid: file.oid, type: 'blob' })
+      else {
+        const name = file.path.slice(0, slash)
+        const list = children.get(name) ?? []
+        list.push({ path: file.path.slice(slash + 1), oid: file.oid })
+        children.set(name, list)
+      }
+    }
+    const trees: TreeEntry[] = []
+    for (const [name, list] of children) trees.push({ mode: TREE_MODE, path: name, oid: await writeTree(list), type: 'tree' })
+    return git.writeTree({ fs, gitdir, tree: [...blobs, ...trees] })
+  }
+
+  return {
+    gitdir,
+
+    async fetchPrevious(remote, branch) {
+      const onAuth = onAuthWith(remote.token)
+      const info = await gitCall(remote, 'read', () => git.getRemoteInfo({ http, url: remote.url, onAuth }))
+      if (!info.refs?.heads?.[branch]) return undefined
+      // fetch records the tip under refs/remotes/<remote>/, which needs a configured remote.
+      await git.addRemote({ fs, gitdir, remote: REMOTE, url: remote.url, force: true })
+      const fetched = await gitCall(remote, 'read', () =>
+        git.fetch({ fs, http, gitdir, remote: REMOTE, ref: branch, remoteRef: branch, singleBranch: true, depth: 1, tags: false, onAuth }),
+      )
+      const commit = fetched.fetchHead
+      if (!commit) return undefined
+      const { commit: parsed } = await git.readCommit({ fs, gitdir, oid: commit })
+      return { commit, tree: parsed.tree }
+    },
+
+    async commitSite(site, { parent, message, author }) {
+      const written: { path: string; oid: string }[] = []
+      for (const file of site) written.push({ path: file.path, oid: await git.writeBlob({ fs, gitdir, blob: file.bytes }) })
+      const tree = await writeTree(written)
+      // Same tree as the branch tip: a new commit would change nothing but the history.
+      if (parent && parent.tree === tree) return { commit: parent.commit, tree, unchanged: true }
+      const commit = await git.commit({ fs, gitdir, message, author, committer: author, tree, parent: parent ? [parent.commit] : [], noUpdateBranch: true })
+      return { commit, tree, unchanged: false }
+    },
+
+    async push(remote, branch, commit) {
+      const ref = `refs/heads/${branch}`
+      await git.writeRef({ fs, gitdir, ref, value: commit, force: true })
+      await gitCall(remote, 'write', () => git.push({ fs, http, gitdir, url: remote.url, ref, remoteRef: ref, onAuth: onAuthWith(remote.token) }))
+    },
+
+    remove: () => rm(gitdir, { recursive: true, force: true }),
+  }
+}
+
+function gitError(error: unknown, remote: Remote, access: 'read' | 'write'): unknown {
+  const where = { repository: remote.repository }
+  if (error instanceof AppError) return error
+  if (error instanceof Errors.PushRejectedError)
+    return new AppError('push_rejected', `The branch of ${remote.repository} moved while publishing (the push was not a fast-forward); publish again`, {
+      extensions: { ...where, reason: 'not_fast_forward' },
+    })
+  if (error instanceof Errors.GitPushError) {
+    const refused = Object.values(error.data.result.refs ?? {}).find((ref) => !ref.ok)?.error ?? error.data.prettyDetails
+    return new AppError('push_rejected', `The code host refused the push to ${remote.repository}: ${refused.trim()}`, {
+      extensions: { ...where, reason: 'refused', refusal: refused.trim() },
+    })
+  }
+  if (error instanceof Errors.HttpError) {
+    const status = error.data.statusCode
+    if (status === 401 || status === 403)
+      return new AppError('codehost_forbidden', `The code host refused to ${access === 'write' ? 'accept a push to' : 'read'} ${remote.repository} with the connected account's token (${status})`, {
+        extensions: { ...where, status },
+      })
+    if (status === 404) return new AppError('repository_not_found', `The code host has no git repository ${remote.repository}`, { extensions: where })
+    return new AppError('upstream_error', `The code host's git server answered ${status} for ${remote.repository}`, { extensions: { ...where, status } })
+  }
+  // isomorphic-git's fetch needs the remote HEAD; GitHub points it at the first branch pushed.
+  if (error instanceof Errors.NotFoundError && error.data.what === 'HEAD')
+    return new AppError('upstream_error', `The default branch (HEAD) of ${remote.repository} names no existing branch; set its default branch and publish again`, {
+      extensions: where,
+    })
+  if (error instanceof ResponseTooLargeError)
+    return new AppError('upstream_error', `The published branch of ${remote.repository} is too large to fetch (over ${error.limitBytes} bytes)`, {
+      extensions: { ...where, limitBytes: error.limitBytes },
+    })
+  if (error instanceof DOMException && (error.name === 'TimeoutError' || error.name === 'AbortError'))
+    return new AppError('upstream_timeout', `The code host's git server did not answer in time for ${remote.repository}`, { extensions: where })
+  if (error instanceof TypeError || (error as { code?: string })?.code === 'ConnectionRefused')
+    return new AppError('upstream_error', `The code host's git server is unreachable for ${remote.repository}`, { extensions: where })
+  return error
+}

@@ -1,0 +1,184 @@
+/**
+ * Publishing a site to GitHub Pages: everything about the input is checked first (`prepare`), then
+ * `run` makes sure the repository exists, commits the site on the branch's tip, pushes it and switches
+ * Pages on for the branch. A publish that fails after the push says so (`pushed: true`); it is never
+ * answered as a success.
+ */
+import { AppError } from '../../src/errors.ts'
+import type { HttpClient } from '../../src/http.ts'
+import type { Logger } from '../../src/log.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
+import { openWorkspace, type CommitAuthor, type Remote } from './git-commit.ts'
+import { createGitHttp } from './git-http.ts'
+import { DEFAULT_BRANCH, DEFAULT_MESSAGE, type ProgressEvent, type PublishAnswer, type PublishBody } from './model.ts'
+import { CONNECT_ROUTE, createPagesApi, type PagesApi, type Repository } from './pages-api.ts'
+import { buildSite, type SiteFile, type SiteLimits } from './site-validation.ts'
+import { parseTarget, publicUrl, type PublishTarget } from './target.ts'
+import type { HttpClient as GitHttpClient } from 'isomorphic-git'
+
+export interface PublisherOptions {
+  /** Where the user's GitHub token comes from. */
+  integrations: { tokenFor(userId: string, provider: string): Promise<string | undefined> }
+  meter: Pick<UsageMeter, 'record'>
+  logger: Logger
+  /** Client of the REST API calls (GITHUB_API_URL). */
+  http: HttpClient
+  apiUrl: string
+  /** Base of the git remotes: `<gitUrl>/<owner>/<name>.git` (CODEHOST_GIT_URL, default https://github.com). */
+  gitUrl: string
+  limits: SiteLimits
+  /** Longest wait for each git HTTP request. Default 60000 (PUBLISH_GIT_TIMEOUT_MS). */
+  gitTimeoutMs?: number
+  /** Replaces the git HTTP client (tests). */
+  gitHttp?: GitHttpClient
+}
+
+export interface Caller {
+  userId: string
+  orgId: string
+}
+
+/** Receives each step as it is done; a returned promise is waited for before the next step. */
+export type ProgressListener = (event: ProgressEvent) => void | Promise<void>
+
+export interface PublishJob {
+  readonly target: PublishTarget
+  run(onProgress?: ProgressListener): Promise<PublishAnswer>
+}
+
+/** The size of branch a fetch may bring back: the branch holds at least the previous site. */
+const fetchCap = (limits: SiteLimits) => Math.max(64 * 1024 * 1024, 4 * limits.maxBytes)
+
+export function createPublisher(options: PublisherOptions) {
+  const { integrations, meter, logger } = options
+  const api: PagesApi = createPagesApi({ http: options.http, apiUrl: options.apiUrl })
+  const gitHttp = options.gitHttp ?? createGitHttp({ timeoutMs: options.gitTimeoutMs ?? 60_000, maxResponseBytes: fetchCap(options.limits) })
+  // Publishes to one branch run one after the other in this process, so they never race each other.
+  const queues = new Map<string, Promise<unknown>>()
+
+  function serialised<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = queues.get(key) ?? Promise.resolve()
+    const next = previous.catch(() => {}).then(work)
+    const tail = next.catch(() => {})
+    queues.set(key, tail)
+    void tail.then(() => {
+      if (queues.get(key) === tail) queues.delete(key)
+    })
+    return next
+  }
+
+  /** The repository, created on the token's account when it is missing and the owner is that account. */
+  async function ensureRepository(token: string, target: PublishTarget, login: string, makePrivate: boolean): Promise<{ repository: Repository; created: boolean }> {
+    const existing = await api.repository(token, target.owner, target.name)
+    if (existing) return { repository: existing, created: false }
+    if (target.owner.toLowerCase() !== login.toLowerCase())
+      throw new AppError('repository_not_found', `GitHub has no repository ${target.owner}/${target.name} the connected account (${login}) can see; repositories are only created on that account`, {
+        extensions: { repository: `${target.owner}/${target.name}`, account: login },
+      })
+    const created = await api.createRepository(token, target.name, { private: makePrivate, description: 'Published site' })
+    if (created) return { repository: created, created: true }
+    // 422: the name was taken in between (another publish); use what is there now.
+    const raced = await api.repository(token, target.owner, target.name)
+    if (!raced) throw new AppError('upstream_error', `GitHub refused to create ${target.owner}/${target.name} and does not show it either`, { extensions: { provider: 'github' } })
+    return { repository: raced, created: false }
+  }
+
+  /** Pages on for the branch's root, with the site's custom domain (or none). */
+  async function ensurePages(token: string, target: PublishTarget): Promise<PublishAnswer['pages']> {
+    const cname = target.customDomain ?? null
+    const site = await api.pagesSite(token, target.owner, target.name)
+    if (!site) {
+      const enabled = await api.enablePages(token, target.owner, target.name, target.branch)
+      if (enabled && !cname) return 'enabled'
+      // The custom domain is set by an update; so is a site someone enabled in between (409).
+      await api.updatePages(token, target.owner, target.name, { branch: target.branch, cname })
+      return enabled ? 'enabled' : 'updated'
+    }
+    if (site.branch === target.branch && site.path === '/' && site.cname === cname && site.buildType !== 'workflow') return 'unchanged'
+    await api.updatePages(token, target.owner, target.name, { branch: target.branch, cname })
+    return 'updated'
+  }
+
+  async function publish(caller: Caller, token: string, target: PublishTarget, site: SiteFile[], body: PublishBody, progress: ProgressListener): Promise<PublishAnswer> {
+    const repository = `${target.owner}/${target.name}`
+    const viewer = await api.viewer(token)
+    const { repository: repo, created } = await ensureRepository(token, target, viewer.login, body.private ?? false)
+    if (repo.permissions && !repo.permissions.push)
+      throw new AppError('codehost_forbidden', `The connected account (${viewer.login}) cannot push to ${repository}`, { extensions: { repository, account: viewer.login } })
+    await progress({ stage: 'repository', repository, created })
+
+    const remote: Remote = { url: `${options.gitUrl}/${target.owner}/${target.name}.git`, token, repository }
+    const author: CommitAuthor = { name: viewer.login, email: `${viewer.id ? `${viewer.id}+` : ''}${viewer.login}@users.noreply.github.com` }
+    const workspace = await openWorkspace(gitHttp)
+    let previous: { commit: string; tree: string } | undefined
+    let commit: { commit: string; unchanged: boolean }
+    try {
+      previous = await workspace.fetchPrevious(remote, target.branch)
+      await progress({ stage: 'fetched', previousCommit: previous?.commit ?? null })
+      commit = await workspace.commitSite(site, { parent: previous, message: body.message ?? DEFAULT_MESSAGE, author })
+      await progress({ stage: 'committed', commit: commit.commit, unchanged: commit.unchanged })
+      if (!commit.unchanged) {
+        await workspace.push(remote, target.branch, commit.commit)
+        await progress({ stage: 'pushed', commit: commit.commit })
+      }
+    } finally {
+      await workspace.remove().catch((err) => logger.warn('publish workspace not removed', { err, gitdir: workspace.gitdir }))
+    }
+
+    let pages: PublishAnswer['pages']
+    try {
+      pages = await ensurePages(token, target)
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error
+      // The branch holds the site, but it is not served as asked: an error, with what did happen.
+      throw new AppError(error.code, `${repository}@${target.branch} holds commit ${commit.commit}, but GitHub Pages could not be set up: ${error.message}`, {
+        ...error.options,
+        extensions: { ...error.options.extensions, repository, commit: commit.commit, pushed: !commit.unchanged },
+      })
+    }
+    const url = publicUrl(target)
+    await progress({ stage: 'pages', pages, url })
+
+    meter.record({ orgId: caller.orgId, userId: caller.userId, kind: 'publish' })
+    logger.info('site published', { repository, branch: target.branch, commit: commit.commit, unchanged: commit.unchanged, pages, userId: caller.userId })
+    return {
+      repository,
+      branch: target.branch,
+      commit: commit.commit,
+      previousCommit: previous?.commit ?? null,
+      unchanged: commit.unchanged,
+      url,
+      repositoryCreated: created,
+      pages,
+      files: site.length,
+      bytes: site.reduce((sum, file) => sum + file.bytes.byteLength, 0),
+    }
+  }
+
+  return {
+    /**
+     * Checks the request and the connection without calling GitHub: 422 `validation_failed` or
+     * `invalid_site`, 413 `site_too_large`, 409 `codehost_not_connected`.
+     */
+    async prepare(caller: Caller, body: PublishBody): Promise<PublishJob> {
+      const target = parseTarget(body, DEFAULT_BRANCH)
+      const site = buildSite(body.files, options.limits, { requireIndex: body.requireIndex, customDomain: target.customDomain })
+      const token = await integrations.tokenFor(caller.userId, 'github')
+      if (!token)
+        throw new AppError('codehost_not_connected', `Connect GitHub first: ${CONNECT_ROUTE} starts the connection`, {
+          extensions: { provider: 'github', connect: CONNECT_ROUTE },
+        })
+      const bytes = site.reduce((sum, file) => sum + file.bytes.byteLength, 0)
+      return {
+        target,
+        run: async (onProgress = () => {}) => {
+          await onProgress({ stage: 'accepted', repository: `${target.owner}/${target.name}`, branch: target.branch, files: site.length, bytes })
+          const key = `${target.owner.toLowerCase()}/${target.name.toLowerCase()}\u0000${target.branch}`
+          return serialised(key, () => publish(caller, token, target, site, body, onProgress))
+        },
+      }
+    },
+  }
+}
+
+export type Publisher = ReturnType<typeof createPublisher>
