@@ -7,9 +7,13 @@ import { openApiPlugin } from '../plugins/docs/index.ts'
 import { healthPlugin } from '../plugins/health/index.ts'
 import { usagePlugin } from '../plugins/usage/index.ts'
 import { webSearchPlugin } from '../plugins/web-search/index.ts'
+import { codeSearchPlugin } from '../plugins/search/index.ts'
 import { paymentsPlugin } from '../plugins/payments/index.ts'
 import { integrationsPlugin } from '../plugins/integrations/index.ts'
 import { chatPlugin } from '../plugins/chat/index.ts'
+import { enhancedChatPlugin } from '../plugins/enhanced-chat/index.ts'
+import { publishPlugin } from '../plugins/publish/index.ts'
+import { codehostPlugin } from '../plugins/codehost/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
@@ -29,6 +33,7 @@ export function createApp(deps: Dependencies) {
     .use(authPlugin({ access, plans, rateLimits, allowRegistration: config.allowRegistration }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, access, plans, rateLimits }))
     .use(webSearchPlugin({ webSearch: deps.webSearch, access, plans, rateLimits }))
+    .use(codeSearchPlugin({ codeIndex: deps.codeIndex, meter: deps.meter, access, plans, rateLimits }))
     .use(paymentsPlugin({ payments: deps.payments, access, plans, rateLimits }))
     .use(
       integrationsPlugin({
@@ -41,6 +46,9 @@ export function createApp(deps: Dependencies) {
       }),
     )
     .use(chatPlugin({ chat: deps.chat, access, plans, rateLimits }))
+    .use(enhancedChatPlugin({ chat: deps.chat, checker: deps.sandbox, limits: config.enhancedChat, access, plans, rateLimits }))
+    .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
+    .use(codehostPlugin({ imports: deps.imports, access, plans, rateLimits }))
   routeIndex.load(app.routes)
   return app
 }

@@ -208,6 +208,46 @@ const variables = {
     parse: oneOf(...WEB_SEARCH_PROVIDERS),
   },
   WEB_SEARCH_CACHE_TTL_SECONDS: { doc: 'How long a web search answer is reused for the same query and options', parse: integer(1, 86_400), fallback: 300 },
+  SANDBOX_TIMEOUT_MS: { doc: 'Wall-clock limit of one sandboxed code run; a run may ask for less, never more', parse: integer(100, 600_000), fallback: 10_000 },
+  SANDBOX_MEMORY_MB: { doc: 'Memory ceiling of one sandboxed run (its whole process tree and the files it writes), in MiB', parse: integer(32, 65_536), fallback: 256 },
+  SANDBOX_MAX_OUTPUT_BYTES: { doc: 'Output (stdout and stderr) kept from one sandboxed run; reaching it stops the run', parse: integer(1024, 64 * 1024 * 1024), fallback: 256 * 1024 },
+  SANDBOX_MAX_PROCESSES: { doc: 'Tasks (processes and threads) one sandboxed run may have at once; Bun itself uses a handful', parse: integer(16, 4096), fallback: 64 },
+  CODEHOST_GIT_URL: { doc: 'Base of the git remotes sites are pushed to, as <base>/<owner>/<name>.git', parse: url('http:', 'https:'), fallback: 'https://github.com' },
+  PUBLISH_MAX_FILES: { doc: 'Most files a published site may have', parse: integer(1, 100_000), fallback: 1000 },
+  PUBLISH_MAX_SITE_BYTES: { doc: 'Largest published site, decoded bytes of all its files (the request must also fit BODY_LIMIT_BYTES)', parse: integer(1, 1024 * 1024 * 1024), fallback: 10 * 1024 * 1024 },
+  PUBLISH_GIT_TIMEOUT_MS: { doc: 'Longest wait for each git HTTP request of a publish (fetch, push)', parse: integer(1000, 600_000), fallback: 60_000 },
+  IMPORT_CODEHOST_URL: {
+    doc: 'Code-hosting provider of repository imports: owner/name shorthands clone from it, and only its host receives the user\'s stored token',
+    parse: url('https:', 'http:'),
+    fallback: 'https://github.com',
+  },
+  IMPORT_CODEHOST_PROVIDER: { doc: 'Integration provider whose stored token authenticates imports from IMPORT_CODEHOST_URL', parse: text, fallback: 'github' },
+  IMPORT_ALLOW_HOSTS: {
+    doc: 'Comma-separated host or host:port entries imports may reach on any address (a self-hosted Git server); plain http is allowed only for these',
+    parse: list,
+    fallback: [] as string[],
+  },
+  IMPORT_MAX_REPOSITORY_BYTES: {
+    doc: 'Largest repository an import accepts, in bytes: the download (ref list and pack) and the checked-out files are each held to it',
+    parse: integer(1024, 64 * 1024 ** 3),
+    fallback: 512 * 1024 ** 2,
+  },
+  IMPORT_MAX_FILES: { doc: 'Most files a checked-out repository may have', parse: integer(1, 10_000_000), fallback: 100_000 },
+  IMPORT_MAX_FILE_BYTES: { doc: 'Largest single file a repository may hold, in bytes', parse: integer(1, 4 * 1024 ** 3), fallback: 50 * 1024 ** 2 },
+  IMPORT_CLONE_TIMEOUT_SECONDS: { doc: 'Longest a clone or fetch, with its checkout, may take before the import fails', parse: integer(1, 86_400), fallback: 300 },
+  IMPORT_CONCURRENCY: { doc: 'Imports run at the same time in one process; later ones wait queued', parse: integer(1, 64), fallback: 2 },
+  EMBEDDINGS_MODEL: {
+    doc: 'Embeddings model of an OpenAI-compatible endpoint for code search (text-embedding-3-small, nomic-embed-text ...); unset uses the offline hashed sub-word embeddings',
+    parse: text,
+  },
+  EMBEDDINGS_BASE_URL: { doc: 'Base URL of the embeddings endpoint, with /v1; unset: OPENAI_BASE_URL, else https://api.openai.com/v1', parse: url('http:', 'https:') },
+  EMBEDDINGS_API_KEY: { doc: 'Key of the embeddings endpoint; unset: OPENAI_API_KEY', parse: text },
+  EMBEDDINGS_DIMENSIONS: {
+    doc: 'Vector size: asked of EMBEDDINGS_MODEL when set (models that can shorten their vectors), else the size of the offline embeddings (default 256)',
+    parse: integer(16, 4096),
+  },
+  CODE_INDEX_SNAPSHOT_DELAY_MS: { doc: 'Quiet time after a code index change before its snapshot is written to DATA_DIR (an import also saves when it ends)', parse: integer(0, 600_000), fallback: 2000 },
+  CODE_INDEX_REFRESH_MS: { doc: 'How often a search checks the database for a newer code index snapshot saved by another process', parse: integer(0, 600_000), fallback: 2000 },
 } satisfies Record<string, Variable<unknown>>
 
 type Variables = typeof variables
@@ -249,6 +289,8 @@ export interface Config {
   readonly oidc: { readonly issuer: string; readonly audience: string; readonly scopesClaim: string; readonly roleClaim: string } | undefined
   readonly admin: { readonly email: string; readonly password: string } | undefined
   readonly allowRegistration: boolean
+  /** Limits of each sandboxed code run (see src/sandbox); requests may only lower them. */
+  readonly sandbox: { readonly timeoutMs: number; readonly memoryMb: number; readonly maxOutputBytes: number; readonly maxProcesses: number }
   readonly webSearch: {
     /** Undefined when no provider is configured: the route answers 503 not_configured. */
     readonly provider: WebSearchProviderSettings | undefined
@@ -281,6 +323,28 @@ export interface Config {
     readonly generic: readonly GenericProviderSettings[]
   }
   readonly payments: PaymentSettings
+  readonly publish: {
+    /** Git remotes are `<gitUrl>/<owner>/<name>.git`; the Pages API is integrations.github.apiUrl. */
+    readonly gitUrl: string
+    readonly maxFiles: number
+    readonly maxSiteBytes: number
+    readonly gitTimeoutMs: number
+  }
+  readonly imports: {
+    readonly codehostUrl: string
+    readonly codehostProvider: string
+    readonly allowHosts: readonly string[]
+    readonly maxRepositoryBytes: number
+    readonly maxFiles: number
+    readonly maxFileBytes: number
+    readonly cloneTimeoutMs: number
+    readonly concurrency: number
+  }
+  readonly codeSearch: {
+    readonly embeddings: EmbeddingsSettings
+    readonly snapshotDelayMs: number
+    readonly refreshMs: number
+  }
   readonly secrets: { readonly jwtSecret: string; readonly tokenEncryptionKey: string; readonly previousTokenEncryptionKeys: readonly string[] }
   /** Secrets that were generated into DATA_DIR rather than given; production should set them. */
   readonly generatedSecrets: readonly string[]
@@ -427,6 +491,23 @@ function webSearchProvider(v: EnvValues, problems: string[]): WebSearchProviderS
  * Validates `env` (the process environment by default, which Bun fills from .env),
  * creates DATA_DIR and resolves generated secrets.
  */
+/** Where code search gets its vectors: the offline hashed embeddings, or an OpenAI-compatible endpoint. */
+export type EmbeddingsSettings =
+  | { readonly kind: 'hashed'; readonly dimensions: number }
+  | { readonly kind: 'openai'; readonly baseUrl: string; readonly apiKey: string | undefined; readonly model: string; readonly dimensions: number | undefined }
+
+function embeddingsSettings(v: EnvValues, problems: string[]): EmbeddingsSettings {
+  if (!v.EMBEDDINGS_MODEL) {
+    for (const name of ['EMBEDDINGS_BASE_URL', 'EMBEDDINGS_API_KEY'] as const)
+      if (v[name]) problems.push(`${name} is set but EMBEDDINGS_MODEL is not; set the model to use the endpoint`)
+    return { kind: 'hashed', dimensions: v.EMBEDDINGS_DIMENSIONS ?? 256 }
+  }
+  const baseUrl = v.EMBEDDINGS_BASE_URL ?? v.OPENAI_BASE_URL ?? 'https://api.openai.com/v1'
+  const apiKey = v.EMBEDDINGS_API_KEY ?? v.OPENAI_API_KEY
+  if (!apiKey && new URL(baseUrl).hostname === 'api.openai.com') problems.push('EMBEDDINGS_MODEL is set for api.openai.com but neither EMBEDDINGS_API_KEY nor OPENAI_API_KEY is')
+  return { kind: 'openai', baseUrl, apiKey, model: v.EMBEDDINGS_MODEL, dimensions: v.EMBEDDINGS_DIMENSIONS }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const { values, problems } = parseEnv(env)
   if (values.OIDC_ISSUER && !values.OIDC_AUDIENCE) problems.push('OIDC_AUDIENCE must be set when OIDC_ISSUER is set')
@@ -448,6 +529,7 @@ export function loadConfig(env: Env = process.env): Config {
     if (!routeClasses.includes(c)) problems.push(`RATE_LIMIT_FAIL_CLOSED names "${c}"; known classes are ${routeClasses.join(', ')}`)
   if (values.PLANS.length === 0) problems.push('PLANS must name at least one plan')
   const searchProvider = webSearchProvider(values, problems)
+  const embeddings = embeddingsSettings(values, problems)
   const payments = paymentSettings(values, prices, problems)
   for (const [id, pair] of [['GITHUB', [values.GITHUB_CLIENT_ID, values.GITHUB_CLIENT_SECRET]], ['SUPABASE', [values.SUPABASE_CLIENT_ID, values.SUPABASE_CLIENT_SECRET]]] as const)
     if ((pair[0] === undefined) !== (pair[1] === undefined)) problems.push(`${id}_CLIENT_ID and ${id}_CLIENT_SECRET must be set together`)
@@ -500,8 +582,20 @@ export function loadConfig(env: Env = process.env): Config {
       : undefined,
     admin: values.ADMIN_EMAIL && values.ADMIN_PASSWORD ? Object.freeze({ email: values.ADMIN_EMAIL, password: values.ADMIN_PASSWORD }) : undefined,
     allowRegistration: values.ALLOW_REGISTRATION,
+    sandbox: Object.freeze({
+      timeoutMs: values.SANDBOX_TIMEOUT_MS,
+      memoryMb: values.SANDBOX_MEMORY_MB,
+      maxOutputBytes: values.SANDBOX_MAX_OUTPUT_BYTES,
+      maxProcesses: values.SANDBOX_MAX_PROCESSES,
+    }),
     webSearch: Object.freeze({ provider: searchProvider && Object.freeze(searchProvider), cacheTtlSeconds: values.WEB_SEARCH_CACHE_TTL_SECONDS }),
     payments,
+    publish: Object.freeze({
+      gitUrl: values.CODEHOST_GIT_URL,
+      maxFiles: values.PUBLISH_MAX_FILES,
+      maxSiteBytes: values.PUBLISH_MAX_SITE_BYTES,
+      gitTimeoutMs: values.PUBLISH_GIT_TIMEOUT_MS,
+    }),
     chat: Object.freeze({
       provider:
         values.OPENAI_API_KEY || values.OPENAI_BASE_URL ? Object.freeze({ apiKey: values.OPENAI_API_KEY, baseUrl: values.OPENAI_BASE_URL }) : undefined,
@@ -544,6 +638,21 @@ export function loadConfig(env: Env = process.env): Config {
         scopes: Object.freeze([] as string[]),
       }),
       generic: Object.freeze(oauthProviders.providers),
+    }),
+    imports: Object.freeze({
+      codehostUrl: values.IMPORT_CODEHOST_URL,
+      codehostProvider: values.IMPORT_CODEHOST_PROVIDER,
+      allowHosts: Object.freeze(values.IMPORT_ALLOW_HOSTS.map((host) => host.toLowerCase())),
+      maxRepositoryBytes: values.IMPORT_MAX_REPOSITORY_BYTES,
+      maxFiles: values.IMPORT_MAX_FILES,
+      maxFileBytes: values.IMPORT_MAX_FILE_BYTES,
+      cloneTimeoutMs: values.IMPORT_CLONE_TIMEOUT_SECONDS * 1000,
+      concurrency: values.IMPORT_CONCURRENCY,
+    }),
+    codeSearch: Object.freeze({
+      embeddings: Object.freeze(embeddings),
+      snapshotDelayMs: values.CODE_INDEX_SNAPSHOT_DELAY_MS,
+      refreshMs: values.CODE_INDEX_REFRESH_MS,
     }),
     secrets: Object.freeze({ ...secrets, previousTokenEncryptionKeys: Object.freeze([...values.TOKEN_ENCRYPTION_PREVIOUS_KEYS]) }),
     generatedSecrets: Object.freeze(generated),

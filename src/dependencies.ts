@@ -20,10 +20,15 @@ import { createWebSearchService, type WebSearchService } from '../plugins/web-se
 import { createPaymentsService, type PaymentsService } from '../plugins/payments/service.ts'
 import { providersFromConfig } from '../plugins/integrations/providers/index.ts'
 import { createIntegrationsService, type IntegrationsService } from '../plugins/integrations/service.ts'
+import { createPublisher, type Publisher } from '../plugins/publish/service.ts'
 import { createSecretBox } from './secret-box.ts'
 import { createOpenAiProvider, type ModelProvider } from '../plugins/chat/provider.ts'
 import { createChatService, type ChatService } from '../plugins/chat/service.ts'
 import { createMemoryStreamLog, createRedisStreamLog } from '../plugins/chat/stream-log.ts'
+import { createSandbox, type Sandbox } from './sandbox/index.ts'
+import { codeIndexFromConfig } from '../plugins/search/setup.ts'
+import type { CodeIndex } from '../plugins/search/types.ts'
+import { createImportService, type ImportService } from '../plugins/codehost/import-service.ts'
 
 /** Process state shared by the health checks and shutdown. */
 export interface Lifecycle {
@@ -49,8 +54,16 @@ export interface Dependencies {
   readonly payments: PaymentsService
   /** OAuth connections; repository import and pages publishing get tokens through `tokenFor`. */
   readonly integrations: IntegrationsService
+  /** Publishes generated sites to GitHub Pages with the user's GitHub connection. */
+  readonly publisher: Publisher
   /** Conversations, their generations and resumable streams; enhanced chat and agents reuse it. */
   readonly chat: ChatService
+  /** Where enhanced chat and the agents run code; created on first use (it probes the machine once). */
+  readonly sandbox: Pick<Sandbox, 'run' | 'checkSyntax'>
+  /** Imported repositories' code, one index per organisation: POST /api/search, chat's code_search and the agents. */
+  readonly codeIndex: CodeIndex
+  /** Repository imports: clone or fetch, analysis, and the files they hand the code index. */
+  readonly imports: ImportService
   /** Readiness checks beyond the database, by name; each rejects when unhealthy. */
   readonly readinessChecks: Record<string, () => Promise<unknown>>
   close(): Promise<void>
@@ -119,7 +132,18 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     stateTtlSeconds: config.integrations.stateTtlSeconds,
     statusCacheTtlSeconds: config.integrations.statusCacheTtlSeconds,
   })
+  const publisher = createPublisher({
+    integrations,
+    meter,
+    logger,
+    http: createHttpClient({ timeoutMs: 10_000 }),
+    apiUrl: config.integrations.github.apiUrl,
+    gitUrl: config.publish.gitUrl,
+    limits: { maxFiles: config.publish.maxFiles, maxBytes: config.publish.maxSiteBytes },
+    gitTimeoutMs: config.publish.gitTimeoutMs,
+  })
 
+  const codeIndex = codeIndexFromConfig(config, { db, logger })
   const chatConfig = config.chat
   const chat = createChatService({
     db,
@@ -134,6 +158,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
           idleMs: chatConfig.upstreamIdleMs,
         })),
     webSearch,
+    codeIndex,
     meter,
     settings: chatConfig,
     maxGenerationMs: chatConfig.generationTimeoutSeconds * 1000,
@@ -148,13 +173,30 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
       : createMemoryStreamLog({ ttlSeconds: chatConfig.streamTtlSeconds }),
   })
 
-  // Chat closes first: its generations store their answers through the database and meter.
-  const closers: (() => Promise<void>)[] = [() => db.close(), () => meter.close(), () => limiter.close(), () => webSearch.close(), () => chat.close()]
+  let sandbox: Sandbox | undefined
+  // The sandbox checks its isolation with a real launch, which only code runs should pay for.
+  const sandboxOnDemand = () =>
+    (sandbox ??= createSandbox({ bunPath: process.execPath, defaults: config.sandbox, hiddenPaths: [config.dataDir], logger }))
+
+  // Closed in reverse: chat first, since its generations store their answers through the database and meter.
+  const closers: (() => Promise<void>)[] = [
+    () => db.close(),
+    () => meter.close(),
+    () => limiter.close(),
+    () => webSearch.close(),
+    async () => sandbox?.close(),
+    () => chat.close(),
+  ]
   const plans = createPlanDirectory(accounts, { enterprise: config.plans.enterprise, fallbackPlan: config.plans.ids[0] })
   const payments = createPaymentsService({ db, accounts, plans, logger, settings: config.payments, planIds: config.plans.ids })
   // Applies payment events a crash left stored but unapplied, and plans that lapsed while down.
   await payments.start()
   closers.push(() => payments.close())
+  // Closed before the database: it saves pending snapshots and records their versions.
+  closers.push(() => codeIndex.close())
+  const imports = createImportService({ db, codeIndex, dataDir: config.dataDir, settings: config.imports, tokens: integrations, logger })
+  // Closed before the code index: running imports stop and are recorded as interrupted.
+  closers.push(() => imports.close())
   const readinessChecks: Record<string, () => Promise<unknown>> = {}
   if (config.redisUrl) {
     const redis = createRedisConnection(config.redisUrl, { timeoutMs: 1000, name: 'readiness probe' })
@@ -174,7 +216,14 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     meter,
     webSearch,
     chat,
+    sandbox: {
+      run: (request) => sandboxOnDemand().run(request),
+      checkSyntax: (language, code) => sandboxOnDemand().checkSyntax(language, code),
+    },
     integrations,
+    publisher,
+    codeIndex,
+    imports,
     readinessChecks,
     async close() {
       for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))

@@ -4,6 +4,8 @@ import usage from './002_usage.sql' with { type: 'text' }
 import chat from './003_chat.sql' with { type: 'text' }
 import billing from './004_billing.sql' with { type: 'text' }
 import integrations from './005_integrations.sql' with { type: 'text' }
+import imports from './006_imports.sql' with { type: 'text' }
+import codeIndex from './007_code_index.sql' with { type: 'text' }
 
 // Imported as text so `bun build --compile` embeds them in the executable.
 export const migrations: readonly Migration[] = [
@@ -12,4 +14,6 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: 'chat', sql: chat },
   { version: 4, name: 'billing', sql: billing },
   { version: 5, name: 'integrations', sql: integrations },
+  { version: 6, name: 'imports', sql: imports },
+  { version: 7, name: 'code_index', sql: codeIndex },
 ]
