@@ -27,6 +27,16 @@ const messageFrom = (r: any): UiMessage => ({
   ...(r.metadata ? { metadata: JSON.parse(r.metadata) } : {}),
 })
 
+const messageRow = (chatId: string, position: number, m: UiMessage, now: number) => ({
+  chat_id: chatId,
+  position,
+  id: m.id,
+  role: m.role,
+  parts: JSON.stringify(m.parts),
+  metadata: m.metadata === undefined ? null : JSON.stringify(m.metadata),
+  created_at: now,
+})
+
 /** Chats and their messages, per user, over either SQL backend. */
 export class ChatStore {
   constructor(private readonly db: Database) {}
@@ -54,16 +64,7 @@ export class ChatStore {
       await tx`INSERT INTO chats ${tx(row)} ON CONFLICT (id) DO UPDATE SET updated_at = ${now}`
       await tx`DELETE FROM chat_messages WHERE chat_id = ${chat.id} AND position >= ${from}`
       if (messages.length === 0) return
-      const rows = messages.map((m, i) => ({
-        chat_id: chat.id,
-        position: from + i,
-        id: m.id,
-        role: m.role,
-        parts: JSON.stringify(m.parts),
-        metadata: m.metadata === undefined ? null : JSON.stringify(m.metadata),
-        created_at: now,
-      }))
-      await tx`INSERT INTO chat_messages ${tx(rows)}`
+      await tx`INSERT INTO chat_messages ${tx(messages.map((m, i) => messageRow(chat.id, from + i, m, now)))}`
     })
   }
 
@@ -75,16 +76,7 @@ export class ChatStore {
       await tx`DELETE FROM chat_messages WHERE chat_id = ${chatId} AND id = ${message.id}`
       const [last] = await tx`SELECT MAX(position) AS position FROM chat_messages WHERE chat_id = ${chatId}`
       const at = Math.max(position, last?.position === null || last?.position === undefined ? 0 : toNumber(last.position) + 1)
-      const row = {
-        chat_id: chatId,
-        position: at,
-        id: message.id,
-        role: message.role,
-        parts: JSON.stringify(message.parts),
-        metadata: message.metadata === undefined ? null : JSON.stringify(message.metadata),
-        created_at: now,
-      }
-      await tx`INSERT INTO chat_messages ${tx(row)}`
+      await tx`INSERT INTO chat_messages ${tx(messageRow(chatId, at, message, now))}`
       await tx`UPDATE chats SET updated_at = ${now} WHERE id = ${chatId}`
     })
   }

@@ -4,6 +4,7 @@
  * back to the model for repair up to a number of attempts. Streamed as AI SDK UI message chunks, with
  * `data-plan`, `data-step` and `data-check` parts a UI can draw as a checklist.
  */
+import type { SandboxVerdict } from '../../src/sandbox/index.ts'
 import type { Emit } from '../chat/generations.ts'
 import { toModelMessages } from '../chat/history.ts'
 import { createMessageBuilder } from '../chat/message-builder.ts'
@@ -13,17 +14,8 @@ import { StreamError, upstreamFailure, type ModelMessage } from '../chat/provide
 import type { Turn, TurnServices } from '../chat/turn.ts'
 import { extractCode, parsePlan, trimOutput, type CodeLanguage } from './plan.ts'
 
-export type CheckVerdict =
-  | 'passed'
-  | 'failed'
-  | 'syntax_error'
-  | 'timeout'
-  | 'memory_limit'
-  | 'output_limit'
-  | 'process_limit'
-  | 'cancelled'
-  | 'no_code'
-  | 'sandbox_unavailable'
+/** The sandbox's verdicts, and two of the orchestration's own: no code in a repair, no sandbox on this machine. */
+export type CheckVerdict = SandboxVerdict | 'no_code' | 'sandbox_unavailable'
 
 /** What the orchestration needs of the sandbox. */
 export interface CodeChecker {
@@ -34,7 +26,7 @@ export interface CodeChecker {
     mode: 'run' | 'test'
     entry?: string
     signal?: AbortSignal
-  }): Promise<{ verdict: Exclude<CheckVerdict, 'no_code' | 'sandbox_unavailable'>; output: string; exitCode: number | null; durationMs: number; truncated: boolean }>
+  }): Promise<{ verdict: SandboxVerdict; output: string; exitCode: number | null; durationMs: number; truncated: boolean }>
 }
 
 export interface EnhancedOptions {

@@ -78,6 +78,20 @@ export const textOf = (events: StreamEvent[]) =>
     .map((c) => c.delta)
     .join('')
 
+/** Reads events until `count` have arrived, then drops the connection. */
+export async function readSome(response: Response, count: number, abort: AbortController): Promise<StreamEvent[]> {
+  const events: StreamEvent[] = []
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
+  while (events.length < count) {
+    const { value, done } = await reader.read()
+    if (done) break
+    events.push({ ...value, chunk: value.data === '[DONE]' ? '[DONE]' : JSON.parse(value.data) })
+  }
+  abort.abort()
+  await reader.cancel().catch(() => {})
+  return events
+}
+
 /** Until `check` passes or ~5 s went by. */
 export async function eventually(check: () => boolean | Promise<boolean>, what = 'condition') {
   for (let i = 0; i < 250; i++) {

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { EventSourceParserStream } from 'eventsource-parser/stream'
 import { createApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { buildDependencies, type Dependencies } from '../../src/dependencies.ts'
@@ -8,7 +7,7 @@ import { createRedisStreamLog } from '../../plugins/chat/stream-log.ts'
 import { newGenerationId } from '../../plugins/chat/generations.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { ADMIN, announceSkip, redisUrl, tempDir } from '../helpers.ts'
-import { chunks, eventually, readEvents, textOf, type StreamEvent } from './helpers.ts'
+import { chunks, eventually, readEvents, readSome, textOf } from './helpers.ts'
 
 if (!redisUrl) announceSkip('Redis-backed chat stream suites', 'REDIS_URL')
 
@@ -43,25 +42,12 @@ describe.skipIf(!redisUrl)('chat streams shared through Redis', () => {
     dir.remove()
   })
 
-  async function firstEvents(response: Response, count: number, abort: AbortController) {
-    const events: StreamEvent[] = []
-    const reader = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
-    while (events.length < count) {
-      const { value, done } = await reader.read()
-      if (done) break
-      events.push({ ...value, chunk: value.data === '[DONE]' ? '[DONE]' : JSON.parse(value.data) })
-    }
-    abort.abort()
-    await reader.cancel().catch(() => {})
-    return events
-  }
-
   test('a stream produced on one instance is resumed on the other with Last-Event-ID, no gap, no duplicate', async () => {
     const chatId = `shared-${crypto.randomUUID().slice(0, 8)}`
     model.queue = [{ text: words, delayMs: 10 }]
     const abort = new AbortController()
     const response = await fetch(`${nodes[0]!.url}/api/chat`, { method: 'POST', headers, body: JSON.stringify({ id: chatId, messages: [{ role: 'user', content: 'go' }] }), signal: abort.signal })
-    const before = await firstEvents(response, 8, abort)
+    const before = await readSome(response, 8, abort)
     const resumed = await fetch(`${nodes[1]!.url}/api/chat/${chatId}/stream`, { headers: { ...headers, 'last-event-id': before.at(-1)!.id! } })
     expect(resumed.status).toBe(200)
     const after = await readEvents(resumed)

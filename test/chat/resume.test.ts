@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { UIMessage } from 'ai'
-import { EventSourceParserStream } from 'eventsource-parser/stream'
-import { chatHarness, chunks, eventually, readEvents, SdkChat, textOf, type ChatHarness, type StreamEvent } from './helpers.ts'
+import { chatHarness, chunks, eventually, readEvents, readSome, SdkChat, textOf, type ChatHarness } from './helpers.ts'
 
 let h: ChatHarness
 beforeAll(async () => {
@@ -10,20 +9,6 @@ beforeAll(async () => {
 afterAll(() => h.close())
 
 const words = Array.from({ length: 60 }, (_, i) => `w${i} `)
-
-/** Reads events until `count` have arrived, then drops the connection. */
-async function readSome(response: Response, count: number, abort: AbortController): Promise<StreamEvent[]> {
-  const events: StreamEvent[] = []
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
-  while (events.length < count) {
-    const { value, done } = await reader.read()
-    if (done) break
-    events.push({ ...value, chunk: value.data === '[DONE]' ? '[DONE]' : JSON.parse(value.data) })
-  }
-  abort.abort()
-  await reader.cancel().catch(() => {})
-  return events
-}
 
 test('a dropped connection resumed with Last-Event-ID gets exactly the missed events, and the whole text once', async () => {
   h.model.queue = [{ text: words, delayMs: 5 }]
