@@ -6,9 +6,15 @@
  * killed, the kernel kills every process left in it. Bun gets SIGKILL when unshare dies (the uid
  * switch clears the parent-death signal `--kill-child` set, so setpriv sets it again).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
+
+/**
+ * Where the Bun binary is seen when it lives in a directory the launcher hides (/tmp, say, for a
+ * checkout under /tmp): its directory is bound here first. An empty directory on Debian-like systems.
+ */
+const RUNTIME_MOUNT = '/mnt'
 
 /** Where the run's files are, as the sandboxed code sees them (inside its private /tmp). */
 export const SANDBOX_DIR = '/tmp/sandbox'
@@ -20,16 +26,18 @@ const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
 /**
  * Arguments: $1 run dir, $2 uid ('' keeps the current one), $3 /tmp size in KiB, $4 RLIMIT_NPROC ('' none),
- * $5 paths to hide (one per line), $6 cgroup.procs files to join (one per line), then the command.
+ * $5 paths to hide (one per line), $6 cgroup.procs files to join (one per line), $7 a directory to bind at
+ * RUNTIME_MOUNT before anything is hidden ('' none), then the command.
  * The shell starts in the service-side copy of the files (its cwd), which stays reachable after /tmp is replaced.
  */
 const INIT_SCRIPT = `set -eu
-work=$1 uid=$2 tmp_kb=$3 nproc=$4 hidden=$5 cgroups=$6
-shift 6
+work=$1 uid=$2 tmp_kb=$3 nproc=$4 hidden=$5 cgroups=$6 runtime=$7
+shift 7
 set -f
 IFS='
 '
 for f in $cgroups; do echo 0 > "$f"; done
+if [ -n "$runtime" ]; then mount --bind "$runtime" ${RUNTIME_MOUNT}; fi
 mount -t tmpfs -o "size=\${tmp_kb}k,mode=1777,nosuid,nodev" sandbox-tmp /tmp
 for d in /var/tmp /run /dev/shm; do
   if [ -d "$d" ]; then mount -t tmpfs -o size=16k,mode=755,nosuid,nodev,noexec sandbox-empty "$d"; fi
@@ -78,9 +86,22 @@ export function sandboxEnv(): Record<string, string> {
   return { PATH, HOME: SANDBOX_DIR, TMPDIR: '/tmp', NO_COLOR: '1', LANG: 'C.UTF-8' }
 }
 
+const MASKED = ['/tmp', '/var/tmp', '/run', '/dev/shm']
+
+/** The program and its arguments as seen inside, and the directory to bind when the program would be hidden. */
+function visibleCommand(command: readonly string[], hiddenPaths: readonly string[]): { runtime: string; command: readonly string[] } {
+  const [program, ...args] = command
+  if (!program || !program.startsWith('/')) return { runtime: '', command }
+  const real = realpathSync(program)
+  const hidden = [...MASKED, ...hiddenPaths].some((p) => real === p || real.startsWith(`${p.replace(/\/+$/, '')}/`))
+  if (!hidden || !existsSync(RUNTIME_MOUNT)) return { runtime: '', command }
+  return { runtime: dirname(real), command: [`${RUNTIME_MOUNT}/${basename(real)}`, ...args] }
+}
+
 /** The argv to spawn, with the service-side copy of the files as its cwd. */
 export function launchCommand(tools: LauncherTools, options: LaunchOptions): string[] {
   const asRoot = process.getuid?.() === 0
+  const visible = visibleCommand(options.command, options.hiddenPaths)
   return [
     // The whole run dies with the service: if it crashes, the kernel kills unshare, and unshare's child.
     tools.setpriv,
@@ -107,7 +128,8 @@ export function launchCommand(tools: LauncherTools, options: LaunchOptions): str
     options.nproc === undefined ? '' : String(options.nproc),
     options.hiddenPaths.join('\n'),
     options.cgroupProcs.join('\n'),
-    ...options.command,
+    visible.runtime,
+    ...visible.command,
   ]
 }
 

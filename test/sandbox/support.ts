@@ -1,6 +1,6 @@
 /** Shared pieces of the sandbox suites: a sandbox built for tests, a witness server, and a survivor check. */
-import { chmodSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
 import { createSandbox, type SandboxOptions } from '../../src/sandbox/index.ts'
 
@@ -56,13 +56,27 @@ export function startWitness() {
   return { url: `http://127.0.0.1:${server.port}/`, hits: () => hits, stop: () => server.stop(true) }
 }
 
+const HIDDEN_BY_SANDBOX = ['/tmp', '/var/tmp', '/run', '/dev/shm']
+
 /**
- * A service data directory owned by root, mode 0700 holding a 0600 secret (or 0755 and 0644). It sits in the project
- * tree (under a git-ignored `data/`), outside /tmp, so the sandbox's private /tmp does not hide it by accident.
+ * Where the test data directories go: the project tree (under a git-ignored `data/`), unless the project itself
+ * sits where the sandbox's private /tmp hides everything (a checkout under /tmp), then a directory in /var/lib.
+ */
+function dataParent(): string {
+  const tree = realpathSync(import.meta.dir)
+  const hidden = HIDDEN_BY_SANDBOX.some((p) => tree === p || tree.startsWith(`${p}/`))
+  return hidden ? '/var/lib/realtime-ai-backend-sandbox-tests' : join(import.meta.dir, 'data')
+}
+
+/**
+ * A service data directory owned by root, mode 0700 holding a 0600 secret (or 0755 and 0644), beside a
+ * world-readable `control.json` that proves a read attempt really reaches the file system.
  */
 export function makeDataDir(access: 'private' | 'world-readable' = 'private') {
-  const parent = join(import.meta.dir, 'data')
+  const parent = dataParent()
   mkdirSync(parent, { recursive: true, mode: 0o755 })
+  chmodSync(parent, 0o755)
+  writeFileSync(join(parent, 'control.json'), JSON.stringify({ name: 'realtime-ai-backend' }), { mode: 0o644 })
   const dir = mkdtempSync(join(parent, 'service-'))
   chmodSync(dir, access === 'private' ? 0o700 : 0o755)
   const secret = `secret-${crypto.randomUUID()}`
@@ -74,11 +88,8 @@ export function makeDataDir(access: 'private' | 'world-readable' = 'private') {
     secret,
     remove() {
       rmSync(dir, { recursive: true, force: true })
-      try {
-        rmdirSync(parent) // only when no other suite's directory is left in it
-      } catch {
-        // another suite still uses it
-      }
+      // The parent goes with the last suite's directory.
+      if (readdirSync(parent).every((name) => name === 'control.json')) rmSync(parent, { recursive: true, force: true })
     },
   }
 }
@@ -91,6 +102,6 @@ const attempt = (label: string, read: () => unknown) => {
 }
 attempt('secret', () => readFileSync(${JSON.stringify(join(dataDir, 'secrets.json'))}, 'utf8'))
 attempt('listing', () => readdirSync(${JSON.stringify(dataDir)}))
-attempt('control', () => JSON.parse(readFileSync(${JSON.stringify(join(import.meta.dir, '..', '..', 'package.json'))}, 'utf8')).name)
+attempt('control', () => JSON.parse(readFileSync(${JSON.stringify(join(dirname(dataDir), 'control.json'))}, 'utf8')).name)
 `
 }
