@@ -45,17 +45,8 @@ export function canonicalJson(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
 }
 
-interface StoredFields {
-  seq: number
-  at: number
-  orgId: string | null
-  actor: string
-  action: string
-  requestId: string | null
-  clientIp: string | null
-  /** The details column as stored. */
-  detailsText: string
-}
+/** What the hash covers: an entry's fields, with its details as the stored column text. */
+type StoredFields = Omit<AuditEntry, 'details' | 'prevHash' | 'hash'> & { detailsText: string }
 
 export function entryHash(prevHash: string, row: StoredFields): string {
   const head = canonicalJson([row.seq, row.at, row.orgId, row.actor, row.action, row.requestId, row.clientIp])
