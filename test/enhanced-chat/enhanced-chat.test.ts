@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { extractCode, parsePlan, trimOutput } from '../../plugins/enhanced-chat/plan.ts'
-import { userWithRole } from '../helpers.ts'
+import { ADMIN, makeApp, userWithRole } from '../helpers.ts'
 import { chatHarness, chunks, readEvents, textOf, type ChatHarness } from '../chat/helpers.ts'
 
 describe('reading the model', () => {
@@ -109,6 +109,25 @@ describe('POST /api/enhanced-chat', () => {
     const generation = events[0]!.id!.split(':')[0]
     const replay = await readEvents(await fetch(`${h.url}/api/chat/enhanced-1/stream`, { headers: { ...h.headers, 'last-event-id': `${generation}:2` } }))
     expect(replay.map((e) => e.id)).toEqual(events.slice(2).map((e) => e.id))
+  })
+
+  test("the model's reasoning streams as reasoning chunks within its step", async () => {
+    h.model.queue = [{ text: '["Think"]', reasoning: 'planning quietly' }, { text: 'done', reasoning: 'weighing the options' }]
+    const events = await readEvents(await post({ messages: [{ role: 'user', content: 'think' }] }))
+    const all = chunks(events)
+    const reasoning = all.filter((c) => c.type === 'reasoning-delta').map((c) => c.delta)
+    expect(reasoning).toEqual(['planning quietly', 'weighing the options'])
+    const stepStart = all.findIndex((c) => c.type === 'data-step')
+    expect(all.findIndex((c) => c.type === 'reasoning-delta' && c.delta === 'weighing the options')).toBeGreaterThan(stepStart)
+  })
+
+  test('without a model provider the route answers 503 not_configured', async () => {
+    const t = await makeApp({ ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password })
+    const { accessToken } = await t.send('POST', '/auth/login', ADMIN).then((r) => r.json())
+    const res = await t.send('POST', '/api/enhanced-chat', { messages: [{ role: 'user', content: 'x' }] }, { authorization: `Bearer ${accessToken}` })
+    expect(res.status).toBe(503)
+    expect((await res.json()).code).toBe('not_configured')
+    await t.close()
   })
 
   test('bad input is refused, no token is 401 and a token without chat:write is 403', async () => {
