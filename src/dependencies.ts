@@ -132,17 +132,6 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     stateTtlSeconds: config.integrations.stateTtlSeconds,
     statusCacheTtlSeconds: config.integrations.statusCacheTtlSeconds,
   })
-  const publisher = createPublisher({
-    integrations,
-    meter,
-    logger,
-    http: createHttpClient({ timeoutMs: 10_000 }),
-    apiUrl: config.integrations.github.apiUrl,
-    gitUrl: config.publish.gitUrl,
-    limits: { maxFiles: config.publish.maxFiles, maxBytes: config.publish.maxSiteBytes },
-    gitTimeoutMs: config.publish.gitTimeoutMs,
-  })
-
   const codeIndex = codeIndexFromConfig(config, { db, logger })
   const chatConfig = config.chat
   const chat = createChatService({
@@ -197,6 +186,17 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const imports = createImportService({ db, codeIndex, dataDir: config.dataDir, settings: config.imports, tokens: integrations, logger })
   // Closed before the code index: running imports stop and are recorded as interrupted.
   closers.push(() => imports.close())
+  const publisher = createPublisher({
+    integrations,
+    imports,
+    meter,
+    logger,
+    http: createHttpClient({ timeoutMs: 10_000 }),
+    apiUrl: config.integrations.github.apiUrl,
+    gitUrl: config.publish.gitUrl,
+    limits: { maxFiles: config.publish.maxFiles, maxBytes: config.publish.maxSiteBytes },
+    gitTimeoutMs: config.publish.gitTimeoutMs,
+  })
   const readinessChecks: Record<string, () => Promise<unknown>> = {}
   if (config.redisUrl) {
     const redis = createRedisConnection(config.redisUrl, { timeoutMs: 1000, name: 'readiness probe' })

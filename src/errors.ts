@@ -22,6 +22,7 @@ export const errorCodes = {
   repository_not_found: { status: 404, title: 'Repository or ref not found on the Git server' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
+  import_not_ready: { status: 409, title: 'The import has not succeeded, so it has no files to read' },
   import_in_progress: { status: 409, title: 'An import of this repository is already running' },
   no_customer: { status: 409, title: 'The organisation has no billing customer yet' },
   already_subscribed: { status: 409, title: 'The organisation already has a paid subscription' },

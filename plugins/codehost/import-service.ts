@@ -11,11 +11,13 @@ import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { Database } from '../../src/storage/database.ts'
 import type { CodeIndex } from '../search/types.ts'
+import { readImportFiles, type ImportFiles, type ImportFilesRequest } from './import-files.ts'
 import { runImport, type ImportSettings, type TokenSource } from './import-job.ts'
 import { ImportStore, type ImportRecord, type RepositoryRecord, type StoredEvent } from './import-store.ts'
 import { ACTIVE_STATUSES, type ImportBody, type ImportStatus, type ImportView } from './model.ts'
 import { ProgressLog, ProgressReporter } from './progress-log.ts'
 import { guardRepositoryUrl, locateRepository, type UrlPolicy } from './repository-url.ts'
+import { workspaceFor } from './workspace.ts'
 
 export type { TokenSource } from './import-job.ts'
 
@@ -64,6 +66,11 @@ export interface ImportService {
    * final `summary` or `error`, or when `signal` aborts. Undefined when the import is not the organisation's.
    */
   follow(orgId: string, importId: string, options?: { after?: number; signal?: AbortSignal }): Promise<AsyncIterable<ImportEvent> | undefined>
+  /**
+   * The files under a directory of a finished import, at that import's commit. Undefined when the import is not
+   * the organisation's; 409 `import_not_ready` while it runs or when it failed.
+   */
+  readFiles(orgId: string, importId: string, request: ImportFilesRequest): Promise<ImportFiles | undefined>
   /** Settles when an import running in this process has finished (tests, benchmarks). */
   settled(importId: string): Promise<void>
   /** Fails the imports whose process stopped; answers how many. */
@@ -284,6 +291,16 @@ export function createImportService(options: ImportServiceOptions): ImportServic
     async follow(orgId, importId, { after = 0, signal } = {}) {
       const record = await store.findImport(orgId, importId)
       return record ? events(importId, after, signal) : undefined
+    },
+
+    async readFiles(orgId, importId, request) {
+      const record = await store.findImport(orgId, importId)
+      if (!record) return undefined
+      if (record.status !== 'succeeded' || !record.commit)
+        throw new AppError('import_not_ready', `Import ${importId} is ${record.status}; only a succeeded import's files can be read`, {
+          extensions: { importId, status: record.status },
+        })
+      return readImportFiles(workspaceFor(options.dataDir, orgId, record.repository.id).gitdir, record.commit, request)
     },
 
     async settled(importId) {

@@ -10,6 +10,19 @@ export const siteFile = strictObject({
   encoding: t.Optional(oneOf(['utf-8', 'base64'] as const, { description: 'How content is written: utf-8 (default) or base64 for binary files' })),
 })
 
+export const siteSource = strictObject(
+  {
+    importId: t.String({ minLength: 1, maxLength: 100, description: 'A succeeded repository import of your organisation (POST /api/codehost/import)' }),
+    directory: t.Optional(
+      t.String({ maxLength: 1024, description: 'Directory of the repository that holds the site, such as `dist` or `docs/site`. Default the root', examples: ['dist'] }),
+    ),
+  },
+  {
+    description:
+      "The site as files of an imported repository, read at that import's commit (symlinks and submodules are left out). The same limits and checks as inline files apply. Give either files or source",
+  },
+)
+
 export const publishBody = strictObject({
   repository: t.String({
     minLength: 3,
@@ -17,10 +30,14 @@ export const publishBody = strictObject({
     description: 'Target repository as owner/name (GitHub naming rules); created on your own account when missing',
     examples: ['octo-dev/site'],
   }),
-  files: t.Array(siteFile, {
-    minItems: 1,
-    description: 'The whole site; it replaces the branch content entirely. Limits: PUBLISH_MAX_FILES files, PUBLISH_MAX_SITE_BYTES decoded bytes',
-  }),
+  files: t.Optional(
+    t.Array(siteFile, {
+      minItems: 1,
+      description:
+        'The whole site, inline; it replaces the branch content entirely. Limits: PUBLISH_MAX_FILES files, PUBLISH_MAX_SITE_BYTES decoded bytes. Give either files or source',
+    }),
+  ),
+  source: t.Optional(siteSource),
   branch: t.Optional(t.String({ minLength: 1, maxLength: 200, description: `Branch Pages serves from. Default ${DEFAULT_BRANCH}` })),
   customDomain: t.Optional(t.String({ minLength: 3, maxLength: 253, description: 'Host name to serve the site at; written as CNAME and set on the Pages site', examples: ['docs.example.com'] })),
   message: t.Optional(t.String({ minLength: 1, maxLength: 2000, description: `Commit message. Default "${DEFAULT_MESSAGE}"` })),

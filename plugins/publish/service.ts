@@ -12,7 +12,9 @@ import { openWorkspace, type CommitAuthor, type Remote } from './git-commit.ts'
 import { createGitHttp } from './git-http.ts'
 import { DEFAULT_BRANCH, DEFAULT_MESSAGE, type ProgressEvent, type PublishAnswer, type PublishBody } from './model.ts'
 import { CONNECT_ROUTE, createPagesApi, type PagesApi, type Repository } from './pages-api.ts'
-import { buildSite, type SiteFile, type SiteLimits } from './site-validation.ts'
+import { buildSite, type InlineFile, type ReadFile, type SiteFile, type SiteLimits, type SiteOptions } from './site-validation.ts'
+import { normaliseDirectory } from '../codehost/import-files.ts'
+import type { ImportService } from '../codehost/import-service.ts'
 import { parseTarget, publicUrl, type PublishTarget } from './target.ts'
 import type { HttpClient as GitHttpClient } from 'isomorphic-git'
 
@@ -21,6 +23,8 @@ export interface PublisherOptions {
   integrations: { tokenFor(userId: string, provider: string): Promise<string | undefined> }
   meter: Pick<UsageMeter, 'record'>
   logger: Logger
+  /** Where a site given as `source` (an import and a directory) is read from. */
+  imports?: Pick<ImportService, 'readFiles'>
   /** Client of the REST API calls (GITHUB_API_URL). */
   http: HttpClient
   apiUrl: string
@@ -155,6 +159,36 @@ export function createPublisher(options: PublisherOptions) {
     }
   }
 
+  function onlyOneSource(body: PublishBody): void {
+    if ((body.files === undefined) === (body.source === undefined)) {
+      const message = body.files === undefined ? 'give the site as files or as source' : 'give files or source, not both'
+      throw new AppError('validation_failed', `files: ${message}`, { errors: [{ field: 'files', message }, { field: 'source', message }] })
+    }
+  }
+
+  /** The checked site, from the inline files or from an import's directory. */
+  async function siteOf(caller: Caller, body: PublishBody, site: SiteOptions): Promise<SiteFile[]> {
+    onlyOneSource(body)
+    if (body.files) return buildSite(body.files, options.limits, site)
+    const source = body.source!
+    const directory = normaliseDirectory('source.directory', source.directory ?? '')
+    const read = options.imports && (await options.imports.readFiles(caller.orgId, source.importId, { directory, ...options.limits }))
+    if (!read) throw new AppError('not_found', `source.importId: no import ${source.importId} in this organisation`, { errors: [{ field: 'source.importId', message: 'no such import in this organisation' }] })
+    const where = `${source.importId}:${directory || '/'}`
+    if (read.exceeded === 'files')
+      throw new AppError('site_too_large', `${where} holds more than ${options.limits.maxFiles} files; at most ${options.limits.maxFiles} can be published`, {
+        extensions: { maxFiles: options.limits.maxFiles },
+      })
+    if (read.exceeded === 'bytes')
+      throw new AppError('site_too_large', `${where} holds more than ${options.limits.maxBytes} bytes; at most ${options.limits.maxBytes} can be published`, {
+        extensions: { maxBytes: options.limits.maxBytes },
+      })
+    if (read.files.length === 0)
+      throw new AppError('invalid_site', `${where} holds no files at commit ${read.commit}`, { errors: [{ field: 'source.directory', message: 'holds no files' }] })
+    const files: (InlineFile | ReadFile)[] = read.files
+    return buildSite(files, options.limits, { ...site, fieldOf: (_, path) => `source(${path})`, siteField: 'source.directory' })
+  }
+
   return {
     /**
      * Checks the request and the connection without calling GitHub: 422 `validation_failed` or
@@ -162,7 +196,7 @@ export function createPublisher(options: PublisherOptions) {
      */
     async prepare(caller: Caller, body: PublishBody): Promise<PublishJob> {
       const target = parseTarget(body, DEFAULT_BRANCH)
-      const site = buildSite(body.files, options.limits, { requireIndex: body.requireIndex, customDomain: target.customDomain })
+      const site = await siteOf(caller, body, { requireIndex: body.requireIndex, customDomain: target.customDomain })
       const token = await integrations.tokenFor(caller.userId, 'github')
       if (!token)
         throw new AppError('codehost_not_connected', `Connect GitHub first: ${CONNECT_ROUTE} starts the connection`, {

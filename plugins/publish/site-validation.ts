@@ -11,6 +11,12 @@ export interface InlineFile {
   encoding?: 'utf-8' | 'base64'
 }
 
+/** A file whose bytes are already at hand, such as one read from an import. */
+export interface ReadFile {
+  path: string
+  bytes: Uint8Array
+}
+
 export interface SiteFile {
   path: string
   bytes: Uint8Array
@@ -28,6 +34,10 @@ export interface SiteOptions {
   requireIndex?: boolean
   /** Written as CNAME when set. */
   customDomain?: string
+  /** How a file is named in problems. Default `files.<index>` (the inline form of the request). */
+  fieldOf?: (index: number, path: string) => string
+  /** The field named when the site as a whole is wrong (no index.html). Default `files`. */
+  siteField?: string
 }
 
 /** Longest path accepted, in UTF-8 bytes (what file systems serving the site accept). */
@@ -56,7 +66,8 @@ export function pathProblem(path: string): string | undefined {
   return undefined
 }
 
-function decode(file: InlineFile): Uint8Array | undefined {
+function decode(file: InlineFile | ReadFile): Uint8Array | undefined {
+  if ('bytes' in file) return file.bytes
   if (file.encoding === 'base64') return BASE64.test(file.content) ? Buffer.from(file.content, 'base64') : undefined
   return Buffer.from(file.content, 'utf8')
 }
@@ -66,24 +77,25 @@ function decode(file: InlineFile): Uint8Array | undefined {
  * `_`-prefixed ones included) and CNAME added. Throws `invalid_site` (422) listing every bad file,
  * or `site_too_large` (413).
  */
-export function buildSite(files: readonly InlineFile[], limits: SiteLimits, options: SiteOptions = {}): SiteFile[] {
+export function buildSite(files: readonly (InlineFile | ReadFile)[], limits: SiteLimits, options: SiteOptions = {}): SiteFile[] {
   if (files.length > limits.maxFiles)
     throw new AppError('site_too_large', `The site has ${files.length} files; at most ${limits.maxFiles} can be published`, {
       extensions: { fileCount: files.length, maxFiles: limits.maxFiles },
     })
+  const fieldOf = options.fieldOf ?? ((i: number) => `files.${i}`)
   const problems: FieldProblem[] = []
   const site: SiteFile[] = []
   const seen = new Map<string, number>()
   let totalBytes = 0
   files.forEach((file, i) => {
     const problem = pathProblem(file.path)
-    if (problem) return problems.push({ field: `files.${i}.path`, message: `"${printable(file.path)}" ${problem}` })
-    if (file.path === 'CNAME') return problems.push({ field: `files.${i}.path`, message: 'CNAME is written from customDomain; set that instead' })
+    if (problem) return problems.push({ field: `${fieldOf(i, file.path)}.path`, message: `"${printable(file.path)}" ${problem}` })
+    if (file.path === 'CNAME') return problems.push({ field: `${fieldOf(i, file.path)}.path`, message: 'CNAME is written from customDomain; set that instead' })
     const earlier = seen.get(file.path)
-    if (earlier !== undefined) return problems.push({ field: `files.${i}.path`, message: `"${file.path}" is also files.${earlier}.path` })
+    if (earlier !== undefined) return problems.push({ field: `${fieldOf(i, file.path)}.path`, message: `"${file.path}" is also ${fieldOf(earlier, file.path)}.path` })
     seen.set(file.path, i)
     const bytes = decode(file)
-    if (!bytes) return problems.push({ field: `files.${i}.content`, message: 'is not valid base64 (encoding is base64)' })
+    if (!bytes) return problems.push({ field: `${fieldOf(i, file.path)}.content`, message: 'is not valid base64 (encoding is base64)' })
     totalBytes += bytes.byteLength
     site.push({ path: file.path, bytes })
   })
@@ -92,11 +104,11 @@ export function buildSite(files: readonly InlineFile[], limits: SiteLimits, opti
     for (let at = path.indexOf('/'); at > 0; at = path.indexOf('/', at + 1)) {
       const directory = path.slice(0, at)
       const clash = seen.get(directory)
-      if (clash !== undefined) problems.push({ field: `files.${clash}.path`, message: `"${directory}" is a file but also a directory of "${path}"` })
+      if (clash !== undefined) problems.push({ field: `${fieldOf(clash, directory)}.path`, message: `"${directory}" is a file but also a directory of "${path}"` })
     }
   }
   if (options.requireIndex !== false && !seen.has('index.html'))
-    problems.push({ field: 'files', message: 'the site has no index.html at its root (send requireIndex: false to publish it anyway)' })
+    problems.push({ field: options.siteField ?? 'files', message: 'the site has no index.html at its root (send requireIndex: false to publish it anyway)' })
   if (problems.length > 0)
     throw new AppError('invalid_site', `The site cannot be published: ${problems[0]!.field} ${problems[0]!.message}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`, {
       errors: problems,

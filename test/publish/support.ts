@@ -99,6 +99,9 @@ export async function startWorld(backend: Backend = 'sqlite', env: Record<string
     GITHUB_TOKEN_URL: `${oauth.url}/login/oauth/access_token`,
     GITHUB_API_URL: api.url,
     CODEHOST_GIT_URL: git.url,
+    // Sites can also be published from an import of a repository on the same git server.
+    IMPORT_CODEHOST_URL: git.url,
+    IMPORT_ALLOW_HOSTS: `127.0.0.1:${git.port}`,
     ...(pg ? { DATABASE_URL: pg.url } : {}),
     ...env,
   })
