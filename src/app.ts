@@ -14,6 +14,7 @@ import { chatPlugin } from '../plugins/chat/index.ts'
 import { enhancedChatPlugin } from '../plugins/enhanced-chat/index.ts'
 import { publishPlugin } from '../plugins/publish/index.ts'
 import { codehostPlugin } from '../plugins/codehost/index.ts'
+import { agentsPlugin } from '../plugins/agents/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
@@ -26,7 +27,16 @@ export function createApp(deps: Dependencies) {
     policies: policiesFromConfig(config.rateLimits),
     failClosed: config.rateLimits.failClosed,
   }
-  const app = new Elysia({ normalize: false })
+  const app = new Elysia({
+    normalize: false,
+    // Agent connections: the service pings them itself (AGENT_HEARTBEAT_INTERVAL_MS); Bun's own idle timeout is
+    // a backstop. Frames over 4 × AGENT_MAX_MESSAGE_BYTES close the connection (1009) before they are read.
+    websocket: {
+      maxPayloadLength: 4 * config.agents.maxMessageBytes,
+      idleTimeout: Math.min(960, Math.ceil((2 * config.agents.idleTimeoutMs) / 1000) + 8),
+      perMessageDeflate: false,
+    },
+  })
     .use(requestPipeline({ logger, bodyLimitBytes: config.bodyLimitBytes, trustedProxies: config.trustedProxies, routeIndex }))
     .use(openApiPlugin())
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle, checks: deps.readinessChecks }))
@@ -49,6 +59,7 @@ export function createApp(deps: Dependencies) {
     .use(enhancedChatPlugin({ chat: deps.chat, checker: deps.sandbox, limits: config.enhancedChat, access, plans, rateLimits }))
     .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
     .use(codehostPlugin({ imports: deps.imports, access, plans, rateLimits }))
+    .use(agentsPlugin({ hub: deps.agentConnections, access }))
   routeIndex.load(app.routes)
   return app
 }

@@ -167,6 +167,14 @@ const variables = {
   CHAT_STREAM_TTL_SECONDS: { doc: 'How long a generation\'s event log stays resumable after it ends', parse: integer(10, 7 * 86_400), fallback: 900 },
   ENHANCED_CHAT_MAX_STEPS: { doc: 'Default and ceiling of plan steps in an enhanced chat turn', parse: integer(1, 10), fallback: 5 },
   ENHANCED_CHAT_TIME_LIMIT_SECONDS: { doc: 'Default and ceiling of an enhanced chat turn\'s time; unfinished steps are skipped', parse: integer(5, 3600), fallback: 180 },
+  AGENT_MAX_CONNECTIONS_PER_USER: { doc: 'Agent WebSocket connections one user may hold open in one process; more are refused with 429', parse: integer(1, 10_000), fallback: 20 },
+  AGENT_MAX_MESSAGE_BYTES: { doc: 'Largest agent WebSocket message taken; a larger one gets an error message (frames over 4 times this close the connection with 1009)', parse: integer(1024, 16 * 1024 * 1024), fallback: 65_536 },
+  AGENT_MAX_BAD_MESSAGES: { doc: 'Malformed, oversize or unknown messages one agent connection may send in a minute before it is closed with 1008', parse: integer(1, 10_000), fallback: 10 },
+  AGENT_HEARTBEAT_INTERVAL_MS: { doc: 'How often the server pings each agent connection', parse: integer(100, 600_000), fallback: 15_000 },
+  AGENT_IDLE_TIMEOUT_MS: { doc: 'An agent connection from which nothing (not even a pong) arrived for this long is closed', parse: integer(200, 3_600_000), fallback: 45_000 },
+  AGENT_TASK_RETENTION_SECONDS: { doc: 'How long a finished agent task and its messages stay readable for subscribe and status', parse: integer(1, 7 * 86_400), fallback: 3600 },
+  AGENT_TASK_TIMEOUT_SECONDS: { doc: 'Longest an agent task may run before it fails with task_timeout', parse: integer(5, 86_400), fallback: 600 },
+  AGENT_MAX_RUNNING_TASKS_PER_USER: { doc: 'Agent tasks one user may have running at once; more are refused with too_many_tasks', parse: integer(1, 10_000), fallback: 10 },
   ENHANCED_CHAT_MAX_ATTEMPTS: { doc: 'Default and ceiling of check-and-repair attempts per piece of code', parse: integer(1, 10), fallback: 3 },
   STRIPE_SECRET_KEY: { doc: 'Payment provider secret key', parse: text },
   PAYMENT_WEBHOOK_SECRET: { doc: 'Signing secret of the payment webhook', parse: text },
@@ -310,6 +318,16 @@ export interface Config {
     readonly upstreamIdleMs: number
     readonly generationTimeoutSeconds: number
     readonly streamTtlSeconds: number
+  }
+  readonly agents: {
+    readonly maxConnectionsPerUser: number
+    readonly maxMessageBytes: number
+    readonly maxBadMessages: number
+    readonly heartbeatIntervalMs: number
+    readonly idleTimeoutMs: number
+    readonly taskRetentionSeconds: number
+    readonly taskTimeoutSeconds: number
+    readonly maxRunningTasksPerUser: number
   }
   readonly enhancedChat: { readonly maxSteps: number; readonly timeLimitSeconds: number; readonly maxAttempts: number }
   readonly integrations: {
@@ -610,6 +628,16 @@ export function loadConfig(env: Env = process.env): Config {
       upstreamIdleMs: values.CHAT_UPSTREAM_IDLE_MS,
       generationTimeoutSeconds: values.CHAT_GENERATION_TIMEOUT_SECONDS,
       streamTtlSeconds: values.CHAT_STREAM_TTL_SECONDS,
+    }),
+    agents: Object.freeze({
+      maxConnectionsPerUser: values.AGENT_MAX_CONNECTIONS_PER_USER,
+      maxMessageBytes: values.AGENT_MAX_MESSAGE_BYTES,
+      maxBadMessages: values.AGENT_MAX_BAD_MESSAGES,
+      heartbeatIntervalMs: values.AGENT_HEARTBEAT_INTERVAL_MS,
+      idleTimeoutMs: values.AGENT_IDLE_TIMEOUT_MS,
+      taskRetentionSeconds: values.AGENT_TASK_RETENTION_SECONDS,
+      taskTimeoutSeconds: values.AGENT_TASK_TIMEOUT_SECONDS,
+      maxRunningTasksPerUser: values.AGENT_MAX_RUNNING_TASKS_PER_USER,
     }),
     enhancedChat: Object.freeze({
       maxSteps: values.ENHANCED_CHAT_MAX_STEPS,

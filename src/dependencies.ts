@@ -29,6 +29,11 @@ import { createSandbox, type Sandbox } from './sandbox/index.ts'
 import { codeIndexFromConfig } from '../plugins/search/setup.ts'
 import type { CodeIndex } from '../plugins/search/types.ts'
 import { createImportService, type ImportService } from '../plugins/codehost/import-service.ts'
+import { createCommands } from '../plugins/agents/commands.ts'
+import { createConnectionHub, type ConnectionHub } from '../plugins/agents/connections.ts'
+import { createAgentService, type AgentService } from '../plugins/agents/service.ts'
+import { createMemoryTaskLog, createRedisTaskLog } from '../plugins/agents/task-log.ts'
+import { policiesFromConfig } from './rate-limit/plugin.ts'
 
 /** Process state shared by the health checks and shutdown. */
 export interface Lifecycle {
@@ -64,6 +69,10 @@ export interface Dependencies {
   readonly codeIndex: CodeIndex
   /** Repository imports: clone or fetch, analysis, and the files they hand the code index. */
   readonly imports: ImportService
+  /** Agent tasks: they run here whatever happens to the connection that started them. */
+  readonly agents: AgentService
+  /** The open agent WebSocket connections of this process. */
+  readonly agentConnections: ConnectionHub
   /** Readiness checks beyond the database, by name; each rejects when unhealthy. */
   readonly readinessChecks: Record<string, () => Promise<unknown>>
   close(): Promise<void>
@@ -197,6 +206,43 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     limits: { maxFiles: config.publish.maxFiles, maxBytes: config.publish.maxSiteBytes },
     gitTimeoutMs: config.publish.gitTimeoutMs,
   })
+
+  const sandboxFacade: Dependencies['sandbox'] = {
+    run: (request) => sandboxOnDemand().run(request),
+    checkSyntax: (language, code) => sandboxOnDemand().checkSyntax(language, code),
+  }
+  const agentSettings = config.agents
+  const agents: AgentService = createAgentService({
+    log: config.redisUrl
+      ? createRedisTaskLog({ url: config.redisUrl, retentionSeconds: agentSettings.taskRetentionSeconds, maxTaskSeconds: agentSettings.taskTimeoutSeconds, logger })
+      : createMemoryTaskLog({ retentionSeconds: agentSettings.taskRetentionSeconds }),
+    commands: createCommands({
+      chat,
+      checker: sandboxFacade,
+      imports,
+      codeIndex,
+      debugLimits: {
+        maxSteps: config.enhancedChat.maxSteps,
+        timeLimitMs: config.enhancedChat.timeLimitSeconds * 1000,
+        maxAttempts: config.enhancedChat.maxAttempts,
+      },
+      agents: () => agents,
+    }),
+    logger,
+    meter,
+    taskTimeoutSeconds: agentSettings.taskTimeoutSeconds,
+    maxRunningTasksPerUser: agentSettings.maxRunningTasksPerUser,
+    redisUrl: config.redisUrl,
+  })
+  // Closed before imports and chat, which its running tasks use.
+  closers.push(() => agents.close())
+  const ratePolicies = policiesFromConfig(config.rateLimits)
+  const agentConnections = createConnectionHub({
+    agents,
+    settings: agentSettings,
+    logger,
+    rateLimit: { limiter, policies: [ratePolicies.burst, ratePolicies.chat] },
+  })
   const readinessChecks: Record<string, () => Promise<unknown>> = {}
   if (config.redisUrl) {
     const redis = createRedisConnection(config.redisUrl, { timeoutMs: 1000, name: 'readiness probe' })
@@ -216,14 +262,13 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     meter,
     webSearch,
     chat,
-    sandbox: {
-      run: (request) => sandboxOnDemand().run(request),
-      checkSyntax: (language, code) => sandboxOnDemand().checkSyntax(language, code),
-    },
+    sandbox: sandboxFacade,
     integrations,
     publisher,
     codeIndex,
     imports,
+    agents,
+    agentConnections,
     readinessChecks,
     async close() {
       for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))

@@ -7,6 +7,7 @@
 export const errorCodes = {
   invalid_json: { status: 400, title: 'Malformed JSON body' },
   bad_request: { status: 400, title: 'Bad request' },
+  upgrade_required: { status: 426, title: 'This endpoint is a WebSocket; send Upgrade: websocket' },
   invalid_signature: { status: 400, title: 'Webhook signature missing, malformed, wrong or outside the time tolerance' },
   repository_url_refused: { status: 400, title: 'Repository URL refused before connecting' },
   unauthenticated: { status: 401, title: 'Authentication required' },
@@ -39,6 +40,7 @@ export const errorCodes = {
   repository_unsafe_path: { status: 422, title: 'Repository holds a path that would leave its workspace' },
   repository_empty: { status: 422, title: 'Repository has no commits' },
   account_locked: { status: 429, title: 'Too many failed attempts' },
+  too_many_connections: { status: 429, title: 'Too many agent WebSocket connections for this user' },
   rate_limited: { status: 429, title: 'Rate limit exceeded' },
   internal_error: { status: 500, title: 'Internal server error' },
   upstream_error: { status: 502, title: 'Upstream service failed' },

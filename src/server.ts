@@ -31,6 +31,8 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
     (stopping ??= (async () => {
       deps.lifecycle.draining = true
       logger.info('shutting down', { reason, timeoutMs: config.shutdownTimeoutMs })
+      // 1001 tells agent clients to reconnect (to another process) and subscribe to their tasks again.
+      deps.agentConnections.closeAll(1001, 'server shutting down; reconnect and subscribe')
       const drained = server.stop(false).then(() => true)
       const finished = await Promise.race([drained, Bun.sleep(config.shutdownTimeoutMs).then(() => false)])
       if (!finished) {

@@ -73,6 +73,8 @@ export function createChatService(options: ChatServiceOptions) {
     configured: options.provider !== undefined,
     store,
     hub,
+    /** The model provider and tools a turn uses; 503 `not_configured` without a provider (agents run on them too). */
+    services,
 
     /**
      * Stores the request's messages in the chat and starts the generation answering them.

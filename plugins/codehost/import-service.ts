@@ -12,7 +12,8 @@ import type { Logger } from '../../src/log.ts'
 import type { Database } from '../../src/storage/database.ts'
 import type { CodeIndex } from '../search/types.ts'
 import { readImportFiles, type ImportFiles, type ImportFilesRequest } from './import-files.ts'
-import { runImport, type ImportSettings, type TokenSource } from './import-job.ts'
+import { isIndexable, runImport, type ImportSettings, type TokenSource } from './import-job.ts'
+import { isBinary, languageOf } from './analysis/languages.ts'
 import { ImportStore, type ImportRecord, type RepositoryRecord, type StoredEvent } from './import-store.ts'
 import { ACTIVE_STATUSES, type ImportBody, type ImportStatus, type ImportView } from './model.ts'
 import { ProgressLog, ProgressReporter } from './progress-log.ts'
@@ -71,6 +72,11 @@ export interface ImportService {
    * the organisation's; 409 `import_not_ready` while it runs or when it failed.
    */
   readFiles(orgId: string, importId: string, request: ImportFilesRequest): Promise<ImportFiles | undefined>
+  /**
+   * Rebuilds the code index of the import's repository from the import's commit: everything indexed for the
+   * repository is dropped first. Undefined when the import is not the organisation's; 409 `import_not_ready`.
+   */
+  reindex(orgId: string, importId: string, options?: ReindexOptions): Promise<ReindexOutcome | undefined>
   /** Settles when an import running in this process has finished (tests, benchmarks). */
   settled(importId: string): Promise<void>
   /** Fails the imports whose process stopped; answers how many. */
@@ -81,6 +87,19 @@ export interface ImportService {
 
 const TERMINAL_EVENTS = new Set(['summary', 'error'])
 const FOLLOW_POLL_MS = 1000
+
+export interface ReindexOptions {
+  signal?: AbortSignal
+  /** Called as files are read and indexed; `files` is the number of indexable files. */
+  onProgress?(progress: { stage: 'reading' | 'indexing'; filesIndexed: number; files: number }): void
+}
+
+export interface ReindexOutcome {
+  repository: ImportView['repository']
+  commit: string
+  files: number
+  chunks: number
+}
 
 export const statusUrlOf = (id: string) => `/api/codehost/imports/${id}`
 
@@ -102,6 +121,17 @@ export function createImportService(options: ImportServiceOptions): ImportServic
   const slots: (() => void)[] = []
   let busy = 0
   let closed = false
+
+  /** The organisation's import when it succeeded; undefined when it is not the organisation's. */
+  async function succeededImport(orgId: string, importId: string): Promise<ImportRecord | undefined> {
+    const record = await store.findImport(orgId, importId)
+    if (!record) return undefined
+    if (record.status !== 'succeeded' || !record.commit)
+      throw new AppError('import_not_ready', `Import ${importId} is ${record.status}; only a succeeded import's files can be read`, {
+        extensions: { importId, status: record.status },
+      })
+    return record
+  }
 
   function view(record: ImportRecord): ImportView {
     const live = running.get(record.id)?.progress
@@ -294,13 +324,35 @@ export function createImportService(options: ImportServiceOptions): ImportServic
     },
 
     async readFiles(orgId, importId, request) {
-      const record = await store.findImport(orgId, importId)
+      const record = await succeededImport(orgId, importId)
+      return record && readImportFiles(workspaceFor(options.dataDir, orgId, record.repository.id).gitdir, record.commit!, request)
+    },
+
+    async reindex(orgId, importId, { signal, onProgress } = {}) {
+      const record = await succeededImport(orgId, importId)
       if (!record) return undefined
-      if (record.status !== 'succeeded' || !record.commit)
-        throw new AppError('import_not_ready', `Import ${importId} is ${record.status}; only a succeeded import's files can be read`, {
-          extensions: { importId, status: record.status },
-        })
-      return readImportFiles(workspaceFor(options.dataDir, orgId, record.repository.id).gitdir, record.commit, request)
+      onProgress?.({ stage: 'reading', filesIndexed: 0, files: 0 })
+      const read = await readImportFiles(workspaceFor(options.dataDir, orgId, record.repository.id).gitdir, record.commit!, {
+        directory: '',
+        maxFiles: settings.maxFiles,
+        maxBytes: settings.maxRepositoryBytes,
+      })
+      if (read.exceeded)
+        throw new AppError('repository_too_large', `The repository at ${record.commit} has more ${read.exceeded} than IMPORT_MAX_${read.exceeded === 'files' ? 'FILES' : 'REPOSITORY_BYTES'} allows`)
+      signal?.throwIfAborted()
+      const indexable = read.files.filter((file) => isIndexable(file.path, { language: languageOf(file.path), binary: isBinary(file.bytes), bytes: file.bytes.byteLength }))
+      const decoder = new TextDecoder()
+      onProgress?.({ stage: 'indexing', filesIndexed: 0, files: indexable.length })
+      await options.codeIndex.removeRepository(orgId, record.repository.id)
+      const result = await options.codeIndex.indexFiles({
+        orgId,
+        repositoryId: record.repository.id,
+        repositoryName: record.repository.name,
+        files: indexable.map((file) => ({ path: file.path, content: decoder.decode(file.bytes), language: languageOf(file.path) })),
+        signal,
+        onProgress: ({ filesIndexed }) => onProgress?.({ stage: 'indexing', filesIndexed, files: indexable.length }),
+      })
+      return { repository: record.repository, commit: record.commit!, files: result.files, chunks: result.chunks }
     },
 
     async settled(importId) {

@@ -1,0 +1,216 @@
+/**
+ * The agent commands. `debug` runs the enhanced chat's plan-check-repair loop on the given code, with code
+ * from an imported repository found by search as context; `analyze` summarises an import with the model;
+ * `index` rebuilds an import's search index; `status` reports tasks.
+ */
+import { AppError } from '../../src/errors.ts'
+import { newMessageId } from '../chat/history.ts'
+import { streamModelText } from '../chat/model-call.ts'
+import type { UiChunk } from '../chat/model.ts'
+import type { ChatService } from '../chat/service.ts'
+import type { ImportService } from '../codehost/import-service.ts'
+import type { ImportView } from '../codehost/model.ts'
+import { runEnhancedTurn, type CodeChecker, type EnhancedOptions } from '../enhanced-chat/orchestrator.ts'
+import { extractCode } from '../enhanced-chat/plan.ts'
+import type { CodeIndex } from '../search/types.ts'
+import type { DebugParams } from './model.ts'
+import { TaskError, type AgentService, type CommandContext, type CommandHandler, type CommandHandlers } from './service.ts'
+
+export interface CommandDependencies {
+  chat: Pick<ChatService, 'services'>
+  checker: CodeChecker
+  imports: Pick<ImportService, 'get' | 'reindex'>
+  codeIndex: Pick<CodeIndex, 'search'>
+  /** Limits of the debug loop (the enhanced chat's settings). */
+  debugLimits: Omit<EnhancedOptions, 'tests'>
+  /** The service the commands run in, for `status`. */
+  agents: () => Pick<AgentService, 'ownTask' | 'recent'>
+}
+
+/** The caller's succeeded import; the task fails with `not_found` or `import_not_ready` otherwise. */
+async function succeededImport(imports: CommandDependencies['imports'], context: CommandContext, importId: string): Promise<ImportView> {
+  const view = await imports.get(context.caller.orgId, importId)
+  if (!view) throw new TaskError('not_found', `params.importId: no import ${importId} in your organisation`)
+  if (view.status !== 'succeeded' || !view.summary) throw new TaskError('import_not_ready', `Import ${importId} is ${view.status}; it must have succeeded`)
+  return view
+}
+
+/** The model provider and tools, or the task fails with `not_configured`. */
+function modelServices(chat: CommandDependencies['chat']) {
+  try {
+    return chat.services()
+  } catch (err) {
+    if (err instanceof AppError) throw new TaskError(err.code, err.message)
+    throw err
+  }
+}
+
+const fence = (language: string, text: string) => `\`\`\`${language}\n${text.replaceAll('```', '`\u200b``')}\n\`\`\``
+
+export function debugCommand(deps: CommandDependencies): CommandHandler {
+  return {
+    steps: 4,
+    async run(context) {
+      const params = context.params as DebugParams
+      const services = modelServices(deps.chat)
+      context.step(0, 'Gathering context')
+      let related = ''
+      if (params.importId) {
+        const view = await succeededImport(deps.imports, context, params.importId)
+        const query = (params.error ?? params.code ?? '').slice(0, 500)
+        const hits = query.trim() ? await deps.codeIndex.search({ orgId: context.caller.orgId }, { query, repositoryIds: [view.repository.id], limit: 5 }) : []
+        context.log(`Found ${hits.length} related snippet${hits.length === 1 ? '' : 's'} in ${view.repository.name}`)
+        related = hits.map((hit) => `${hit.path}:${hit.startLine}-${hit.endLine}\n${fence('', hit.snippet.replace(/<\/?mark>/g, ''))}`).join('\n\n')
+      }
+      const language = params.language ?? 'typescript'
+      const request = [
+        'Debug this program: find the fault, say in one or two sentences what it is, and give the complete fixed program.',
+        params.question && `What it should do: ${params.question}`,
+        params.error && `The error seen:\n${fence('', params.error)}`,
+        params.code && `The code:\n${fence(language === 'typescript' ? 'ts' : 'js', params.code)}`,
+        related && `Related code from the repository:\n${related}`,
+      ]
+        .filter(Boolean)
+        .join('\n\n')
+
+      let planned = 0
+      let text = ''
+      let failure: string | undefined
+      const checks: { step: number; attempt: number; verdict: string; passed: boolean }[] = []
+      const emit = (chunk: UiChunk) => {
+        const data = (chunk as { data?: Record<string, unknown> }).data
+        if (chunk.type === 'data-plan' && data) {
+          const steps = data.steps as { title: string }[]
+          if (steps.length !== planned) {
+            planned = steps.length
+            context.step(1, `Planned ${planned} step${planned === 1 ? '' : 's'}`, planned + 3)
+          }
+        } else if (chunk.type === 'data-step' && data?.status === 'running') {
+          context.step(2 + Number(data.index), `Step ${Number(data.index) + 1}: ${String(data.title)}`)
+        } else if (chunk.type === 'data-check' && data) {
+          checks.push({ step: Number(data.step) + 1, attempt: Number(data.attempt), verdict: String(data.verdict), passed: data.passed === true })
+          context.log(`Step ${Number(data.step) + 1}, attempt ${data.attempt} of ${data.maxAttempts}: ${data.verdict}`, data.passed ? 'info' : 'warn')
+        } else if (chunk.type === 'text-delta') text += (chunk as { delta: string }).delta
+        else if (chunk.type === 'error') failure = (chunk as { errorText: string }).errorText
+      }
+      context.step(1, 'Planning')
+      await runEnhancedTurn(
+        services,
+        deps.checker,
+        { ...deps.debugLimits, tests: params.tests },
+        { messageId: newMessageId(), orgId: context.caller.orgId, userId: context.caller.userId, history: [{ id: newMessageId(), role: 'user', parts: [{ type: 'text', text: request }] }] },
+        emit,
+        context.signal,
+      )
+      context.signal.throwIfAborted()
+      if (failure) {
+        const [code, ...rest] = failure.split(': ')
+        throw new TaskError(/^[a-z_]+$/.test(code ?? '') ? code! : 'task_failed', rest.join(': ') || failure)
+      }
+      context.step(planned + 2, 'Summarising')
+      const fix = lastCodeBlock(text)
+      return {
+        passed: checks.length > 0 && checks[checks.length - 1]!.passed,
+        fix: fix ?? null,
+        explanation: text.trim(),
+        checks,
+      }
+    },
+  }
+}
+
+/** The last fenced code block of a text: the latest version of the program the model gave. */
+function lastCodeBlock(text: string): { language: string; code: string } | undefined {
+  const blocks = text.split(/(?=```)/)
+  for (let i = blocks.length - 1; i >= 0; i--) {
+    const found = extractCode(blocks.slice(i).join(''))
+    if (found) return found
+  }
+  return undefined
+}
+
+export function analyzeCommand(deps: CommandDependencies): CommandHandler {
+  return {
+    steps: 3,
+    async run(context) {
+      const services = modelServices(deps.chat)
+      context.step(0, 'Reading the import')
+      const view = await succeededImport(deps.imports, context, String(context.params.importId))
+      const { analysis } = view.summary!
+      context.log(`${view.repository.name} at ${view.commit}: ${analysis.files} files, ${analysis.languages.length} languages`)
+      context.step(1, 'Summarising with the model')
+      const summary = await streamModelText(
+        {
+          provider: services.provider,
+          meter: services.meter,
+          caller: context.caller,
+          model: services.settings.model,
+          emit: () => {},
+          signal: context.signal,
+          nextPartId: (kind) => `${kind}-${context.taskId}`,
+        },
+        [
+          { role: 'system', content: 'You summarise software repositories for engineers who have not seen them. Be concrete and brief.' },
+          {
+            role: 'user',
+            content:
+              `Summarise the repository ${view.repository.name} in one paragraph (what it is, how it is built, how it is tested), ` +
+              `then list up to five notable points. Its analysis:\n${fence('json', JSON.stringify(analysis, null, 2))}`,
+          },
+        ],
+        { silent: true },
+      )
+      context.step(2, 'Done')
+      return { repository: view.repository, commit: view.commit, summary: summary.trim(), analysis }
+    },
+  }
+}
+
+export function indexCommand(deps: CommandDependencies): CommandHandler {
+  return {
+    steps: 2,
+    async run(context) {
+      context.step(0, 'Reading files')
+      let announced = false
+      const outcome = await deps.imports
+        .reindex(context.caller.orgId, String(context.params.importId), {
+          signal: context.signal,
+          onProgress: ({ stage, files }) => {
+            if (stage !== 'indexing' || announced) return
+            announced = true
+            context.step(1, `Indexing ${files} files`)
+          },
+        })
+        .catch((err: unknown) => {
+          if (err instanceof AppError) throw new TaskError(err.code, err.message)
+          throw err
+        })
+      if (!outcome) throw new TaskError('not_found', `params.importId: no import ${String(context.params.importId)} in your organisation`)
+      context.log(`Indexed ${outcome.files} files as ${outcome.chunks} chunks at ${outcome.commit}`)
+      return outcome
+    },
+  }
+}
+
+export function statusCommand(deps: CommandDependencies): CommandHandler {
+  return {
+    steps: 1,
+    async run(context) {
+      context.step(0, 'Reading tasks')
+      const agents = deps.agents()
+      const taskId = context.params.taskId
+      if (typeof taskId === 'string') return { task: await agents.ownTask(context.caller, taskId) }
+      return { tasks: (await agents.recent(context.caller)).filter((task) => task.taskId !== context.taskId) }
+    },
+  }
+}
+
+/** Parameters a command needs beyond its schema; a message naming the field, or undefined. */
+export function paramsProblem(command: string, params: Record<string, unknown>): string | undefined {
+  if (command === 'debug' && params.code === undefined && params.error === undefined) return 'params: give code, error or both'
+  return undefined
+}
+
+export function createCommands(deps: CommandDependencies): CommandHandlers {
+  return { debug: debugCommand(deps), analyze: analyzeCommand(deps), index: indexCommand(deps), status: statusCommand(deps) }
+}

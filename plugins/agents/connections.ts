@@ -1,0 +1,234 @@
+/**
+ * The open agent connections of this process: what each may do (caller, per-user cap, bad-message budget), the
+ * tasks each follows, the heartbeat that pings them all and closes the silent ones, and the handling of every
+ * client message. Kept small per connection: 10,000 idle ones must fit in a few KB each.
+ */
+import type { Logger } from '../../src/log.ts'
+import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/index.ts'
+import { checkCommand, decodeClientMessage, type ProtocolError } from './protocol.ts'
+import type { ClientMessage } from './model.ts'
+import { TaskError, type AgentCaller, type AgentService } from './service.ts'
+import { paramsProblem } from './commands.ts'
+
+/** What the connection needs of Bun's ServerWebSocket. */
+export interface AgentSocket {
+  sendText(text: string): number
+  ping(data?: string): number
+  close(code?: number, reason?: string): void
+  terminate(): void
+}
+
+export interface AgentConnectionSettings {
+  maxConnectionsPerUser: number
+  maxMessageBytes: number
+  maxBadMessages: number
+  heartbeatIntervalMs: number
+  idleTimeoutMs: number
+}
+
+export interface ConnectionHubOptions {
+  agents: AgentService
+  settings: AgentConnectionSettings
+  logger: Logger
+  /** Commands spend the chat budget and the burst ceiling, like POST /api/chat. */
+  rateLimit: { limiter: RateLimiter; policies: readonly Readonly<RatePolicy>[] }
+}
+
+export const CLOSE_GOING_AWAY = 1001
+export const CLOSE_POLICY = 1008
+export const CLOSE_IDLE = 4000
+
+const BAD_WINDOW_MS = 60_000
+
+export class AgentConnection {
+  lastSeen = Date.now()
+  closing = false
+  private badCount = 0
+  private badWindowStart = 0
+  /** Tasks this connection follows, with the function that stops following. */
+  follows: Map<string, () => void> | undefined
+
+  constructor(
+    readonly socket: AgentSocket,
+    readonly caller: AgentCaller,
+  ) {}
+
+  send(message: Record<string, unknown>): void {
+    this.socket.sendText(JSON.stringify(message))
+  }
+
+  /** Counts a bad message; true when the budget for the minute is spent. */
+  countBad(limit: number, now: number): boolean {
+    if (now - this.badWindowStart > BAD_WINDOW_MS) {
+      this.badWindowStart = now
+      this.badCount = 0
+    }
+    return ++this.badCount > limit
+  }
+
+  follow(taskId: string, stop: () => void): void {
+    this.follows ??= new Map()
+    this.follows.get(taskId)?.()
+    this.follows.set(taskId, stop)
+  }
+
+  unfollow(taskId: string): boolean {
+    const stop = this.follows?.get(taskId)
+    if (!stop) return false
+    stop()
+    this.follows!.delete(taskId)
+    return true
+  }
+
+  release(): void {
+    if (this.follows) for (const stop of this.follows.values()) stop()
+    this.follows = undefined
+  }
+}
+
+const BAD_MESSAGE_CODES = new Set(['invalid_json', 'message_too_large', 'unknown_type', 'invalid_message', 'unknown_command'])
+
+export function createConnectionHub(options: ConnectionHubOptions) {
+  const { agents, settings, logger } = options
+  const connections = new Set<AgentConnection>()
+  const perUser = new Map<string, number>()
+  let heartbeat: ReturnType<typeof setInterval> | undefined
+
+  function sweep() {
+    const now = Date.now()
+    for (const connection of connections) {
+      if (now - connection.lastSeen <= settings.idleTimeoutMs) {
+        connection.socket.ping()
+        continue
+      }
+      // Silent for too long: a close frame first; a peer that cannot even take that is cut off next time.
+      if (connection.closing) connection.socket.terminate()
+      else {
+        connection.closing = true
+        connection.socket.close(CLOSE_IDLE, 'idle timeout')
+      }
+    }
+  }
+
+  function refuse(connection: AgentConnection, error: ProtocolError) {
+    connection.send({ type: 'error', ...error })
+    if (BAD_MESSAGE_CODES.has(error.code) && connection.countBad(settings.maxBadMessages, Date.now()) && !connection.closing) {
+      connection.closing = true
+      connection.socket.close(CLOSE_POLICY, 'too many bad messages')
+    }
+  }
+
+  /** Sends the task's messages after `afterSeq` to the connection, then the live ones. */
+  function listenerFor(connection: AgentConnection, taskId: string) {
+    return (text: string, _seq: number, final: boolean) => {
+      connection.socket.sendText(text)
+      if (final) connection.follows?.delete(taskId)
+    }
+  }
+
+  async function command(connection: AgentConnection, message: Extract<ClientMessage, { type: 'agent_command' }>) {
+    const checked = checkCommand(message.id, message.command, message.params)
+    if (!checked.ok) return refuse(connection, checked.error)
+    const problem = paramsProblem(checked.command, checked.params)
+    if (problem) return refuse(connection, { code: 'invalid_message', id: message.id, field: 'params', message: problem })
+    const key = `user:${connection.caller.userId}`
+    const checks: RateCheck[] = options.rateLimit.policies.map((policy) => ({ key, policy }))
+    const decision = await options.rateLimit.limiter.check(checks)
+    if (!decision.allowed)
+      return connection.send({
+        type: 'error',
+        id: message.id,
+        code: 'rate_limited',
+        message: `Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`,
+        retryAfterSeconds: decision.retryAfterSeconds,
+      })
+    const taskId = agents.start(connection.caller, checked.command, checked.params, message.id)
+    const { stop } = await agents.follow(connection.caller, taskId, 0, listenerFor(connection, taskId))
+    connection.follow(taskId, stop)
+  }
+
+  async function handle(connection: AgentConnection, message: ClientMessage) {
+    switch (message.type) {
+      case 'ping':
+        return connection.send({ type: 'pong', ...(message.id === undefined ? {} : { id: message.id }), time: Date.now() })
+      case 'agent_command':
+        return command(connection, message)
+      case 'subscribe': {
+        const { stop } = await agents.follow(connection.caller, message.taskId, message.afterSeq ?? 0, listenerFor(connection, message.taskId), (meta) =>
+          connection.send({ type: 'subscribed', id: message.id, taskId: meta.taskId, command: meta.command, status: meta.status, lastSeq: meta.lastSeq }),
+        )
+        return connection.follow(message.taskId, stop)
+      }
+      case 'unsubscribe':
+        connection.unfollow(message.taskId)
+        return connection.send({ type: 'unsubscribed', id: message.id, taskId: message.taskId })
+      case 'cancel': {
+        const cancelled = await agents.cancel(connection.caller, message.taskId)
+        if (!cancelled) return connection.send({ type: 'error', id: message.id, taskId: message.taskId, code: 'task_finished', message: 'The task has already ended' })
+        return connection.send({ type: 'cancelling', id: message.id, taskId: message.taskId })
+      }
+    }
+  }
+
+  return {
+    get size() {
+      return connections.size
+    },
+
+    /** Whether the user may open one more connection; reserves it when so (released on close). */
+    reserve(userId: string): boolean {
+      const count = perUser.get(userId) ?? 0
+      if (count >= settings.maxConnectionsPerUser) return false
+      perUser.set(userId, count + 1)
+      return true
+    },
+
+    /** Gives back a reservation whose upgrade never opened. */
+    unreserve(userId: string): void {
+      const left = (perUser.get(userId) ?? 1) - 1
+      if (left > 0) perUser.set(userId, left)
+      else perUser.delete(userId)
+    },
+
+    open(socket: AgentSocket, caller: AgentCaller): AgentConnection {
+      const connection = new AgentConnection(socket, caller)
+      connections.add(connection)
+      heartbeat ??= setInterval(sweep, settings.heartbeatIntervalMs)
+      return connection
+    },
+
+    /** A frame from the client: raw text or bytes, or the value the framework parsed from it. */
+    receive(connection: AgentConnection, frame: unknown): void {
+      connection.lastSeen = Date.now()
+      const decoded = decodeClientMessage(frame, settings.maxMessageBytes)
+      if (!decoded.ok) return refuse(connection, decoded.error)
+      const id = decoded.message.id
+      handle(connection, decoded.message).catch((err: unknown) => {
+        if (err instanceof TaskError) return connection.send({ type: 'error', id, code: err.code, message: err.message })
+        logger.error('agent message failed', { err, type: decoded.message.type })
+        connection.send({ type: 'error', id, code: 'internal_error', message: 'The server failed to handle the message' })
+      })
+    },
+
+    pong(connection: AgentConnection): void {
+      connection.lastSeen = Date.now()
+    },
+
+    close(connection: AgentConnection): void {
+      if (!connections.delete(connection)) return
+      connection.release()
+      this.unreserve(connection.caller.userId)
+      if (connections.size === 0 && heartbeat) {
+        clearInterval(heartbeat)
+        heartbeat = undefined
+      }
+    },
+
+    /** Closes every connection with `code` (1001 on shutdown: reconnect and subscribe again). */
+    closeAll(code: number, reason: string): void {
+      for (const connection of connections) connection.socket.close(code, reason)
+    },
+  }
+}
+
+export type ConnectionHub = ReturnType<typeof createConnectionHub>

@@ -1,0 +1,230 @@
+/**
+ * Agent tasks: a command accepted from a connection becomes a task that runs here whatever happens to the
+ * connection, reporting through its task log (ack, progress with ETA, log lines, then result or error).
+ * Cancelling reaches the task wherever it runs (Redis pub/sub between processes).
+ */
+import { RedisClient } from 'bun'
+import { AppError } from '../../src/errors.ts'
+import type { Logger } from '../../src/log.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
+import { StepProgress } from './eta.ts'
+import { FINISHED_STATUSES, type CommandName } from './model.ts'
+import type { TaskListener, TaskLog, TaskMeta, TaskWriter } from './task-log.ts'
+
+export interface AgentCaller {
+  userId: string
+  orgId: string
+}
+
+/** What a command's code gets: its checked params, a signal, and ways to report. */
+export interface CommandContext {
+  caller: AgentCaller
+  taskId: string
+  params: Record<string, unknown>
+  signal: AbortSignal
+  /** Starts step `index` (from 0) named `label`; `steps` updates the total when it becomes known. */
+  step(index: number, label: string, steps?: number): void
+  log(message: string, level?: 'info' | 'warn'): void
+}
+
+export interface CommandHandler {
+  /** Steps expected before the command knows better (a plan can change it). */
+  steps: number
+  run(context: CommandContext): Promise<unknown>
+}
+
+export type CommandHandlers = Record<CommandName, CommandHandler>
+
+export interface AgentServiceOptions {
+  log: TaskLog
+  commands: CommandHandlers
+  logger: Logger
+  meter?: Pick<UsageMeter, 'record'>
+  taskTimeoutSeconds: number
+  maxRunningTasksPerUser: number
+  /** Cancels travel between processes on this Redis; unset keeps them in process. */
+  redisUrl?: string
+  channel?: string
+}
+
+/** An error a command throws to fail its task with a stable code. */
+export class TaskError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+export const newTaskId = () => `task_${Bun.randomUUIDv7('hex').replaceAll('-', '')}`
+
+interface RunningTask {
+  controller: AbortController
+  done: Promise<void>
+  userId: string
+}
+
+export function createAgentService(options: AgentServiceOptions) {
+  const { log, logger } = options
+  const channel = options.channel ?? 'agent:cancel'
+  const running = new Map<string, RunningTask>()
+  const runningByUser = new Map<string, number>()
+  let subscriber: RedisClient | undefined
+  let publisher: RedisClient | undefined
+  if (options.redisUrl) {
+    subscriber = new RedisClient(options.redisUrl, { autoReconnect: true })
+    void subscriber
+      .subscribe(channel, (taskId) => void abortLocal(taskId, new TaskError('task_cancelled', 'The task was cancelled')))
+      .catch((err) => logger.warn('agent cancel channel: subscribe failed', { err }))
+  }
+
+  function abortLocal(taskId: string, reason: TaskError): boolean {
+    const task = running.get(taskId)
+    if (!task) return false
+    task.controller.abort(reason)
+    return true
+  }
+
+  /** The caller's task; `task_not_found` for someone else's, an unknown or an expired one. */
+  async function ownTask(caller: AgentCaller, taskId: string): Promise<TaskMeta & { lastSeq: number }> {
+    const meta = await log.meta(taskId)
+    if (!meta || meta.userId !== caller.userId) throw new TaskError('task_not_found', `No task ${taskId} of yours (it may have expired)`)
+    return meta
+  }
+
+  async function execute(taskId: string, caller: AgentCaller, command: CommandName, params: Record<string, unknown>, writer: TaskWriter, controller: AbortController) {
+    const handler = options.commands[command]
+    const progress = new StepProgress(handler.steps)
+    const timeout = setTimeout(
+      () => controller.abort(new TaskError('task_timeout', `The task reached its ${options.taskTimeoutSeconds} s limit`)),
+      options.taskTimeoutSeconds * 1000,
+    )
+    const report = (fields: Record<string, unknown>) => writer.append({ type: 'progress', ...fields })
+    try {
+      writer.update({ status: 'running' })
+      report({ status: 'running', percent: 0, steps: progress.steps })
+      const output = await handler.run({
+        caller,
+        taskId,
+        params,
+        signal: controller.signal,
+        step(index, label, steps) {
+          if (steps !== undefined) progress.setTotal(steps)
+          progress.start(index)
+          const percent = progress.percent()
+          writer.update({ step: label, percent })
+          report({ status: 'running', step: label, stepIndex: index, steps: progress.steps, percent, eta: progress.eta() })
+        },
+        log(message, level = 'info') {
+          writer.append({ type: 'log', level, message })
+        },
+      })
+      controller.signal.throwIfAborted()
+      writer.update({ status: 'succeeded', percent: 100 })
+      report({ status: 'succeeded', percent: 100, steps: progress.steps, eta: '0s' })
+      writer.append({ type: 'result', status: 'succeeded', output: output ?? null }, true)
+    } catch (thrown) {
+      const error = controller.signal.aborted && controller.signal.reason instanceof TaskError ? controller.signal.reason : thrown
+      const failure = describeFailure(error)
+      if (failure.code === 'internal_error') logger.error('agent task failed', { err: thrown, taskId, command })
+      const status = failure.code === 'task_cancelled' ? 'cancelled' : 'failed'
+      writer.update({ status })
+      report({ status, steps: progress.steps })
+      writer.append({ type: 'error', status, code: failure.code, message: failure.message }, true)
+    } finally {
+      clearTimeout(timeout)
+    }
+  }
+
+  return {
+    /**
+     * Starts a task for an accepted command; its log opens with the ack (seq 1) echoing the client's id.
+     * Refused with `too_many_tasks` when the user already runs the most allowed here.
+     */
+    start(caller: AgentCaller, command: CommandName, params: Record<string, unknown>, clientId?: string): string {
+      const count = runningByUser.get(caller.userId) ?? 0
+      if (count >= options.maxRunningTasksPerUser)
+        throw new TaskError('too_many_tasks', `${count} of your tasks are running; at most ${options.maxRunningTasksPerUser} may run at once`)
+      const taskId = newTaskId()
+      const writer = log.open({ taskId, userId: caller.userId, orgId: caller.orgId, command, createdAt: Date.now() })
+      writer.append({ type: 'ack', ...(clientId === undefined ? {} : { id: clientId }), command, status: 'queued' })
+      options.meter?.record({ ...caller, kind: 'agent_run' })
+      const controller = new AbortController()
+      runningByUser.set(caller.userId, count + 1)
+      const done = Promise.resolve()
+        .then(() => execute(taskId, caller, command, params, writer, controller))
+        .finally(() => {
+          running.delete(taskId)
+          const left = (runningByUser.get(caller.userId) ?? 1) - 1
+          if (left > 0) runningByUser.set(caller.userId, left)
+          else runningByUser.delete(caller.userId)
+        })
+      running.set(taskId, { controller, done, userId: caller.userId })
+      return taskId
+    },
+
+    /** Follows the caller's task from after `afterSeq`; `task_not_found` for another user's or an unknown task. */
+    async follow(
+      caller: AgentCaller,
+      taskId: string,
+      afterSeq: number,
+      listener: TaskListener,
+      /** Called once the task is found to be the caller's, before the replay. */
+      found?: (meta: TaskMeta & { lastSeq: number }) => void,
+    ): Promise<{ meta: TaskMeta & { lastSeq: number }; stop: () => void }> {
+      const meta = await ownTask(caller, taskId)
+      found?.(meta)
+      const stop = await log.follow(taskId, afterSeq, listener)
+      if (!stop) throw new TaskError('task_not_found', `No task ${taskId} of yours (it may have expired)`)
+      return { meta, stop }
+    },
+
+    /** Cancels the caller's task wherever it runs; false when it had already finished. */
+    async cancel(caller: AgentCaller, taskId: string): Promise<boolean> {
+      const meta = await ownTask(caller, taskId)
+      if (FINISHED_STATUSES.includes(meta.status)) return false
+      const reason = new TaskError('task_cancelled', 'The task was cancelled')
+      if (abortLocal(taskId, reason)) return true
+      if (options.redisUrl) {
+        publisher ??= new RedisClient(options.redisUrl, { autoReconnect: true })
+        await publisher.send('PUBLISH', [channel, taskId])
+      }
+      return true
+    },
+
+    ownTask,
+    recent: (caller: AgentCaller, limit = 20) => log.recent(caller.userId, limit),
+
+    /** Tasks running in this process. */
+    get runningCount() {
+      return running.size
+    },
+
+    /** Waits for a task running here to finish (tests). */
+    async settled(taskId: string) {
+      await running.get(taskId)?.done
+    },
+
+    /** Interrupts what runs here (each ends its log with `task_interrupted`) and waits for them, up to `waitMs`. */
+    async close(waitMs = 5000) {
+      const pending = [...running.values()]
+      for (const task of pending) task.controller.abort(new TaskError('task_interrupted', 'The server is shutting down; send the command again'))
+      await Promise.race([Promise.allSettled(pending.map((t) => t.done)), Bun.sleep(waitMs)])
+      subscriber?.close()
+      publisher?.close()
+      await log.close()
+    },
+  }
+}
+
+export type AgentService = ReturnType<typeof createAgentService>
+
+/** A stable code and a message for whatever ended a task. */
+function describeFailure(error: unknown): { code: string; message: string } {
+  if (error instanceof TaskError) return { code: error.code, message: error.message }
+  if (error instanceof AppError) return { code: error.code, message: error.message }
+  const named = error as { code?: unknown; message?: unknown }
+  if (error instanceof Error && typeof named.code === 'string' && /^[a-z_]+$/.test(named.code)) return { code: named.code, message: error.message }
+  return { code: 'internal_error', message: 'The task failed unexpectedly' }
+}
