@@ -5,7 +5,7 @@ import { checkCommand, decodeClientMessage } from '../../plugins/agents/protocol
 
 describe('reading client frames', () => {
   test('text, bytes and already parsed values are read alike; size is measured before parsing', () => {
-    const ping = { type: 'ping', id: 'a' }
+    const ping = { type: 'ping' as const, id: 'a' }
     for (const frame of [JSON.stringify(ping), Buffer.from(JSON.stringify(ping)), ping]) expect(decodeClientMessage(frame, 100)).toEqual({ ok: true, message: ping })
     expect(decodeClientMessage('x'.repeat(101), 100)).toMatchObject({ ok: false, error: { code: 'message_too_large' } })
     expect(decodeClientMessage({ type: 'ping', id: 'é'.repeat(60) }, 100)).toMatchObject({ ok: false, error: { code: 'message_too_large' } })
