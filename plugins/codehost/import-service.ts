@@ -10,6 +10,7 @@
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { Database } from '../../src/storage/database.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { CodeIndex } from '../search/types.ts'
 import { readImportFiles, type ImportFiles, type ImportFilesRequest } from './import-files.ts'
 import { isIndexable, runImport, type ImportSettings, type TokenSource } from './import-job.ts'
@@ -44,6 +45,8 @@ export interface ImportServiceOptions {
   /** A heartbeat older than this marks the import interrupted. Default three heartbeats. */
   staleAfterMs?: number
   fetch?: typeof fetch
+  /** Each succeeded import is recorded as one `import` usage event. */
+  meter?: Pick<UsageMeter, 'record'>
 }
 
 export interface Caller {
@@ -218,6 +221,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
               await reporter.emit('status', { status })
             },
           )
+          options.meter?.record({ orgId: record.orgId, userId: record.userId, kind: 'import' })
           logger.info('import succeeded', {
             importId: record.id,
             repositoryId: repository.id,

@@ -1,6 +1,7 @@
 /** The commands that work on an imported repository: analyze, index, and debug with repository context. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startGitServer, type GitServer } from '../fakes/git-server.ts'
+import { queryUsage } from '../../src/usage/meter.ts'
 import { userWithRole } from '../helpers.ts'
 import { agentHarness, expectContiguous, isFinal, type AgentHarness } from './helpers.ts'
 
@@ -25,6 +26,17 @@ describe('agent commands on an import', () => {
   afterAll(async () => {
     await h.close()
     await git.close()
+  })
+
+  test('the import and every agent task are metered for the organisation', async () => {
+    const client = await h.connect()
+    await client.next(isFinal(await h.run(client, 'status')))
+    client.close()
+    await h.t.deps.meter.flush()
+    const usage = await queryUsage(h.t.deps.db, { orgId: h.user.orgId, from: 0, to: Date.now() + 1000, bucket: 'day' })
+    const totals = Object.fromEntries(usage.totals.map((row: { kind: string; quantity: number }) => [row.kind, Number(row.quantity)]))
+    expect(totals.import).toBe(1)
+    expect(totals.agent_run).toBeGreaterThanOrEqual(1)
   })
 
   test("analyze summarises the import with the model, from the import's analysis", async () => {
