@@ -66,6 +66,9 @@ export function envelope(taskId: string, seq: number, message: TaskMessage): str
   return JSON.stringify({ type, taskId, seq, ...fields })
 }
 
+/** Finished tasks kept per user in one process, however short their retention has still to run. */
+export const MAX_TASKS_KEPT_PER_USER = 1000
+
 const isFinished = (status: TaskStatus) => FINISHED_STATUSES.includes(status)
 
 function createLocalTasks(retentionMs: number) {
@@ -78,6 +81,17 @@ function createLocalTasks(retentionMs: number) {
     const own = byUser.get(task.meta.userId)
     own?.delete(task.meta.taskId)
     if (own?.size === 0) byUser.delete(task.meta.userId)
+  }
+
+  // Retention bounds time, this bounds count: a busy user's oldest finished tasks go first.
+  function dropOldestFinished(userId: string) {
+    const own = byUser.get(userId)
+    if (!own || own.size <= MAX_TASKS_KEPT_PER_USER) return
+    for (const id of own) {
+      if (own.size <= MAX_TASKS_KEPT_PER_USER) break
+      const task = tasks.get(id)
+      if (task?.finished) forget(task)
+    }
   }
 
   return {
@@ -100,6 +114,7 @@ function createLocalTasks(retentionMs: number) {
       for (const listener of task.listeners) listener(text, seq, final)
       if (final) {
         task.listeners.clear()
+        if (!task.mirror) dropOldestFinished(task.meta.userId)
         const timer = setTimeout(() => {
           timers.delete(timer)
           forget(task)
@@ -117,8 +132,12 @@ function createLocalTasks(retentionMs: number) {
         if (task.listeners.size === 0 && task.mirror) task.mirror.release()
       }
     },
-    recent(userId: string): TaskMeta[] {
-      return [...(byUser.get(userId) ?? [])].map((id) => tasks.get(id)!.meta)
+    /** The user's newest tasks first; the set keeps creation order, so this reads only `limit` of them. */
+    recent(userId: string, limit: number): TaskMeta[] {
+      const ids = [...(byUser.get(userId) ?? [])]
+      const out: TaskMeta[] = []
+      for (let i = ids.length - 1; i >= 0 && out.length < limit; i--) out.push(tasks.get(ids[i]!)!.meta)
+      return out
     },
     forget,
     close() {
@@ -157,10 +176,7 @@ export function createMemoryTaskLog(options: { retentionSeconds: number }): Task
       return task && { ...task.meta, lastSeq: task.messages.length }
     },
     async recent(userId, limit) {
-      return local
-        .recent(userId)
-        .sort((a, b) => b.createdAt - a.createdAt)
-        .slice(0, limit)
+      return local.recent(userId, limit)
     },
     async follow(taskId, afterSeq, listener) {
       const task = local.tasks.get(taskId)

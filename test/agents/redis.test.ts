@@ -23,9 +23,9 @@ describe.skipIf(!redisUrl)('agent tasks shared through Redis', () => {
       const deps = await buildDependencies(config, { logger: memoryLogger('error') })
       const app = createApp(deps)
       app.listen({ hostname: '127.0.0.1', port: 0 })
-      nodes.push({ deps, ws: `ws://127.0.0.1:${app.server!.port}/ws/agent`, stop: () => app.stop(true) })
+      nodes.push({ deps, ws: `ws://127.0.0.1:${app.server!.port}/ws/agent`, stop: async () => void (await app.stop(true)) })
     }
-    const login = await nodes[0]!.deps.access.login(ADMIN.email, ADMIN.password)
+    const login = await nodes[0]!.deps.access.login(ADMIN.email, ADMIN.password, '127.0.0.1')
     token = login.accessToken
   })
 
