@@ -4,6 +4,7 @@ import { policiesFromConfig, type RateLimitingOptions } from './rate-limit/plugi
 import { RouteIndex, requestPipeline } from './request-pipeline.ts'
 import { authPlugin } from '../plugins/auth/index.ts'
 import { openApiPlugin } from '../plugins/docs/index.ts'
+import { docsSitePlugin } from '../plugins/docs/site-plugin.ts'
 import { healthPlugin } from '../plugins/health/index.ts'
 import { usagePlugin } from '../plugins/usage/index.ts'
 import { webSearchPlugin } from '../plugins/web-search/index.ts'
@@ -39,6 +40,7 @@ export function createApp(deps: Dependencies) {
   })
     .use(requestPipeline({ logger, bodyLimitBytes: config.bodyLimitBytes, trustedProxies: config.trustedProxies, routeIndex }))
     .use(openApiPlugin())
+    .use(docsSitePlugin({ publicBaseUrl: config.publicBaseUrl, mcpUrl: config.docs.mcpUrl, logger }))
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle, checks: deps.readinessChecks }))
     .use(authPlugin({ access, plans, rateLimits, allowRegistration: config.allowRegistration }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, access, plans, rateLimits }))

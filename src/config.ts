@@ -256,6 +256,7 @@ const variables = {
   },
   CODE_INDEX_SNAPSHOT_DELAY_MS: { doc: 'Quiet time after a code index change before its snapshot is written to DATA_DIR (an import also saves when it ends)', parse: integer(0, 600_000), fallback: 2000 },
   CODE_INDEX_REFRESH_MS: { doc: 'How often a search checks the database for a newer code index snapshot saved by another process', parse: integer(0, 600_000), fallback: 2000 },
+  DOCS_MCP_URL: { doc: 'Public URL of the hosted MCP server the documentation menu hands out; default PUBLIC_BASE_URL/mcp', parse: url('http:', 'https:') },
 } satisfies Record<string, Variable<unknown>>
 
 type Variables = typeof variables
@@ -358,6 +359,8 @@ export interface Config {
     readonly cloneTimeoutMs: number
     readonly concurrency: number
   }
+  /** The documentation site at /docs. */
+  readonly docs: { readonly mcpUrl: string }
   readonly codeSearch: {
     readonly embeddings: EmbeddingsSettings
     readonly snapshotDelayMs: number
@@ -677,6 +680,7 @@ export function loadConfig(env: Env = process.env): Config {
       cloneTimeoutMs: values.IMPORT_CLONE_TIMEOUT_SECONDS * 1000,
       concurrency: values.IMPORT_CONCURRENCY,
     }),
+    docs: Object.freeze({ mcpUrl: values.DOCS_MCP_URL ?? `${values.PUBLIC_BASE_URL}/mcp` }),
     codeSearch: Object.freeze({
       embeddings: Object.freeze(embeddings),
       snapshotDelayMs: values.CODE_INDEX_SNAPSHOT_DELAY_MS,
