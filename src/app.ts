@@ -16,6 +16,7 @@ import { enhancedChatPlugin } from '../plugins/enhanced-chat/index.ts'
 import { publishPlugin } from '../plugins/publish/index.ts'
 import { codehostPlugin } from '../plugins/codehost/index.ts'
 import { agentsPlugin } from '../plugins/agents/index.ts'
+import { mcpPlugin } from '../plugins/mcp/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
@@ -62,6 +63,7 @@ export function createApp(deps: Dependencies) {
     .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
     .use(codehostPlugin({ imports: deps.imports, access, plans, rateLimits }))
     .use(agentsPlugin({ hub: deps.agentConnections, access }))
+    .use(mcpPlugin({ access, plans, rateLimits, codeIndex: deps.codeIndex, meter: deps.meter, publicBaseUrl: config.publicBaseUrl }))
   routeIndex.load(app.routes)
   return app
 }

@@ -1,0 +1,59 @@
+/**
+ * Guards for a route open to anonymous callers. The service's `auth` and `rateLimit` macros require a
+ * token; these accept requests without one, still refuse a bad one, and spend the same budgets, keyed
+ * by user when signed in and by client address otherwise.
+ */
+import { Elysia } from 'elysia'
+import type { AccessService, Principal } from '../../src/auth/access-service.ts'
+import { authenticateRequest, openApiExtension } from '../../src/auth/plugin.ts'
+import { AppError } from '../../src/errors.ts'
+import { rateLimitHeaders, type RateCheck } from '../../src/rate-limit/index.ts'
+import type { RateLimitingOptions, RouteClass } from '../../src/rate-limit/plugin.ts'
+import { requestMeta } from '../../src/request-pipeline.ts'
+
+/** The caller, or undefined without an Authorization header; any Authorization header must hold a valid token. */
+export async function optionalCaller(access: AccessService, request: Request): Promise<Principal | undefined> {
+  return request.headers.has('authorization') ? authenticateRequest(access, request) : undefined
+}
+
+/**
+ * `{ optionalAuth: true }` resolves `caller` (a Principal or undefined; a bad token is 401), and
+ * `{ callerRateLimit: 'search' }` spends that class's budget and the burst ceiling, as `rateLimit` does.
+ */
+export function callerGuards(options: RateLimitingOptions) {
+  const { access, limiter, plans, policies } = options
+  return new Elysia({ name: 'mcp-caller-guards' }).macro({
+    optionalAuth: (enabled: true) => ({
+      detail: openApiExtension({
+        security: enabled ? [{}, { bearer: [] }] : [],
+        description: 'A bearer token is optional; when one is given it must be valid.',
+      }),
+      async resolve({ request }) {
+        return { caller: await optionalCaller(access, request) }
+      },
+    }),
+    callerRateLimit: (routeClass: RouteClass) => {
+      const onStoreError = options.failClosed.includes(routeClass) ? ('closed' as const) : ('open' as const)
+      const burst = { ...policies.burst, onStoreError }
+      const own = routeClass === 'default' ? undefined : { ...policies[routeClass], onStoreError }
+      return {
+        detail: openApiExtension({ 'x-rate-limit': own ? [own, burst] : [burst], 'x-rate-limit-key': 'user, or client address without a token' }),
+        async beforeHandle({ request, set }) {
+          const principal = await optionalCaller(access, request)
+          const key = principal ? `user:${principal.userId}` : `ip:${requestMeta(request).clientIp}`
+          const checks: RateCheck[] = [{ key, policy: burst }]
+          const exempt = routeClass === 'search' && principal !== undefined && (await plans.isEnterprise(principal.orgId))
+          if (own && !exempt) checks.push({ key, policy: own })
+          const decision = await limiter.check(checks)
+          const headers = rateLimitHeaders(decision)
+          Object.assign(set.headers, headers)
+          if (!decision.allowed)
+            throw new AppError('rate_limited', `Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`, {
+              headers,
+              extensions: { policy: decision.refusedBy, retryAfterSeconds: decision.retryAfterSeconds },
+            })
+        },
+      }
+    },
+  })
+}
