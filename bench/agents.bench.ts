@@ -1,0 +1,638 @@
+/**
+ * The agent channel (GET /ws/agent) against a bare Elysia `.ws` echo (bench/baseline/ws-elysia-echo.ts) and
+ * bare Bun.serve WebSockets (bench/baseline/ws-bare-bun.ts), each in its own process, same machine, same run.
+ *
+ * 1. Idle connections: 10,000 authenticated sockets opened in batches; the server's VmRSS before (after one
+ *    connection opened and closed, and a pause for the collector) and 2 s after they are all open, divided by
+ *    the connections opened. A sample of them answers a ping before they are closed.
+ * 2. Round trips: 50 connections, each sending the next message as soon as the previous answer arrives, counted
+ *    over 5 s after 1 s of warm-up. Ping to pong on both (3 alternating rounds). Then the `status` command until
+ *    its `result`, without taskId and for one task, against the echo answering one message with as many copies,
+ *    of the same average size, as the command sends. These run last: every command leaves a task retained.
+ * 3. Progress fan-out: one of 1,000 connections starts a `debug` task and the other 999 subscribe to it. The
+ *    model provider is an OpenAI-compatible server in this process, answering the plan request with five steps
+ *    and each step request with plain text (no code, so nothing runs in the sandbox), each after 200 ms. The
+ *    enhanced turn is sequential: the progress "Step i+1: ..." is written right after the model's answer to
+ *    step i ends (to the plan, for step 1), and no other model call is in flight then. So the provider records
+ *    when it hands back each answer (the plan request's, and step i's, keyed by the step they lead to), and
+ *    each client's arrival time of that step's progress is measured against it: one clock, this process's
+ *    performance.now(). The plan is held back until all 999 have their `subscribed`, so every client sees
+ *    every step live. Baseline: bare Bun server.publish of a message of the same size to 1,000 subscribers,
+ *    from just before this process's POST /publish to each arrival.
+ *
+ * Bun raises its own open-file limit to the hard limit at start, and the spawned servers inherit that hard
+ * limit; 10,000 client sockets live in this process.
+ */
+import { readFileSync } from 'node:fs'
+import os from 'node:os'
+import { startBareBaseline, startService, type Running } from './lib/processes.ts'
+import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
+
+const IDLE_CONNECTIONS = 10_000
+const OPEN_BATCH = 200
+const PROBE_EVERY = 100
+const ROUND_TRIP_CONNECTIONS = 50
+const WARM_UP_MS = 1_000
+const MEASURE_MS = 5_000
+const FAN_OUT_CONNECTIONS = 1_000
+const PLAN_STEPS = 5
+const STEP_PAUSE_MS = 200
+const FAN_OUT_ROUNDS = 3
+const TRIP_ROUNDS = 3
+const REPLY_TIMEOUT_MS = 30_000
+const email = 'bench@example.com'
+const password = `bench-${crypto.randomUUID()}`
+
+/** One client socket; every text frame goes to `onText` with the time it was received. */
+class Client {
+  onText: ((text: string, at: number) => void) | undefined
+  /** Set before this side closes, so a close from the server can be told apart. */
+  closing = false
+  closedEarly = false
+  readonly closed: Promise<void>
+  private markClosed!: () => void
+
+  constructor(readonly socket: WebSocket) {
+    this.closed = new Promise((resolve) => (this.markClosed = resolve))
+  }
+
+  onClose() {
+    if (!this.closing) this.closedEarly = true
+    this.markClosed()
+  }
+}
+
+/** Every socket still open, closed whatever happens. */
+const live = new Set<Client>()
+
+function connect(url: string, headers: Record<string, string>): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, { headers })
+    const client = new Client(socket)
+    let opened = false
+    socket.onopen = () => {
+      opened = true
+      live.add(client)
+      resolve(client)
+    }
+    socket.onmessage = (event) => client.onText?.(event.data as string, performance.now())
+    socket.onerror = () => {
+      if (!opened) reject(new Error('upgrade refused or failed'))
+    }
+    socket.onclose = (event) => {
+      live.delete(client)
+      client.onClose()
+      if (!opened) reject(new Error(`upgrade refused or failed (close ${event.code})`))
+    }
+  })
+}
+
+async function connectMany(url: string, headers: Record<string, string>, count: number): Promise<{ clients: Client[]; failed: number; firstError?: string }> {
+  const clients: Client[] = []
+  let failed = 0
+  let firstError: string | undefined
+  for (let opened = 0; opened < count; opened += OPEN_BATCH) {
+    const batch = await Promise.allSettled(Array.from({ length: Math.min(OPEN_BATCH, count - opened) }, () => connect(url, headers)))
+    for (const outcome of batch)
+      if (outcome.status === 'fulfilled') clients.push(outcome.value)
+      else {
+        failed++
+        firstError ??= String(outcome.reason)
+      }
+  }
+  return { clients, failed, firstError }
+}
+
+/** Closes the clients and waits for each close handshake; answers how many did not finish in time. */
+async function closeAll(clients: Iterable<Client>): Promise<number> {
+  const list = [...clients]
+  for (const client of list) {
+    client.closing = true
+    client.onText = undefined
+    client.socket.close(1000)
+  }
+  let pending = list.length
+  // A handshake that never finishes is counted, not thrown: the figures already taken still stand.
+  await within(Promise.all(list.map((c) => c.closed.then(() => pending--))), REPLY_TIMEOUT_MS, () => 'close timed out').catch(() => {})
+  return pending
+}
+
+/** `work`, or an error after `ms`; the timer is cleared either way so it cannot hold the process open. */
+async function within<T>(work: Promise<T>, ms: number, failure: () => string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(failure())), ms)))])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Sends `text` and resolves with the first answer `matches` accepts. */
+function exchange(client: Client, text: string, matches: (answer: string) => boolean): Promise<string> {
+  const answer = new Promise<string>((resolve) => {
+    client.onText = (reply) => {
+      if (!matches(reply)) return
+      client.onText = undefined
+      resolve(reply)
+    }
+  })
+  client.socket.send(text)
+  return within(answer, REPLY_TIMEOUT_MS, () => `no answer to ${text} within ${REPLY_TIMEOUT_MS} ms`)
+}
+
+function rssBytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'))
+  if (!line) throw new Error(`no VmRSS in /proc/${pid}/status`)
+  return Number(/(\d+)/.exec(line)![1]) * 1024
+}
+
+const pingFrame = (id: string) => JSON.stringify({ type: 'ping', id })
+// The echo servers answer with the ping itself, the others with a pong: both carry the id.
+const answersTo = (id: string) => (text: string) => text.includes(`"id":"${id}"`)
+
+interface IdleMemory {
+  perConnection: number
+  beforeBytes: number
+  afterBytes: number
+  opened: number
+  failed: number
+  firstError?: string
+  probed: number
+  answered: number
+  closedEarly: number
+  notClosed: number
+  openSeconds: number
+}
+
+async function idleMemory(name: string, server: Running, headers: Record<string, string>): Promise<IdleMemory> {
+  const url = `${server.url.replace(/^http/, 'ws')}/ws/agent`
+  // Warm-up: the upgrade path, the socket handlers and their first allocations, then a pause for the collector.
+  const first = await connect(url, headers)
+  await exchange(first, pingFrame('warm-up'), answersTo('warm-up'))
+  await closeAll([first])
+  await Bun.sleep(2_000)
+  const beforeBytes = rssBytes(server.pid)
+  const started = performance.now()
+  const { clients, failed, firstError } = await connectMany(url, headers, IDLE_CONNECTIONS)
+  const openSeconds = (performance.now() - started) / 1000
+  await Bun.sleep(2_000)
+  const afterBytes = rssBytes(server.pid)
+  // Open on this side is not enough: a sample across the whole range must still be answered.
+  const probes = clients.filter((_, i) => i % PROBE_EVERY === PROBE_EVERY - 1)
+  const answers = await Promise.allSettled(probes.map((c, i) => exchange(c, pingFrame(`probe-${i}`), answersTo(`probe-${i}`))))
+  const answered = answers.filter((a) => a.status === 'fulfilled').length
+  const closedEarly = clients.filter((c) => c.closedEarly).length
+  const notClosed = await closeAll(clients)
+  const result = {
+    perConnection: clients.length ? (afterBytes - beforeBytes) / clients.length : 0,
+    beforeBytes,
+    afterBytes,
+    opened: clients.length,
+    failed,
+    firstError,
+    probed: probes.length,
+    answered,
+    closedEarly,
+    notClosed,
+    openSeconds,
+  }
+  const mb = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`
+  console.log(
+    `agents: idle ${name}: ${result.opened} open in ${openSeconds.toFixed(1)} s (${failed} failed), VmRSS ${mb(beforeBytes)} -> ${mb(afterBytes)}, ` +
+      `${Math.round(result.perConnection)} bytes each; ${answered}/${probes.length} probes answered; ${closedEarly} closed by the server; ${notClosed} not closed cleanly`,
+  )
+  return result
+}
+
+function idleWarning(m: IdleMemory): string | undefined {
+  const problems = [
+    m.failed && `${m.failed} of ${IDLE_CONNECTIONS} connections were refused or failed (${m.firstError})`,
+    m.answered < m.probed && `${m.probed - m.answered} of ${m.probed} probed connections did not answer a ping`,
+    m.closedEarly && `${m.closedEarly} connections were closed by the server while idle`,
+    m.notClosed && `${m.notClosed} connections did not finish their close handshake`,
+  ].filter(Boolean)
+  return problems.length ? problems.join('; ') : undefined
+}
+
+interface RoundTrips {
+  perSecond: number
+  /** Exchanges completed in each second of the measured window. */
+  bySecond: number[]
+  /** Messages received per completed exchange, and their average size, over the measured window. */
+  messagesEach: number
+  bytesEach: number
+  /** Exchanges sent in all, warm-up included. */
+  sent: number
+  errors: number
+}
+
+/**
+ * Each client sends `frame(n)` and, once `isLast` accepts an answer, the next one, for the warm-up and the
+ * measured window; exchanges completing inside the window are counted.
+ */
+async function roundTrips(clients: Client[], frame: (n: number) => string, isLast: (text: string, received: number) => boolean): Promise<RoundTrips> {
+  const from = performance.now() + WARM_UP_MS
+  const until = from + MEASURE_MS
+  const bySecond = Array.from({ length: Math.ceil(MEASURE_MS / 1000) }, () => 0)
+  let completed = 0
+  let messages = 0
+  let bytes = 0
+  let sent = 0
+  let errors = 0
+  const loops = clients.map(
+    (client, index) =>
+      new Promise<void>((resolve) => {
+        let own = 0
+        let received = 0
+        const send = () => {
+          received = 0
+          sent++
+          client.socket.send(frame(index * 1_000_000 + own++))
+        }
+        client.onText = (text, at) => {
+          received++
+          const inWindow = at >= from && at < until
+          if (text.startsWith('{"type":"error"')) errors++
+          if (inWindow) bytes += text.length
+          if (!isLast(text, received)) return
+          if (inWindow) {
+            completed++
+            messages += received
+            bySecond[Math.floor((at - from) / 1000)]!++
+          }
+          if (at >= until) {
+            client.onText = undefined
+            resolve()
+          } else send()
+        }
+        send()
+      }),
+  )
+  await within(Promise.all(loops), WARM_UP_MS + MEASURE_MS + REPLY_TIMEOUT_MS, () => 'round trips stalled: an answer never came')
+  return { perSecond: completed / (MEASURE_MS / 1000), bySecond, messagesEach: messages / completed, bytesEach: bytes / messages, sent, errors }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+/** The OpenAI-compatible provider of the fan-out: plans five steps and answers each with text, each after a pause. */
+function startUpstream() {
+  const plan = JSON.stringify({ steps: Array.from({ length: PLAN_STEPS }, (_, i) => `s${i + 1}`) })
+  let gate: Promise<void> = Promise.resolve()
+  /** When the answer leading to step N's progress was handed back (the plan's for step 1). */
+  let answered = new Map<number, number>()
+  const sse = (text: string) =>
+    [
+      { choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }] },
+      { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+    ]
+      .map((chunk) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'bench', ...chunk })}\n\n`)
+      .join('') + 'data: [DONE]\n\n'
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    idleTimeout: 0,
+    async fetch(request) {
+      const { messages } = (await request.json()) as { messages: { content: unknown }[] }
+      const last = String(messages.at(-1)?.content ?? '')
+      const step = /^Now carry out step (\d+) of/.exec(last)
+      let leadsTo: number | undefined
+      let text = 'Nothing to add.'
+      if (step) {
+        leadsTo = Number(step[1]) + 1
+        text = `Step ${step[1]} looked at; no change needed.`
+      } else if (last.startsWith('Before answering, plan')) {
+        await gate
+        leadsTo = 1
+        text = plan
+      }
+      await Bun.sleep(STEP_PAUSE_MS)
+      const body = sse(text)
+      if (leadsTo !== undefined) answered.set(leadsTo, performance.now())
+      return new Response(body, { headers: { 'content-type': 'text/event-stream' } })
+    },
+  })
+  return {
+    url: `http://127.0.0.1:${server.port}/v1`,
+    /** Holds the next plan answer until the returned function is called; starts a fresh record of answer times. */
+    hold(): () => void {
+      let release!: () => void
+      gate = new Promise((resolve) => (release = resolve))
+      answered = new Map()
+      return release
+    },
+    answerTimes: () => answered,
+    stop: () => server.stop(true),
+  }
+}
+
+type Upstream = ReturnType<typeof startUpstream>
+
+interface FanOut {
+  latencies: number[]
+  /** Per step, the latency of the first client to get it: the server's own part, before the sends queue up. */
+  firstArrivals: number[]
+  /** Size of the step progress messages, for the baseline's. */
+  messageBytes: number
+  expected: number
+}
+
+const isTaskEnd = (text: string) => text.startsWith('{"type":"result"') || (text.startsWith('{"type":"error"') && text.includes('"status":'))
+
+/** One debug task started on clients[0] and followed by all the others; the latency of every step progress. */
+async function fanOutRound(clients: Client[], upstream: Upstream, round: number): Promise<FanOut> {
+  const release = upstream.hold()
+  const arrivals: { step: number; at: number }[] = []
+  let bytes = 0
+  let ended = 0
+  let allEnded!: () => void
+  const finished = new Promise<void>((resolve) => (allEnded = resolve))
+  const follow = (text: string, at: number) => {
+    const step = /"step":"Step (\d+):/.exec(text)
+    if (step) {
+      arrivals.push({ step: Number(step[1]), at })
+      bytes += text.length
+    } else if (isTaskEnd(text) && ++ended === clients.length) allEnded()
+  }
+  const [starter, ...followers] = clients as [Client, ...Client[]]
+  const ack = await exchange(starter, JSON.stringify({ type: 'agent_command', id: `debug-${round}`, command: 'debug', params: { error: 'x' } }), (t) => t.startsWith('{"type":"ack"') || t.startsWith('{"type":"error"'))
+  const { taskId } = JSON.parse(ack) as { taskId?: string }
+  if (!taskId) throw new Error(`debug was refused: ${ack}`)
+  starter.onText = follow
+  await Promise.all(
+    followers.map(async (client, i) => {
+      const id = `sub-${round}-${i}`
+      const answer = await exchange(client, JSON.stringify({ type: 'subscribe', id, taskId }), answersTo(id))
+      if (!answer.startsWith('{"type":"subscribed"')) throw new Error(`subscribe was refused: ${answer}`)
+      client.onText = follow
+    }),
+  )
+  release()
+  await within(finished, (PLAN_STEPS + 1) * STEP_PAUSE_MS + REPLY_TIMEOUT_MS, () => `the debug task ended on ${ended} of ${clients.length} connections`)
+  const answered = upstream.answerTimes()
+  const latencies = arrivals.map(({ step, at }) => at - answered.get(step)!)
+  if (latencies.some((l) => !Number.isFinite(l))) throw new Error('a step progress arrived for a step the provider never answered')
+  const firstArrivals = Array.from({ length: PLAN_STEPS }, (_, i) => Math.min(...arrivals.filter((a) => a.step === i + 1).map((a) => a.at - answered.get(i + 1)!)))
+  return { latencies, firstArrivals, messageBytes: bytes / arrivals.length, expected: clients.length * PLAN_STEPS }
+}
+
+/** The bare Bun baseline: one publish per step of a `bytes`-long progress message to every subscribed client. */
+async function publishRound(clients: Client[], publishUrl: string, bytes: number, round: number): Promise<FanOut> {
+  const sentAt = new Map<number, number>()
+  const latencies: number[] = []
+  const firstArrivals: number[] = []
+  let waiting = 0
+  let allArrived = () => {}
+  for (const client of clients)
+    client.onText = (text, at) => {
+      latencies.push(at - sentAt.get(Number(/"seq":(\d+)/.exec(text)![1]))!)
+      if (--waiting === 0) allArrived()
+    }
+  for (let step = 1; step <= PLAN_STEPS; step++) {
+    await Bun.sleep(STEP_PAUSE_MS)
+    const seq = round * 100 + step
+    const head = JSON.stringify({ type: 'progress', taskId: 'task_baseline', seq, status: 'running', step: `Step ${step}: s${step}`, pad: '' })
+    const message = head.replace('"pad":""', `"pad":"${'x'.repeat(Math.max(0, Math.round(bytes) - head.length))}"`)
+    waiting = clients.length
+    const arrived = new Promise<void>((resolve) => (allArrived = resolve))
+    sentAt.set(seq, performance.now())
+    const before = latencies.length
+    const response = await fetch(publishUrl, { method: 'POST', body: message })
+    if (response.status !== 204) throw new Error(`publish answered ${response.status}`)
+    await within(arrived, REPLY_TIMEOUT_MS, () => `a publish reached ${clients.length - waiting} of ${clients.length} subscribers`)
+    firstArrivals.push(Math.min(...latencies.slice(before)))
+  }
+  return { latencies, firstArrivals, messageBytes: bytes, expected: clients.length * PLAN_STEPS }
+}
+
+const errorsIn = (runs: RoundTrips[], what: string) => {
+  const errors = runs.reduce((sum, r) => sum + r.errors, 0)
+  return errors ? `${errors} ${what} messages were answered with an error` : undefined
+}
+
+/** Runs one status command on a connection of its own and answers its task id, for `status` of one task. */
+async function exchangeTaskId(server: Running, url: string, headers: Record<string, string>): Promise<string> {
+  const client = await connect(url, headers)
+  try {
+    const ack = await exchange(client, JSON.stringify({ type: 'agent_command', id: 'first', command: 'status' }), (t) => t.startsWith('{"type":"ack"') || t.startsWith('{"type":"error"'))
+    const { taskId } = JSON.parse(ack) as { taskId?: string }
+    if (!taskId) throw new Error(`status was refused by ${server.url}: ${ack}`)
+    return taskId
+  } finally {
+    await closeAll([client])
+  }
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!
+}
+
+async function logIn(url: string): Promise<string> {
+  const response = await fetch(`${url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
+  if (!response.ok) throw new Error(`login answered ${response.status}: ${await response.text()}`)
+  return ((await response.json()) as { accessToken: string }).accessToken
+}
+
+export async function run(): Promise<Row[]> {
+  const upstream = startUpstream()
+  const running: Running[] = []
+  try {
+    const service = await startService({
+      ADMIN_EMAIL: email,
+      ADMIN_PASSWORD: password,
+      OPENAI_BASE_URL: upstream.url,
+      CHAT_MODEL: 'bench',
+      // The most config accepts: exactly the idle connections, all of one user.
+      AGENT_MAX_CONNECTIONS_PER_USER: String(IDLE_CONNECTIONS),
+      AGENT_MAX_RUNNING_TASKS_PER_USER: '10000',
+      RATE_LIMIT_CHAT_PER_MINUTE: '1000000',
+      RATE_LIMIT_BURST: '1000000',
+      LOG_LEVEL: 'info',
+    })
+    running.push(service)
+    const elysia = await startBareBaseline('ws-elysia-echo.ts')
+    running.push(elysia)
+    const bun = await startBareBaseline('ws-bare-bun.ts')
+    running.push(bun)
+    const headers = { authorization: `Bearer ${await logIn(service.url)}` }
+    const wsOf = (server: Running) => `${server.url.replace(/^http/, 'ws')}/ws/agent`
+    console.log(`agents: service ${service.url} (${JSON.stringify(service.facts)}), bare Elysia ${elysia.url}, bare Bun ${bun.url}, upstream ${upstream.url}`)
+
+    // 1. Idle connections. Every server gets the same Authorization header; only the service reads it.
+    const idleService = await idleMemory('service', service, headers)
+    const idleElysia = await idleMemory('bare Elysia', elysia, headers)
+    const idleBun = await idleMemory('bare Bun', bun, headers)
+    const memoryNote = `${IDLE_CONNECTIONS.toLocaleString('en-US')} idle connections (one user) opened ${OPEN_BATCH} at a time; server VmRSS 2 s after the last opened minus VmRSS after a warm-up connection, per connection`
+    const memoryTarget = `memory target < 8,192 bytes per connection (issue): ${idleService.perConnection < 8192 ? 'met' : 'NOT met'} at ${Math.round(idleService.perConnection).toLocaleString('en-US')}`
+
+    // 2. Round trips, each side on fresh connections.
+    const trips = async (server: Running, frame: (n: number) => string, isLast: (text: string, received: number) => boolean) => {
+      const { clients, failed, firstError } = await connectMany(wsOf(server), headers, ROUND_TRIP_CONNECTIONS)
+      if (failed) throw new Error(`${failed} round-trip connections failed: ${firstError}`)
+      try {
+        return await roundTrips(clients, frame, isLast)
+      } finally {
+        await closeAll(clients)
+      }
+    }
+    const show = (name: string, r: RoundTrips) =>
+      console.log(
+        `agents: ${name}: ${Math.round(r.perSecond)}/s (by second: ${r.bySecond.join(', ')}), ${r.messagesEach.toFixed(2)} messages of ${Math.round(r.bytesEach)} bytes each, ${r.errors} errors`,
+      )
+    // An error answer ends an exchange too (and is counted), so a refusal cannot stall a loop.
+    const isPong = (text: string) => text.startsWith('{"type":"pong"') || text.startsWith('{"type":"error"')
+    const endsCommand = (text: string) => text.startsWith('{"type":"result"') || text.startsWith('{"type":"error"')
+    // Alternating rounds, each side keeping its median, so a neighbour's burst of work does not decide the ratio.
+    const pingElysia: RoundTrips[] = []
+    const pingService: RoundTrips[] = []
+    for (let round = 0; round < TRIP_ROUNDS; round++) {
+      pingElysia.push(await trips(elysia, (n) => pingFrame(`p${n}`), isPong))
+      pingService.push(await trips(service, (n) => pingFrame(`p${n}`), isPong))
+    }
+    pingElysia.forEach((r, i) => show(`ping, bare Elysia, round ${i + 1}`, r))
+    pingService.forEach((r, i) => show(`ping, service, round ${i + 1}`, r))
+    const tripsNote = `${ROUND_TRIP_CONNECTIONS} connections, each one exchange at a time, counted over ${MEASURE_MS / 1000} s after ${WARM_UP_MS / 1000} s of warm-up`
+    const pingNote = `median of ${TRIP_ROUNDS} alternating rounds`
+
+    // 3. Progress fan-out, before the status commands fill the service's task log.
+    const fanOutClients = await connectMany(wsOf(service), headers, FAN_OUT_CONNECTIONS)
+    if (fanOutClients.failed) throw new Error(`${fanOutClients.failed} fan-out connections failed: ${fanOutClients.firstError}`)
+    const rounds: FanOut[] = []
+    await fanOutRound(fanOutClients.clients, upstream, 0)
+    for (let round = 1; round <= FAN_OUT_ROUNDS; round++) rounds.push(await fanOutRound(fanOutClients.clients, upstream, round))
+    await closeAll(fanOutClients.clients)
+    const messageBytes = rounds.reduce((sum, r) => sum + r.messageBytes, 0) / rounds.length
+    const loadDuringFanOut = os.loadavg()[0]!
+
+    const subscribers = await connectMany(wsOf(bun), headers, FAN_OUT_CONNECTIONS)
+    if (subscribers.failed) throw new Error(`${subscribers.failed} baseline subscribers failed: ${subscribers.firstError}`)
+    await Promise.all(subscribers.clients.map((c) => exchange(c, '{"type":"subscribe"}', (t) => t === '{"type":"subscribed"}')))
+    const published: FanOut[] = []
+    await publishRound(subscribers.clients, `${bun.url}/publish`, messageBytes, 0)
+    for (let round = 1; round <= FAN_OUT_ROUNDS; round++) published.push(await publishRound(subscribers.clients, `${bun.url}/publish`, messageBytes, round))
+    await closeAll(subscribers.clients)
+
+    const serviceLatencies = rounds.flatMap((r) => r.latencies)
+    const bunLatencies = published.flatMap((r) => r.latencies)
+    const expected = rounds.reduce((sum, r) => sum + r.expected, 0)
+    const sp50 = percentile(serviceLatencies, 0.5)
+    const sp99 = percentile(serviceLatencies, 0.99)
+    const bp50 = percentile(bunLatencies, 0.5)
+    const bp99 = percentile(bunLatencies, 0.99)
+    const firsts = (r: FanOut[]) => median(r.flatMap((round) => round.firstArrivals)).toFixed(2)
+    console.log(
+      `agents: fan-out: ${serviceLatencies.length}/${expected} step progress messages of ${Math.round(messageBytes)} bytes, p50 ${sp50.toFixed(2)} ms, p99 ${sp99.toFixed(2)} ms, ` +
+        `max ${Math.max(...serviceLatencies).toFixed(2)} ms, first client of each step ${firsts(rounds)} ms (median); ` +
+        `bare Bun publish p50 ${bp50.toFixed(2)} ms, p99 ${bp99.toFixed(2)} ms, max ${Math.max(...bunLatencies).toFixed(2)} ms, first client ${firsts(published)} ms; ` +
+        `load average ${loadDuringFanOut.toFixed(1)} on ${os.cpus().length} cores`,
+    )
+    const fanOutNote =
+      `${FAN_OUT_CONNECTIONS.toLocaleString('en-US')} connections × ${PLAN_STEPS} steps × ${FAN_OUT_ROUNDS} debug tasks, after one warm-up task; service: from the model answer's end to each client's arrival of the next step's progress; ` +
+      `baseline: bare Bun server.publish of a ${Math.round(messageBytes)}-byte message to ${FAN_OUT_CONNECTIONS.toLocaleString('en-US')} subscribers, from the POST that triggers it; ` +
+      `all clients read in this one process, so both include its time to take 1,000 messages in turn`
+    const fanOutTarget = `fan-out target p99 < 20 ms (issue): ${sp99 < 20 ? 'met' : 'NOT met'} at ${sp99.toFixed(2)} ms (1-minute load average ${loadDuringFanOut.toFixed(1)} on ${os.cpus().length} cores)`
+    const fanOutWarning = serviceLatencies.length === expected ? undefined : `${expected - serviceLatencies.length} of ${expected} step progress messages never arrived`
+
+    // 4. A real command, in both forms; last, since every command leaves a task in the log for the retention time.
+    const statusAgainstEcho = async (label: string, params: () => Record<string, unknown> | undefined) => {
+      const measured = await trips(service, (n) => JSON.stringify({ type: 'agent_command', id: `s${n}`, command: 'status', params: params() }), endsCommand)
+      // The echo answers one message with as many copies, of the same average size, as one command sends.
+      const copies = Math.round(measured.messagesEach)
+      const head = JSON.stringify({ type: 'echo', id: 'e0000000', repeat: copies, pad: '' })
+      const pad = 'x'.repeat(Math.max(0, Math.round(measured.bytesEach) - head.length))
+      const echo = await trips(elysia, (n) => JSON.stringify({ type: 'echo', id: `e${n}`, repeat: copies, pad }), (_, received) => received === copies)
+      show(`${label}, service`, measured)
+      show(`${label}, bare Elysia echo of ${copies}`, echo)
+      const note = `${label}: ${measured.messagesEach.toFixed(1)} messages per command (ack, progress, result) of ${Math.round(measured.bytesEach)} bytes on average; the echo answers one message with ${copies} copies of that size`
+      return { measured, echo, note }
+    }
+    const statusAll = await statusAgainstEcho('status without taskId', () => undefined)
+    const firstTask = await exchangeTaskId(service, wsOf(service), headers)
+    const statusOne = await statusAgainstEcho('status of one task', () => ({ taskId: firstTask }))
+    const tasksLeft = statusAll.measured.sent + statusOne.measured.sent + 1 + FAN_OUT_ROUNDS + 1
+    console.log(`agents: service VmRSS ${(rssBytes(service.pid) / 2 ** 20).toFixed(1)} MiB with about ${tasksLeft.toLocaleString('en-US')} finished tasks retained`)
+    const [firstSecond, lastSecond] = [statusAll.measured.bySecond[0]!, statusAll.measured.bySecond.at(-1)!]
+    const growthNote =
+      `status without taskId lists the user's recent tasks by sorting all of them: ${firstSecond.toLocaleString('en-US')} commands in the first measured second, ` +
+      `${lastSecond.toLocaleString('en-US')} in the last, as the tasks this loop created piled up (${statusAll.measured.sent.toLocaleString('en-US')} in all)`
+
+    return [
+      {
+        figure: 'memory per idle connection',
+        unit: 'bytes',
+        baseline: idleElysia.perConnection,
+        value: idleService.perConnection,
+        ratio: ratioOf(idleService.perConnection, idleElysia.perConnection),
+        notes: [memoryNote, 'baseline: bare Elysia .ws echo', memoryTarget],
+        warning: [idleWarning(idleService), idleWarning(idleElysia)].filter(Boolean).join('; ') || undefined,
+      },
+      {
+        figure: 'memory per idle connection, vs bare Bun.serve',
+        unit: 'bytes',
+        baseline: idleBun.perConnection,
+        value: idleService.perConnection,
+        ratio: ratioOf(idleService.perConnection, idleBun.perConnection),
+        notes: [memoryNote, memoryTarget],
+        warning: idleWarning(idleBun),
+      },
+      {
+        figure: 'ping round trips',
+        unit: 'round trips/s',
+        baseline: median(pingElysia.map((r) => r.perSecond)),
+        value: median(pingService.map((r) => r.perSecond)),
+        ratio: ratioOf(median(pingService.map((r) => r.perSecond)), median(pingElysia.map((r) => r.perSecond))),
+        target: { atLeast: 0.8 },
+        notes: [tripsNote, pingNote, 'baseline: bare Elysia .ws echo'],
+        warning: errorsIn([...pingService, ...pingElysia], 'ping'),
+      },
+      {
+        figure: 'status command round trips',
+        unit: 'commands/s',
+        baseline: statusOne.echo.perSecond,
+        value: statusOne.measured.perSecond,
+        ratio: ratioOf(statusOne.measured.perSecond, statusOne.echo.perSecond),
+        notes: [tripsNote, 'baseline: bare Elysia .ws echo', statusOne.note],
+        warning: errorsIn([statusOne.measured], 'status'),
+      },
+      {
+        figure: 'status command round trips, without taskId',
+        unit: 'commands/s',
+        baseline: statusAll.echo.perSecond,
+        value: statusAll.measured.perSecond,
+        ratio: ratioOf(statusAll.measured.perSecond, statusAll.echo.perSecond),
+        notes: [tripsNote, 'baseline: bare Elysia .ws echo', statusAll.note, growthNote],
+        warning: errorsIn([statusAll.measured], 'status'),
+      },
+      {
+        figure: 'progress fan-out p50',
+        unit: 'ms',
+        baseline: bp50,
+        value: sp50,
+        ratio: ratioOf(sp50, bp50),
+        notes: [fanOutNote],
+        warning: fanOutWarning,
+      },
+      {
+        figure: 'progress fan-out p99',
+        unit: 'ms',
+        baseline: bp99,
+        value: sp99,
+        ratio: ratioOf(sp99, bp99),
+        notes: [fanOutNote, fanOutTarget],
+        warning: fanOutWarning,
+      },
+    ]
+  } finally {
+    await closeAll(live)
+    for (const r of running.reverse()) await r.stop()
+    upstream.stop()
+  }
+}
+
+if (import.meta.main) {
+  const rows = await run()
+  printTable(rows)
+  console.log(`results: ${writeResults('agents', rows)}`)
+}
