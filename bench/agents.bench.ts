@@ -447,6 +447,8 @@ export async function run(): Promise<Row[]> {
       // The most config accepts: exactly the idle connections, all of one user.
       AGENT_MAX_CONNECTIONS_PER_USER: String(IDLE_CONNECTIONS),
       AGENT_MAX_RUNNING_TASKS_PER_USER: '10000',
+      // Every status command is a task; the one the status-of-one-task loop asks about must not be dropped.
+      AGENT_MAX_TASKS_KEPT_PER_USER: '10000000',
       RATE_LIMIT_CHAT_PER_MINUTE: '1000000',
       RATE_LIMIT_BURST: '1000000',
       LOG_LEVEL: 'info',
@@ -555,7 +557,7 @@ export async function run(): Promise<Row[]> {
     console.log(`agents: service VmRSS ${(rssBytes(service.pid) / 2 ** 20).toFixed(1)} MiB with about ${tasksLeft.toLocaleString('en-US')} finished tasks retained`)
     const [firstSecond, lastSecond] = [statusAll.measured.bySecond[0]!, statusAll.measured.bySecond.at(-1)!]
     const growthNote =
-      `status without taskId lists the user's recent tasks by sorting all of them: ${firstSecond.toLocaleString('en-US')} commands in the first measured second, ` +
+      `status without taskId lists the user's most recent tasks: ${firstSecond.toLocaleString('en-US')} commands in the first measured second, ` +
       `${lastSecond.toLocaleString('en-US')} in the last, as the tasks this loop created piled up (${statusAll.measured.sent.toLocaleString('en-US')} in all)`
 
     return [

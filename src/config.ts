@@ -174,6 +174,7 @@ const variables = {
   AGENT_IDLE_TIMEOUT_MS: { doc: 'An agent connection from which nothing (not even a pong) arrived for this long is closed', parse: integer(200, 3_600_000), fallback: 45_000 },
   AGENT_TASK_RETENTION_SECONDS: { doc: 'How long a finished agent task and its messages stay readable for subscribe and status', parse: integer(1, 7 * 86_400), fallback: 3600 },
   AGENT_TASK_TIMEOUT_SECONDS: { doc: 'Longest an agent task may run before it fails with task_timeout', parse: integer(5, 86_400), fallback: 600 },
+  AGENT_MAX_TASKS_KEPT_PER_USER: { doc: 'Finished agent tasks kept per user in one process within the retention time; the oldest go first', parse: integer(1, 10_000_000), fallback: 1000 },
   AGENT_MAX_RUNNING_TASKS_PER_USER: { doc: 'Agent tasks one user may have running at once; more are refused with too_many_tasks', parse: integer(1, 10_000), fallback: 10 },
   ENHANCED_CHAT_MAX_ATTEMPTS: { doc: 'Default and ceiling of check-and-repair attempts per piece of code', parse: integer(1, 10), fallback: 3 },
   STRIPE_SECRET_KEY: { doc: 'Payment provider secret key', parse: text },
@@ -329,6 +330,7 @@ export interface Config {
     readonly taskRetentionSeconds: number
     readonly taskTimeoutSeconds: number
     readonly maxRunningTasksPerUser: number
+    readonly maxTasksKeptPerUser: number
   }
   readonly enhancedChat: { readonly maxSteps: number; readonly timeLimitSeconds: number; readonly maxAttempts: number }
   readonly integrations: {
@@ -641,6 +643,7 @@ export function loadConfig(env: Env = process.env): Config {
       taskRetentionSeconds: values.AGENT_TASK_RETENTION_SECONDS,
       taskTimeoutSeconds: values.AGENT_TASK_TIMEOUT_SECONDS,
       maxRunningTasksPerUser: values.AGENT_MAX_RUNNING_TASKS_PER_USER,
+      maxTasksKeptPerUser: values.AGENT_MAX_TASKS_KEPT_PER_USER,
     }),
     enhancedChat: Object.freeze({
       maxSteps: values.ENHANCED_CHAT_MAX_STEPS,

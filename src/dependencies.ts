@@ -214,8 +214,14 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const agentSettings = config.agents
   const agents: AgentService = createAgentService({
     log: config.redisUrl
-      ? createRedisTaskLog({ url: config.redisUrl, retentionSeconds: agentSettings.taskRetentionSeconds, maxTaskSeconds: agentSettings.taskTimeoutSeconds, logger })
-      : createMemoryTaskLog({ retentionSeconds: agentSettings.taskRetentionSeconds }),
+      ? createRedisTaskLog({
+          url: config.redisUrl,
+          retentionSeconds: agentSettings.taskRetentionSeconds,
+          maxTaskSeconds: agentSettings.taskTimeoutSeconds,
+          keptPerUser: agentSettings.maxTasksKeptPerUser,
+          logger,
+        })
+      : createMemoryTaskLog({ retentionSeconds: agentSettings.taskRetentionSeconds, keptPerUser: agentSettings.maxTasksKeptPerUser }),
     commands: createCommands({
       chat,
       checker: sandboxFacade,

@@ -66,12 +66,12 @@ export function envelope(taskId: string, seq: number, message: TaskMessage): str
   return JSON.stringify({ type, taskId, seq, ...fields })
 }
 
-/** Finished tasks kept per user in one process, however short their retention has still to run. */
-export const MAX_TASKS_KEPT_PER_USER = 1000
+/** Finished tasks kept per user in one process by default, however long their retention has still to run. */
+export const DEFAULT_TASKS_KEPT_PER_USER = 1000
 
 const isFinished = (status: TaskStatus) => FINISHED_STATUSES.includes(status)
 
-function createLocalTasks(retentionMs: number) {
+function createLocalTasks(retentionMs: number, keptPerUser = DEFAULT_TASKS_KEPT_PER_USER) {
   const tasks = new Map<string, LocalTask>()
   const byUser = new Map<string, Set<string>>()
   const timers = new Set<ReturnType<typeof setTimeout>>()
@@ -86,9 +86,9 @@ function createLocalTasks(retentionMs: number) {
   // Retention bounds time, this bounds count: a busy user's oldest finished tasks go first.
   function dropOldestFinished(userId: string) {
     const own = byUser.get(userId)
-    if (!own || own.size <= MAX_TASKS_KEPT_PER_USER) return
+    if (!own || own.size <= keptPerUser) return
     for (const id of own) {
-      if (own.size <= MAX_TASKS_KEPT_PER_USER) break
+      if (own.size <= keptPerUser) break
       const task = tasks.get(id)
       if (task?.finished) forget(task)
     }
@@ -165,8 +165,8 @@ function writerFor(local: ReturnType<typeof createLocalTasks>, task: LocalTask, 
   }
 }
 
-export function createMemoryTaskLog(options: { retentionSeconds: number }): TaskLog {
-  const local = createLocalTasks(options.retentionSeconds * 1000)
+export function createMemoryTaskLog(options: { retentionSeconds: number; keptPerUser?: number }): TaskLog {
+  const local = createLocalTasks(options.retentionSeconds * 1000, options.keptPerUser)
   return {
     open(meta) {
       return writerFor(local, local.add({ ...meta, status: 'queued' }))
@@ -194,6 +194,8 @@ export interface RedisTaskLogOptions {
   /** Longest a task may run; bounds the life of a running task's keys. */
   maxTaskSeconds: number
   logger: Logger
+  /** Finished tasks this process keeps per user (Redis keeps every task for the retention time). */
+  keptPerUser?: number
   /** How long the producer's lease lives without renewal. Default 6000 ms (renewed every third of it). */
   leaseMs?: number
   keyPrefix?: string
@@ -224,7 +226,7 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
   }
   const commands = new RedisClient(options.url, { autoReconnect: true, enableOfflineQueue: true })
   const subscriber = new RedisClient(options.url, { autoReconnect: true, enableOfflineQueue: true })
-  const local = createLocalTasks(Math.min(retentionMs, 60_000))
+  const local = createLocalTasks(Math.min(retentionMs, 60_000), options.keptPerUser)
   const mirrors = new Map<string, Promise<LocalTask | undefined>>()
   const warn = (what: string) => (err: unknown) => options.logger.warn(`agent task log: ${what} failed`, { err })
   const send = (command: string, args: string[]) => commands.send(command, args)

@@ -1,8 +1,10 @@
 /** The in-memory task log: replay by seq, newest-first listing, and the bound on kept tasks. */
 import { describe, expect, test } from 'bun:test'
-import { createMemoryTaskLog, MAX_TASKS_KEPT_PER_USER } from '../../plugins/agents/task-log.ts'
+import { createMemoryTaskLog } from '../../plugins/agents/task-log.ts'
 
 const meta = (taskId: string, userId = 'u1') => ({ taskId, userId, orgId: 'o1', command: 'status', createdAt: Date.now() })
+
+const KEPT = 50
 
 describe('memory task log', () => {
   test('a follower gets the messages after its seq, then live ones, and nothing after the final one', async () => {
@@ -20,15 +22,15 @@ describe('memory task log', () => {
     await log.close()
   })
 
-  test(`recent tasks come newest first, and at most ${MAX_TASKS_KEPT_PER_USER} finished ones are kept per user`, async () => {
-    const log = createMemoryTaskLog({ retentionSeconds: 60 })
-    const total = MAX_TASKS_KEPT_PER_USER + 5
+  test(`recent tasks come newest first, and at most ${KEPT} finished ones are kept per user`, async () => {
+    const log = createMemoryTaskLog({ retentionSeconds: 60, keptPerUser: KEPT })
+    const total = KEPT + 5
     for (let i = 0; i < total; i++) log.open(meta(`t${i}`)).append({ type: 'result', status: 'succeeded' }, true)
     const running = log.open(meta('busy'))
     running.append({ type: 'ack' })
     const recent = await log.recent('u1', 3)
     expect(recent.map((t) => t.taskId)).toEqual(['busy', `t${total - 1}`, `t${total - 2}`])
-    expect((await log.recent('u1', 10_000)).length).toBe(MAX_TASKS_KEPT_PER_USER + 1)
+    expect((await log.recent('u1', 10_000)).length).toBe(KEPT + 1)
     expect(await log.meta('t0')).toBeUndefined()
     expect(await log.meta(`t${total - 1}`)).toBeDefined()
     expect(await log.recent('someone-else', 5)).toEqual([])
