@@ -33,7 +33,7 @@ import { createCommands } from '../plugins/agents/commands.ts'
 import { createConnectionHub, type ConnectionHub } from '../plugins/agents/connections.ts'
 import { createAgentService, type AgentService } from '../plugins/agents/service.ts'
 import { createMemoryTaskLog, createRedisTaskLog } from '../plugins/agents/task-log.ts'
-import { policiesFromConfig } from './rate-limit/plugin.ts'
+import { classPolicies, policiesFromConfig } from './rate-limit/plugin.ts'
 
 /** Process state shared by the health checks and shutdown. */
 export interface Lifecycle {
@@ -242,13 +242,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   })
   // Closed before imports and chat, which its running tasks use.
   closers.push(() => agents.close())
-  const ratePolicies = policiesFromConfig(config.rateLimits)
-  const agentConnections = createConnectionHub({
-    agents,
-    settings: agentSettings,
-    logger,
-    rateLimit: { limiter, policies: [ratePolicies.burst, ratePolicies.chat] },
-  })
+  // Agent commands spend what POST /api/chat spends, failing closed or open as its class is configured.
+  const commandPolicies = classPolicies({ policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }, 'chat').all
+  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: { limiter, policies: commandPolicies } })
   const readinessChecks: Record<string, () => Promise<unknown>> = {}
   if (config.redisUrl) {
     const redis = createRedisConnection(config.redisUrl, { timeoutMs: 1000, name: 'readiness probe' })

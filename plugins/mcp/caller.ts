@@ -6,9 +6,8 @@
 import { Elysia } from 'elysia'
 import type { AccessService, Principal } from '../../src/auth/access-service.ts'
 import { authenticateRequest, openApiExtension } from '../../src/auth/plugin.ts'
-import { AppError } from '../../src/errors.ts'
-import { rateLimitHeaders, type RateCheck } from '../../src/rate-limit/index.ts'
-import type { RateLimitingOptions, RouteClass } from '../../src/rate-limit/plugin.ts'
+import type { RateCheck } from '../../src/rate-limit/index.ts'
+import { classPolicies, spendOrRefuse, type RateLimitingOptions, type RouteClass } from '../../src/rate-limit/plugin.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
 
 /** The caller, or undefined without an Authorization header; any Authorization header must hold a valid token. */
@@ -21,7 +20,7 @@ export async function optionalCaller(access: AccessService, request: Request): P
  * `{ callerRateLimit: 'search' }` spends that class's budget and the burst ceiling, as `rateLimit` does.
  */
 export function callerGuards(options: RateLimitingOptions) {
-  const { access, limiter, plans, policies } = options
+  const { access, limiter, plans } = options
   return new Elysia({ name: 'mcp-caller-guards' }).macro({
     optionalAuth: (enabled: true) => ({
       detail: openApiExtension({
@@ -33,25 +32,16 @@ export function callerGuards(options: RateLimitingOptions) {
       },
     }),
     callerRateLimit: (routeClass: RouteClass) => {
-      const onStoreError = options.failClosed.includes(routeClass) ? ('closed' as const) : ('open' as const)
-      const burst = { ...policies.burst, onStoreError }
-      const own = routeClass === 'default' ? undefined : { ...policies[routeClass], onStoreError }
+      const { burst, own, all } = classPolicies(options, routeClass)
       return {
-        detail: openApiExtension({ 'x-rate-limit': own ? [own, burst] : [burst], 'x-rate-limit-key': 'user, or client address without a token' }),
+        detail: openApiExtension({ 'x-rate-limit': all, 'x-rate-limit-key': 'user, or client address without a token' }),
         async beforeHandle({ request, set }) {
           const principal = await optionalCaller(access, request)
           const key = principal ? `user:${principal.userId}` : `ip:${requestMeta(request).clientIp}`
           const checks: RateCheck[] = [{ key, policy: burst }]
           const exempt = routeClass === 'search' && principal !== undefined && (await plans.isEnterprise(principal.orgId))
           if (own && !exempt) checks.push({ key, policy: own })
-          const decision = await limiter.check(checks)
-          const headers = rateLimitHeaders(decision)
-          Object.assign(set.headers, headers)
-          if (!decision.allowed)
-            throw new AppError('rate_limited', `Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`, {
-              headers,
-              extensions: { policy: decision.refusedBy, retryAfterSeconds: decision.retryAfterSeconds },
-            })
+          await spendOrRefuse(limiter, checks, set)
         },
       }
     },

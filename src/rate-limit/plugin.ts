@@ -33,34 +33,45 @@ export function policiesFromConfig(limits: {
   }
 }
 
+/** The policies a route class spends (its own, when it has one, and the burst ceiling), with its store-failure behaviour. */
+export function classPolicies(options: Pick<RateLimitingOptions, 'policies' | 'failClosed'>, routeClass: RouteClass) {
+  const onStoreError = options.failClosed.includes(routeClass) ? ('closed' as const) : ('open' as const)
+  const burst = { ...options.policies.burst, onStoreError }
+  const own = routeClass === 'default' ? undefined : { ...options.policies[routeClass], onStoreError }
+  return { burst, own, all: own ? [own, burst] : [burst] }
+}
+
+/** Spends `checks`, puts the RateLimit headers on the answer, and throws 429 `rate_limited` when refused. */
+export async function spendOrRefuse(limiter: RateLimiter, checks: RateCheck[], set: { headers: Record<string, unknown> }): Promise<void> {
+  const decision = await limiter.check(checks)
+  const headers = rateLimitHeaders(decision)
+  Object.assign(set.headers, headers)
+  if (!decision.allowed)
+    throw new AppError('rate_limited', `Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`, {
+      headers,
+      extensions: { policy: decision.refusedBy, retryAfterSeconds: decision.retryAfterSeconds },
+    })
+}
+
 /**
  * `{ rateLimit: 'chat' }` on a route: per user, the route class's budget and the burst
  * ceiling are spent together in one check. Enterprise organisations skip the search budget.
  */
 export function rateLimiting(options: RateLimitingOptions) {
-  const { limiter, access, plans, policies } = options
+  const { limiter, access, plans } = options
   return new Elysia({ name: 'rate-limiting' }).macro({
     rateLimit: (routeClass: RouteClass) => {
       // Built once per route: the policies this class spends, with its store-failure behaviour.
-      const onStoreError = options.failClosed.includes(routeClass) ? ('closed' as const) : ('open' as const)
-      const burst = { ...policies.burst, onStoreError }
-      const own = routeClass === 'default' ? undefined : { ...policies[routeClass], onStoreError }
+      const { burst, own, all } = classPolicies(options, routeClass)
       const exemptWhenEnterprise = routeClass === 'search'
       return {
-        detail: openApiExtension({ 'x-rate-limit': own ? [own, burst] : [burst] }),
+        detail: openApiExtension({ 'x-rate-limit': all }),
         async beforeHandle({ request, set }) {
           const principal = await authenticateRequest(access, request)
           const key = `user:${principal.userId}`
           const checks: RateCheck[] = [{ key, policy: burst }]
           if (own && !(exemptWhenEnterprise && (await plans.isEnterprise(principal.orgId)))) checks.push({ key, policy: own })
-          const decision = await limiter.check(checks)
-          const headers = rateLimitHeaders(decision)
-          Object.assign(set.headers, headers)
-          if (!decision.allowed)
-            throw new AppError('rate_limited', `Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`, {
-              headers,
-              extensions: { policy: decision.refusedBy, retryAfterSeconds: decision.retryAfterSeconds },
-            })
+          await spendOrRefuse(limiter, checks, set)
         },
       }
     },
