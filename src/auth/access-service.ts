@@ -163,8 +163,11 @@ export function createAccessService(deps: AccessServiceDeps) {
   async function createAccount(input: { email: string; password: string; role: Role; orgId?: string; orgName?: string; plan?: string }) {
     const email = normaliseEmail(input.email)
     if (await accounts.userByEmail(email)) throw new AppError('conflict', `A user with email ${email} already exists`)
-    const orgId = input.orgId ?? (await accounts.createOrganization(input.orgName ?? email, input.plan ?? deps.defaultPlan)).id
-    return accounts.createUser({ orgId, email, role: input.role, passwordHash: await hashPassword(input.password) })
+    const newOrgId = input.orgId ? undefined : (await accounts.createOrganization(input.orgName ?? email, input.plan ?? deps.defaultPlan)).id
+    const user = await accounts.createUser({ orgId: (input.orgId ?? newOrgId)!, email, role: input.role, passwordHash: await hashPassword(input.password) })
+    if (user) return user
+    if (newOrgId) await accounts.deleteEmptyOrganization(newOrgId)
+    throw new AppError('conflict', `A user with email ${email} already exists`)
   }
 
   async function register(email: string, password: string, organizationName?: string): Promise<TokenPair> {
@@ -180,13 +183,11 @@ export function createAccessService(deps: AccessServiceDeps) {
     if (!user) {
       const org = await accounts.createOrganization(identity.email ?? identity.subject, deps.defaultPlan)
       const email = normaliseEmail(identity.email ?? `${identity.subject}@${new URL(identity.issuer).host}`)
-      user = await accounts.createUser({
-        orgId: org.id,
-        email: (await accounts.userByEmail(email)) ? `${crypto.randomUUID()}+${email}` : email,
-        role: isRole(claimedRole) ? claimedRole : 'owner',
-        externalIssuer: identity.issuer,
-        externalSubject: identity.subject,
-      })
+      const account = { orgId: org.id, role: isRole(claimedRole) ? claimedRole : 'owner', externalIssuer: identity.issuer, externalSubject: identity.subject } as const
+      // The email may belong to a local account already; the external one then gets a unique alias.
+      user =
+        (await accounts.createUser({ ...account, email })) ??
+        (await accounts.createUser({ ...account, email: `${crypto.randomUUID()}+${email}` }))!
       logger.info('external user created', { userId: user.id, issuer: identity.issuer })
     }
     const role = isRole(claimedRole) ? claimedRole : user.role
@@ -229,9 +230,15 @@ export function createAccessService(deps: AccessServiceDeps) {
   /** Creates the first owner from ADMIN_EMAIL / ADMIN_PASSWORD when the service has no user yet. */
   async function ensureFirstOwner(admin: { email: string; password: string } | undefined): Promise<User | undefined> {
     if (!admin || (await accounts.countUsers()) > 0) return undefined
-    const user = await createAccount({ email: admin.email, password: admin.password, role: 'owner', orgName: 'Default organisation' })
-    logger.info('first owner created', { userId: user.id })
-    return user
+    try {
+      const user = await createAccount({ email: admin.email, password: admin.password, role: 'owner', orgName: 'Default organisation' })
+      logger.info('first owner created', { userId: user.id })
+      return user
+    } catch (err) {
+      // Processes starting together: the one that loses the race finds the owner already there.
+      if (err instanceof AppError && err.code === 'conflict') return undefined
+      throw err
+    }
   }
 
   return { login, refresh, logout, register, authenticate, createAccount, ensureFirstOwner }

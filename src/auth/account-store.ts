@@ -68,6 +68,11 @@ export class AccountStore {
     return orgFrom(org)
   }
 
+  /** Removes an organisation nobody belongs to yet (one made for an account that could not be created). */
+  async deleteEmptyOrganization(id: string): Promise<void> {
+    await this.db.sql`DELETE FROM organizations WHERE id = ${id} AND NOT EXISTS (SELECT 1 FROM users WHERE org_id = ${id})`
+  }
+
   async organization(id: string): Promise<Organization | undefined> {
     const [row] = await this.db.sql`SELECT * FROM organizations WHERE id = ${id}`
     return row ? orgFrom(row) : undefined
@@ -94,7 +99,7 @@ export class AccountStore {
     passwordHash?: string | null
     externalIssuer?: string | null
     externalSubject?: string | null
-  }): Promise<User> {
+  }): Promise<User | undefined> {
     const row = {
       id: Bun.randomUUIDv7(),
       org_id: input.orgId,
@@ -105,8 +110,9 @@ export class AccountStore {
       external_subject: input.externalSubject ?? null,
       created_at: Date.now(),
     }
-    await this.db.sql`INSERT INTO users ${this.db.sql(row)}`
-    return userFrom(row)
+    // Another request or process may take the email between a caller's check and this insert.
+    const inserted = await this.db.sql`INSERT INTO users ${this.db.sql(row)} ON CONFLICT (email) DO NOTHING RETURNING id`
+    return inserted.length > 0 ? userFrom(row) : undefined
   }
 
   async userById(id: string): Promise<User | undefined> {

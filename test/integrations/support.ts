@@ -87,7 +87,7 @@ export async function integrationApp(fake: FakeOAuthProvider, backend: Backend, 
  */
 export async function quickUser(t: TestApp, role: Role = 'member'): Promise<{ user: { id: string; orgId: string }; token: string }> {
   const org = await t.deps.accounts.createOrganization('integrations test', t.config.plans.ids[0]!)
-  const user = await t.deps.accounts.createUser({ orgId: org.id, email: `${role}-${crypto.randomUUID()}@example.com`, role })
+  const user = (await t.deps.accounts.createUser({ orgId: org.id, email: `${role}-${crypto.randomUUID()}@example.com`, role }))!
   const tokens = createAccessTokens({ secret: t.config.secrets.jwtSecret, issuer: t.config.tokens.issuer, audience: t.config.tokens.audience })
   const { token } = await tokens.issue({ userId: user.id, orgId: org.id, role, scopes: grantedScopes(role) })
   return { user, token }

@@ -109,7 +109,7 @@ export async function startWorld(backend: Backend = 'sqlite', env: Record<string
 
   async function member(role: Role = 'member'): Promise<Member> {
     const org = await t.deps.accounts.createOrganization('publishing test', t.config.plans.ids[0]!)
-    const user = await t.deps.accounts.createUser({ orgId: org.id, email: `${role}-${crypto.randomUUID()}@example.com`, role })
+    const user = (await t.deps.accounts.createUser({ orgId: org.id, email: `${role}-${crypto.randomUUID()}@example.com`, role }))!
     const { token } = await tokens.issue({ userId: user.id, orgId: org.id, role, scopes: grantedScopes(role) })
     return { userId: user.id, orgId: org.id, token }
   }
