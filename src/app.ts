@@ -12,6 +12,7 @@ import { codeSearchPlugin } from '../plugins/search/index.ts'
 import { paymentsPlugin } from '../plugins/payments/index.ts'
 import { integrationsPlugin } from '../plugins/integrations/index.ts'
 import { chatPlugin } from '../plugins/chat/index.ts'
+import { PROVIDER_VARIABLES } from '../plugins/chat/service.ts'
 import { enhancedChatPlugin } from '../plugins/enhanced-chat/index.ts'
 import { publishPlugin } from '../plugins/publish/index.ts'
 import { codehostPlugin } from '../plugins/codehost/index.ts'
@@ -41,7 +42,23 @@ export function createApp(deps: Dependencies) {
   })
     .use(requestPipeline({ logger, bodyLimitBytes: config.bodyLimitBytes, trustedProxies: config.trustedProxies, routeIndex }))
     .use(openApiPlugin())
-    .use(docsSitePlugin({ publicBaseUrl: config.publicBaseUrl, mcpUrl: config.docs.mcpUrl, logger }))
+    .use(
+      docsSitePlugin({
+        publicBaseUrl: config.publicBaseUrl,
+        mcpUrl: config.docs.mcpUrl,
+        logger,
+        // The documentation assistant asks the chat's model provider and spends its own budget per client address.
+        assistant: {
+          models: {
+            configured: deps.chat.configured,
+            provider: () => deps.chat.services().provider,
+            model: config.chat.model,
+            settings: PROVIDER_VARIABLES,
+          },
+          rateLimits,
+        },
+      }),
+    )
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle, checks: deps.readinessChecks }))
     .use(authPlugin({ access, plans, rateLimits, allowRegistration: config.allowRegistration }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, access, plans, rateLimits }))

@@ -147,9 +147,10 @@ const variables = {
   RATE_LIMIT_CHAT_PER_MINUTE: { doc: 'Chat requests per user per minute', parse: integer(1, 1_000_000), fallback: 100 },
   RATE_LIMIT_INTEGRATIONS_PER_MINUTE: { doc: 'Integration requests per user per minute', parse: integer(1, 1_000_000), fallback: 50 },
   RATE_LIMIT_SEARCH_PER_MINUTE: { doc: 'Search requests per user per minute (enterprise plans: unlimited)', parse: integer(1, 1_000_000), fallback: 200 },
+  RATE_LIMIT_ASSISTANT_PER_MINUTE: { doc: 'Documentation assistant questions per client address per minute', parse: integer(1, 1_000_000), fallback: 10 },
   RATE_LIMIT_BURST: { doc: 'Burst ceiling: requests per user across all endpoints within RATE_LIMIT_BURST_WINDOW_SECONDS', parse: integer(1, 1_000_000), fallback: 500 },
   RATE_LIMIT_BURST_WINDOW_SECONDS: { doc: 'Window of the burst ceiling', parse: integer(1, 3600), fallback: 10 },
-  RATE_LIMIT_FAIL_CLOSED: { doc: 'Route classes (chat, integrations, search, default) refused when Redis is unreachable; others are allowed', parse: list, fallback: [] as string[] },
+  RATE_LIMIT_FAIL_CLOSED: { doc: 'Route classes (chat, integrations, search, assistant, default) refused when Redis is unreachable; others are allowed', parse: list, fallback: [] as string[] },
   LOGIN_MAX_FAILURES: { doc: 'Failed logins per account or address before it is locked', parse: integer(1, 1000), fallback: 5 },
   LOGIN_LOCK_SECONDS: { doc: 'How long a locked account or address waits', parse: integer(1, 86_400), fallback: 900 },
   OPENAI_API_KEY: { doc: 'Key for the OpenAI-compatible model provider', parse: text },
@@ -285,6 +286,7 @@ export interface Config {
     readonly chatPerMinute: number
     readonly integrationsPerMinute: number
     readonly searchPerMinute: number
+    readonly assistantPerMinute: number
     readonly burst: number
     readonly burstWindowSeconds: number
     readonly failClosed: readonly string[]
@@ -547,7 +549,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   for (const plan of values.ENTERPRISE_PLANS)
     if (!values.PLANS.includes(plan)) problems.push(`ENTERPRISE_PLANS names plan "${plan}", which is not in PLANS`)
-  const routeClasses = ['chat', 'integrations', 'search', 'default']
+  const routeClasses = ['chat', 'integrations', 'search', 'assistant', 'default']
   for (const c of values.RATE_LIMIT_FAIL_CLOSED)
     if (!routeClasses.includes(c)) problems.push(`RATE_LIMIT_FAIL_CLOSED names "${c}"; known classes are ${routeClasses.join(', ')}`)
   if (values.PLANS.length === 0) problems.push('PLANS must name at least one plan')
@@ -584,6 +586,7 @@ export function loadConfig(env: Env = process.env): Config {
       chatPerMinute: values.RATE_LIMIT_CHAT_PER_MINUTE,
       integrationsPerMinute: values.RATE_LIMIT_INTEGRATIONS_PER_MINUTE,
       searchPerMinute: values.RATE_LIMIT_SEARCH_PER_MINUTE,
+      assistantPerMinute: values.RATE_LIMIT_ASSISTANT_PER_MINUTE,
       burst: values.RATE_LIMIT_BURST,
       burstWindowSeconds: values.RATE_LIMIT_BURST_WINDOW_SECONDS,
       failClosed: values.RATE_LIMIT_FAIL_CLOSED,

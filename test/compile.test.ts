@@ -4,7 +4,7 @@ import { tempDir } from './helpers.ts'
 
 const root = join(import.meta.dir, '..')
 
-test('bun build --compile produces one executable that serves /health', async () => {
+test('bun build --compile produces one executable that serves /health and draws PDFs', async () => {
   const dir = tempDir('compile-')
   afterAll(() => dir.remove())
   const outfile = join(dir.path, 'server')
@@ -31,6 +31,11 @@ test('bun build --compile produces one executable that serves /health', async ()
     const res = await fetch(`${url}/health`)
     expect(res.status).toBe(200)
     expect(await res.json()).toMatchObject({ status: 'ok' })
+    // PDFs are drawn inside the executable: the PDF library reads no file of its own at run time.
+    const pdf = await fetch(`${url}/docs/errors.pdf`)
+    expect(pdf.status).toBe(200)
+    expect(pdf.headers.get('content-type')).toBe('application/pdf')
+    expect(new TextDecoder().decode((await pdf.bytes()).slice(0, 5))).toBe('%PDF-')
     proc.kill('SIGTERM')
     expect(await proc.exited).toBe(0)
   } finally {

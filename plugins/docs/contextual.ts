@@ -250,6 +250,14 @@ export type MenuEntry =
       readonly download?: boolean
     }
   | {
+      /** Opens the documentation assistant's dialog on the page (POST /api/docs/assistant). */
+      readonly kind: 'assistant'
+      readonly id: string
+      readonly title: string
+      readonly description: string
+      readonly icon?: Icon
+    }
+  | {
       readonly kind: 'copy'
       readonly id: string
       readonly title: string
@@ -260,9 +268,6 @@ export type MenuEntry =
       readonly fallbackHref?: string
       readonly icon?: Icon
     }
-
-/** Built-in options this service has no counterpart for: the platform's own assistant and PDF export, and apps with no documented link format. */
-export const UNSUPPORTED_OPTIONS: readonly BuiltInOption[] = ['assistant', 'download-pdf', 'windsurf', 'devin-mcp']
 
 /** Chat services opened with a prompt: the URL up to the prompt, the prompt URL-encoded after it. */
 const ASSISTANTS: Partial<Record<BuiltInOption, { title: string; prefix: string }>> = {
@@ -350,15 +355,62 @@ export function vscodeInstallLink(name: string, mcpUrl: string): string {
   return `vscode:mcp/install?${encodeQueryComponent(JSON.stringify({ name, type: 'http', url: mcpUrl }))}`
 }
 
+/**
+ * The key an editor's configuration files the server under: the site's name in lower case, runs of
+ * anything but letters and digits as one "-" ("Real-time AI platform" -> "real-time-ai-platform").
+ */
+export function mcpServerKey(name: string): string {
+  const key = name
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '')
+  return key || 'docs'
+}
+
+/** One POSIX shell word: left bare when it holds only characters no shell treats specially, else single-quoted. */
+export function shellWord(text: string): string {
+  if (/^[A-Za-z0-9_\/:.,@%+=-]+$/.test(text)) return text
+  return `'${text.replaceAll("'", `'\\''`)}'`
+}
+
+/**
+ * The server's entry for Windsurf (now Devin Desktop). Windsurf's MCP documentation (Cascade, "Model Context
+ * Protocol") gives a one-click deep link only for servers of its own registry
+ * (`windsurf://windsurf-mcp-registry?serverName=<name>`), none that takes a server URL, so the menu copies
+ * the entry the same page documents for a remote HTTP server in `mcp_config.json`:
+ * `{ "mcpServers": { "<name>": { "serverUrl": "<url>" } } }`.
+ */
+export function windsurfMcpConfig(name: string, mcpUrl: string): string {
+  return JSON.stringify({ mcpServers: { [mcpServerKey(name)]: { serverUrl: mcpUrl } } }, null, 2)
+}
+
+/**
+ * Devin's documentation ("MCP Configuration" of its command line) adds a remote server with
+ * `devin mcp add <name> <url>`: a URL means Streamable HTTP, and `-s user` keeps the server for every
+ * project. Its web app documents no install link, only the "Add your own" form of its MCP marketplace, so
+ * the menu copies the command.
+ */
+export function devinMcpCommand(name: string, mcpUrl: string): string {
+  return `devin mcp add -s user ${shellWord(mcpServerKey(name))} ${shellWord(mcpUrl)}`
+}
+
 const isWebLink = (href: string) => /^https?:\/\//i.test(href) || href.startsWith('/')
 
-function builtInEntry(id: BuiltInOption, page: PageContext): MenuEntry | undefined {
+function builtInEntry(id: BuiltInOption, page: PageContext): MenuEntry {
   const assistant = ASSISTANTS[id]
   if (assistant) {
     const href = assistant.prefix + encodeQueryComponent(assistantPrompt(page.markdownUrl))
     return { kind: 'link', id, title: assistant.title, description: 'Ask questions about this page', href, newTab: true }
   }
   switch (id) {
+    case 'assistant':
+      return { kind: 'assistant', id, title: 'Ask assistant', description: 'Ask the documentation assistant about this page' }
+    case 'download-pdf':
+      return { kind: 'link', id, title: 'Download PDF', description: 'Download this page as a PDF', href: `${page.path}.pdf`, newTab: false, download: true }
     case 'copy':
       return { kind: 'copy', id, title: 'Copy page', description: 'Copy this page as Markdown for LLMs', copy: { page: true }, fallbackHref: `${page.path}.md` }
     case 'view':
@@ -366,25 +418,40 @@ function builtInEntry(id: BuiltInOption, page: PageContext): MenuEntry | undefin
     case 'mcp':
       return { kind: 'copy', id, title: 'Copy MCP server URL', description: 'Copy the MCP server URL to the clipboard', copy: { text: page.mcpUrl } }
     case 'add-mcp':
-      return { kind: 'copy', id, title: 'Copy MCP install command', description: 'Install the MCP server in your agents with add-mcp', copy: { text: `npx add-mcp ${page.mcpUrl}` } }
+      return { kind: 'copy', id, title: 'Copy MCP install command', description: 'Install the MCP server in your agents with add-mcp', copy: { text: `npx add-mcp ${shellWord(page.mcpUrl)}` } }
     case 'cursor':
       return { kind: 'link', id, title: 'Connect to Cursor', description: 'Install the MCP server in Cursor', href: cursorInstallLink(page.serverName, page.mcpUrl), newTab: false }
     case 'vscode':
       return { kind: 'link', id, title: 'Connect to VS Code', description: 'Install the MCP server in VS Code', href: vscodeInstallLink(page.serverName, page.mcpUrl), newTab: false }
+    case 'windsurf':
+      return {
+        kind: 'copy',
+        id,
+        title: 'Connect to Windsurf',
+        description: "Copy the MCP server's entry for mcp_config.json in Windsurf (Devin Desktop)",
+        copy: { text: windsurfMcpConfig(page.serverName, page.mcpUrl) },
+      }
+    case 'devin-mcp':
+      return {
+        kind: 'copy',
+        id,
+        title: 'Connect to Devin',
+        description: 'Copy the command that adds the MCP server to Devin',
+        copy: { text: devinMcpCommand(page.serverName, page.mcpUrl) },
+      }
     case 'download-spec':
       return { kind: 'link', id, title: 'Download OpenAPI spec', description: 'The OpenAPI document of this API', href: page.specUrl, newTab: false, download: true }
-    default:
-      return undefined
   }
+  // Every id of BUILT_IN_OPTIONS is answered above or in ASSISTANTS; a new one must be given its entry.
+  throw new Error(`built-in menu option "${id}" has no entry`)
 }
 
-/** Every entry of the menu on one page, in docs.json order; options in UNSUPPORTED_OPTIONS are left out. */
+/** Every entry of the menu on one page, in docs.json order. */
 export function resolveMenu(config: ContextualMenuConfig, page: PageContext): MenuEntry[] {
   const entries: MenuEntry[] = []
   config.options.forEach((option, i) => {
     if (typeof option === 'string') {
-      const entry = builtInEntry(option, page)
-      if (entry) entries.push(entry)
+      entries.push(builtInEntry(option, page))
       return
     }
     const href = resolveHref(option.href, page)

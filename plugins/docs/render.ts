@@ -6,6 +6,9 @@ import type { DocsPage } from './site.ts'
 
 /** The HTML, Markdown and llms.txt of the documentation site, from pages already resolved. */
 
+/** Where the documentation assistant takes questions (POST, public, streamed answer). */
+export const DOCS_ASSISTANT_PATH = '/api/docs/assistant'
+
 /** A sidebar entry: a page, or a group of entries. */
 export type NavigationItem = { readonly title: string; readonly url: string } | { readonly group: string; readonly items: readonly NavigationItem[] }
 
@@ -91,6 +94,19 @@ h1 { margin: .2rem 0 .4rem; font-size: 2rem; line-height: 1.2; }
 .menu-item[data-state="copied"] .menu-title::after, .menu-primary[data-state="copied"]::after { content: " ✓ Copied"; color: var(--accent); }
 .menu-item[data-state="failed"] .menu-title::after, .menu-primary[data-state="failed"]::after { content: " — copy failed"; color: #dc2626; }
 .toc .menu-toc { margin-top: 1.5rem; border-top: 1px solid var(--border); padding-top: 1rem; }
+.assistant { width: min(40rem, calc(100vw - 2rem)); max-height: calc(100vh - 4rem); padding: 1rem 1.25rem; border: 1px solid var(--border); border-radius: .8rem; background: var(--bg); color: var(--fg); }
+.assistant::backdrop { background: rgb(0 0 0 / .35); }
+.assistant-head { display: flex; justify-content: space-between; align-items: center; }
+.assistant-head h2 { margin: 0; font-size: 1.1rem; }
+.assistant-close { border: 0; background: none; color: var(--muted); font-size: 1.4rem; cursor: pointer; }
+.assistant label { display: block; margin: .6rem 0 .3rem; color: var(--muted); font-size: .85rem; }
+.assistant textarea { width: 100%; padding: .5rem; border: 1px solid var(--border); border-radius: .5rem; background: var(--panel); color: var(--fg); font: inherit; resize: vertical; }
+.assistant-actions { display: flex; justify-content: flex-end; margin-top: .5rem; }
+.assistant-ask { padding: .35rem 1rem; border: 0; border-radius: .5rem; background: var(--accent); color: #fff; font: inherit; cursor: pointer; }
+.assistant-ask:disabled { opacity: .6; cursor: progress; }
+.assistant-answer { white-space: pre-wrap; margin-top: .8rem; }
+.assistant-error { color: #dc2626; }
+.assistant-sources ul { margin: .3rem 0 0; padding-left: 1.2rem; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 @media (max-width: 75rem) { .layout { grid-template-columns: 14rem minmax(0, 1fr); } .toc { display: none; } .toc.has-menu { display: block; grid-column: 2; position: static; max-height: none; } }
 @media (max-width: 48rem) { .layout { display: block; } .sidebar { position: static; max-height: none; } }
@@ -100,13 +116,15 @@ const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).di
 
 /**
  * Every page's Content-Security-Policy: only this stylesheet and script run, no request leaves the
- * page but images (icons) and navigation.
+ * page but images (icons), navigation and the assistant's requests to this origin.
  */
 export const DOCS_CSP = [
   "default-src 'none'",
   `style-src ${sha256(STYLE)}`,
   `script-src ${sha256(MENU_SCRIPT)}`,
   "img-src 'self' https: data:",
+  // The assistant dialog posts its question to this origin and reads the streamed answer.
+  "connect-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",
   "frame-ancestors 'none'",
@@ -118,32 +136,65 @@ function iconHtml(icon: Icon | undefined): string {
   return `<img src="${escapeHtml(icon)}" alt="" aria-hidden="true">`
 }
 
-function entryHtml(entry: MenuEntry, className: string, role: string): string {
-  const attrs = `class="${className}" data-option="${escapeHtml(entry.id)}"${role ? ` role="${role}"` : ''}`
-  const body = `${iconHtml(entry.icon)}<span class="menu-title">${escapeHtml(entry.title)}</span><span class="menu-description">${escapeHtml(entry.description)}</span>`
-  if (entry.kind === 'copy') {
-    const copy = 'page' in entry.copy ? 'data-copy="page"' : `data-copy="text" data-copy-text="${escapeHtml(entry.copy.text)}"`
-    return entry.fallbackHref
-      ? `<a ${attrs} ${copy} href="${escapeHtml(entry.fallbackHref)}">${body}</a>`
-      : `<button type="button" ${attrs} ${copy}>${body}</button>`
+/** The attributes that make an element do what `entry` does, the class and role aside. */
+function actionAttributes(entry: MenuEntry): string {
+  const id = `data-option="${escapeHtml(entry.id)}"`
+  switch (entry.kind) {
+    case 'copy': {
+      const copy = 'page' in entry.copy ? 'data-copy="page"' : `data-copy="text" data-copy-text="${escapeHtml(entry.copy.text)}"`
+      return `${id} ${copy}${entry.fallbackHref ? ` href="${escapeHtml(entry.fallbackHref)}"` : ''}`
+    }
+    case 'assistant':
+      return `${id} data-action="assistant" aria-haspopup="dialog" aria-controls="docs-assistant"`
+    case 'link':
+      return `${id} href="${escapeHtml(entry.href)}"${entry.newTab ? ' target="_blank" rel="noopener noreferrer"' : ''}${entry.download ? ' download' : ''}`
   }
-  const target = entry.newTab ? ' target="_blank" rel="noopener noreferrer"' : ''
-  return `<a ${attrs} href="${escapeHtml(entry.href)}"${target}${entry.download ? ' download' : ''}>${body}</a>`
+}
+
+/** A link when the entry leads somewhere without script, else a button. */
+function entryElement(entry: MenuEntry, attributes: string, body: string): string {
+  const isLink = entry.kind === 'link' || (entry.kind === 'copy' && entry.fallbackHref !== undefined)
+  return isLink ? `<a ${attributes}>${body}</a>` : `<button type="button" ${attributes}>${body}</button>`
+}
+
+function entryHtml(entry: MenuEntry, className: string, role: string): string {
+  const attrs = `class="${className}" ${actionAttributes(entry)}${role ? ` role="${role}"` : ''}`
+  const body = `${iconHtml(entry.icon)}<span class="menu-title">${escapeHtml(entry.title)}</span><span class="menu-description">${escapeHtml(entry.description)}</span>`
+  return entryElement(entry, attrs, body)
 }
 
 /** The header menu: the first entry as a button, all entries in a dropdown opened by the arrow button. */
 export function headerMenuHtml(entries: readonly MenuEntry[]): string {
   if (entries.length === 0) return ''
   const first = entries[0]!
-  const primary =
-    first.kind === 'copy'
-      ? `<button type="button" class="menu-primary" data-option="${escapeHtml(first.id)}" ${'page' in first.copy ? 'data-copy="page"' : `data-copy="text" data-copy-text="${escapeHtml(first.copy.text)}"`}>${escapeHtml(first.title)}</button>`
-      : `<a class="menu-primary" data-option="${escapeHtml(first.id)}" href="${escapeHtml(first.href)}"${first.newTab ? ' target="_blank" rel="noopener noreferrer"' : ''}>${escapeHtml(first.title)}</a>`
+  // The primary button copies without a fallback link, as the page's own button always has script.
+  const primaryEntry: MenuEntry = first.kind === 'copy' ? { ...first, fallbackHref: undefined } : first
+  const primary = entryElement(primaryEntry, `class="menu-primary" ${actionAttributes(primaryEntry)}`, escapeHtml(first.title))
   return (
     `<div class="menu" data-contextual="header">${primary}` +
     `<details class="menu-more"><summary aria-label="More page actions" aria-haspopup="menu">▾</summary>` +
     `<div class="menu-list" role="menu" aria-label="Page actions">${entries.map((e) => entryHtml(e, 'menu-item', 'menuitem')).join('')}</div>` +
     `</details></div>`
+  )
+}
+
+/**
+ * The documentation assistant's dialog, on pages whose menu has the `assistant` entry. The menu script
+ * opens it, posts the question to `endpoint` and writes the streamed answer in as text.
+ */
+export function assistantDialogHtml(endpoint: string): string {
+  return (
+    `<dialog id="docs-assistant" class="assistant" aria-labelledby="docs-assistant-title" data-endpoint="${escapeHtml(endpoint)}">` +
+    `<form class="assistant-form">` +
+    `<div class="assistant-head"><h2 id="docs-assistant-title">Ask the documentation</h2><button type="button" class="assistant-close" aria-label="Close">×</button></div>` +
+    `<label for="docs-assistant-question">Your question, answered from these pages with this one as context</label>` +
+    `<textarea id="docs-assistant-question" name="question" rows="3" maxlength="2000" required></textarea>` +
+    `<div class="assistant-actions"><button type="submit" class="assistant-ask">Ask</button></div>` +
+    `</form>` +
+    `<div class="assistant-answer" aria-live="polite"></div>` +
+    `<p class="assistant-error" role="alert" hidden></p>` +
+    `<div class="assistant-sources" hidden><p class="label">Sources</p><ul></ul></div>` +
+    `</dialog>`
   )
 }
 
@@ -210,7 +261,7 @@ ${doc.page.description ? `<meta name="description" content="${escapeHtml(doc.pag
 <aside class="toc${tocMenu ? ' has-menu' : ''}" aria-label="On this page">${toc}${tocMenu}</aside>
 </div>
 <p id="docs-menu-status" class="visually-hidden" role="status" aria-live="polite"></p>
-<script type="application/json" id="docs-page">${data}</script>
+${doc.menu.some((entry) => entry.kind === 'assistant') ? `${assistantDialogHtml(DOCS_ASSISTANT_PATH)}\n` : ''}<script type="application/json" id="docs-page">${data}</script>
 <script>${MENU_SCRIPT}</script>
 </body>
 </html>

@@ -3,9 +3,12 @@ import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import { problem } from '../../src/models.ts'
 import { bundledDocsSite } from './bundle.ts' with { type: 'macro' }
-import { parseContextualConfig, resolveMenu, UNSUPPORTED_OPTIONS } from './contextual.ts'
+import { createDocsIndex } from '../mcp/docs-index.ts'
+import { docsAssistantPlugin, type DocsAssistantOptions } from './assistant.ts'
+import { parseContextualConfig, resolveMenu } from './contextual.ts'
 import { OPENAPI_JSON_PATH } from './index.ts'
 import { renderMarkdown } from './markdown.ts'
+import { renderPagePdf } from './pdf.ts'
 import { DOCS_CSP, llmsTxt, pageDocument, pageMarkdown, pageUrlPath, type NavigationItem } from './render.ts'
 import type { DocsConfig, DocsPage, DocsSite } from './site.ts'
 
@@ -16,13 +19,26 @@ export interface DocsSitePluginOptions {
   publicBaseUrl: string
   /** Public URL of the hosted MCP server (DOCS_MCP_URL): the `mcp` and editor options, `$mcp`. */
   mcpUrl: string
-  /** Told at start-up about menu options this service has no counterpart for. Default: nobody. */
+  /**
+   * The documentation assistant (POST /api/docs/assistant and the menu's `assistant` entry). Without it,
+   * or without a model provider, the entry is left out of the menu with a warning. Default: none.
+   */
+  assistant?: Omit<DocsAssistantOptions, 'index' | 'siteName' | 'logger'>
+  /** Told at start-up about menu entries left out, and about assistant failures. Default: nobody. */
   logger?: Logger
+}
+
+/** One page as the site serves it. */
+export interface BuiltPage {
+  readonly html: string
+  readonly markdown: string
+  /** Its PDF, drawn on first request and kept (pages do not change while the service runs). */
+  pdf(): Promise<Uint8Array>
 }
 
 /** Every page rendered once, at start-up: its HTML document and its Markdown, by URL path. */
 export interface BuiltDocsSite {
-  readonly pages: ReadonlyMap<string, { readonly html: string; readonly markdown: string }>
+  readonly pages: ReadonlyMap<string, BuiltPage>
   /** Where /docs sends the reader: the first page of the navigation. */
   readonly firstUrl: string
   readonly llmsTxt: string
@@ -40,10 +56,14 @@ type NavigationGroup = DocsConfig['navigation']['groups'][number]
  * entry) and renders every page with its sidebar and menu.
  */
 export function buildDocsSite(site: DocsSite, options: Omit<DocsSitePluginOptions, 'site'>): BuiltDocsSite {
-  const menuConfig = parseContextualConfig(site.config.contextual)
-  for (const option of menuConfig.options)
-    if (typeof option === 'string' && UNSUPPORTED_OPTIONS.includes(option))
-      options.logger?.warn('documentation menu option not offered by this service; left out', { option })
+  const parsed = parseContextualConfig(site.config.contextual)
+  const models = options.assistant?.models
+  const assistantOffered = models?.configured === true
+  if (!assistantOffered && parsed.options.includes('assistant'))
+    options.logger?.warn('documentation assistant left out of the menu: no chat model provider is configured', {
+      option: 'assistant',
+      missing: models ? models.settings.join(' or ') : 'a model provider',
+    })
 
   const base = options.publicBaseUrl.replace(/\/+$/, '')
   const byPath = new Map<string, DocsPage>()
@@ -65,19 +85,20 @@ export function buildDocsSite(site: DocsSite, options: Omit<DocsSitePluginOption
   })
   const navigation = site.config.navigation.groups.map(toNavigation)
 
-  const pages = new Map<string, { html: string; markdown: string }>()
+  const pages = new Map<string, BuiltPage>()
   for (const page of byPath.values()) {
     const url = pageUrlPath(page.path)
     const markdown = pageMarkdown(page)
     const rendered = renderMarkdown(page.markdown)
-    const menu = resolveMenu(menuConfig, {
+    // Custom entries keep their docs.json index in their id, so the assistant is taken out after resolving.
+    const menu = resolveMenu(parsed, {
       path: url,
       markdown,
       markdownUrl: `${base}${url}.md`,
       mcpUrl: options.mcpUrl,
       serverName: site.config.name,
       specUrl: OPENAPI_JSON_PATH,
-    })
+    }).filter((entry) => assistantOffered || entry.kind !== 'assistant')
     const html = pageDocument({
       siteName: site.config.name,
       page,
@@ -86,11 +107,22 @@ export function buildDocsSite(site: DocsSite, options: Omit<DocsSitePluginOption
       headings: rendered.headings,
       navigation,
       menu,
-      display: menuConfig.display,
+      display: parsed.display,
       markdown,
       apiReference: API_REFERENCE,
     })
-    pages.set(url, { html, markdown })
+    let pdf: Promise<Uint8Array> | undefined
+    const source = { markdown, title: page.title, url: `${base}${url}`, baseUrl: base, siteName: site.config.name }
+    pages.set(url, {
+      html,
+      markdown,
+      pdf: () =>
+        (pdf ??= renderPagePdf(source).catch((error: unknown) => {
+          // A failure is not kept: the next request draws it again.
+          pdf = undefined
+          throw error
+        })),
+    })
   }
 
   const sections: { title: string; links: { title: string; url: string; description: string }[] }[] = []
@@ -123,45 +155,64 @@ const CACHE = 'public, max-age=300'
 const text = (body: string, contentType: string, extra: Record<string, string> = {}) =>
   new Response(body, { headers: { 'content-type': contentType, 'cache-control': CACHE, 'x-content-type-options': 'nosniff', ...extra } })
 
+/** `guide/deep` -> `guide-deep.pdf`: one path segment of letters, digits, `.`, `_` and `-`. */
+export function pdfFileName(slug: string): string {
+  const name = slug.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[-.]+|-+$/g, '')
+  return `${name || 'page'}.pdf`
+}
+
 /**
  * The public documentation site, no authentication (its routes are left out of the OpenAPI document,
  * like the explorer's own): GET /docs (to the first page), /docs/<path> as
- * HTML with the navigation sidebar and the contextual menu, /docs/<path>.md as Markdown, and
- * /llms.txt listing every page. Everything is rendered when the plugin is built.
+ * HTML with the navigation sidebar and the contextual menu, /docs/<path>.md as Markdown,
+ * /docs/<path>.pdf as a PDF download, and /llms.txt listing every page. Pages are rendered when the
+ * plugin is built, PDFs on first request. With `assistant`, it also mounts POST /api/docs/assistant.
  */
 export function docsSitePlugin(options: DocsSitePluginOptions) {
   const site = options.site ?? bundledDocsSite()
   const built = buildDocsSite(site, options)
-  return new Elysia({ name: 'docs-site', seed: `${options.publicBaseUrl} ${options.mcpUrl} ${site.config.name}`, detail: { tags: ['documentation'] } })
+  const pages = new Elysia({ name: 'docs-site', seed: `${options.publicBaseUrl} ${options.mcpUrl} ${site.config.name}`, detail: { tags: ['documentation'] } })
     .get('/docs', ({ redirect }) => redirect(built.firstUrl, 303), {
       response: { 303: t.Void({ description: 'Redirect to the first documentation page (Location header)' }) },
       detail: { summary: 'Documentation home: redirects to the first page', hide: true },
     })
     .get(
       '/docs/*',
-      ({ params, redirect }) => {
+      async ({ params, redirect }) => {
         const requested = params['*']
-        const markdown = requested.endsWith('.md')
-        const slug = (markdown ? requested.slice(0, -3) : requested).replace(/\/+$/, '')
-        if (slug === '' && !markdown) return redirect(built.firstUrl, 303)
+        const format = /\.(md|pdf)$/.exec(requested)?.[1] as 'md' | 'pdf' | undefined
+        const slug = (format ? requested.slice(0, -format.length - 1) : requested).replace(/\/+$/, '')
+        if (slug === '' && !format) return redirect(built.firstUrl, 303)
+        // Only the pages docs.json lists are answered; nothing is read from disk by path.
         const page = built.pages.get(`/docs/${slug}`)
         if (!page) throw new AppError('not_found', `No documentation page at /docs/${requested}`)
-        return markdown
-          ? text(page.markdown, 'text/markdown; charset=utf-8')
-          : text(page.html, 'text/html; charset=utf-8', { 'content-security-policy': DOCS_CSP })
+        if (format === 'md') return text(page.markdown, 'text/markdown; charset=utf-8')
+        if (format === 'pdf')
+          return new Response(await page.pdf(), {
+            headers: {
+              'content-type': 'application/pdf',
+              'content-disposition': `attachment; filename="${pdfFileName(slug)}"`,
+              'cache-control': CACHE,
+              'x-content-type-options': 'nosniff',
+            },
+          })
+        return text(page.html, 'text/html; charset=utf-8', { 'content-security-policy': DOCS_CSP })
       },
       {
-        params: t.Object({ '*': t.String({ description: 'Page path, with .md for its Markdown' }) }),
+        params: t.Object({ '*': t.String({ description: 'Page path, with .md for its Markdown or .pdf for a PDF' }) }),
         response: {
-          200: t.String({ description: 'The page as HTML, or as Markdown (text/markdown) when the path ends in .md' }),
+          200: t.Any({ description: 'The page as HTML, as Markdown (text/markdown) with .md, or as a PDF download (application/pdf) with .pdf' }),
           303: t.Void({ description: 'Redirect to the first page' }),
           404: problem,
         },
-        detail: { summary: 'A documentation page as HTML, or its Markdown with .md', hide: true },
+        detail: { summary: 'A documentation page as HTML, its Markdown with .md, its PDF with .pdf', hide: true },
       },
     )
     .get('/llms.txt', () => text(built.llmsTxt, 'text/plain; charset=utf-8'), {
       response: { 200: t.String({ description: 'llms.txt: every documentation page with a link to its Markdown' }) },
       detail: { summary: 'Index of the documentation for language models', hide: true },
     })
+  if (!options.assistant) return pages
+  const index = createDocsIndex(site.pages, options.publicBaseUrl)
+  return pages.use(docsAssistantPlugin({ ...options.assistant, index, siteName: site.config.name, logger: options.logger }))
 }

@@ -6,14 +6,14 @@ import { AppError } from '../errors.ts'
 import { definePolicy, rateLimitHeaders, type RateCheck, type RateLimiter, type RatePolicy } from './index.ts'
 
 /** Route classes a route names in `{ rateLimit: ... }`; `default` is the burst ceiling alone. */
-export type RouteClass = 'chat' | 'integrations' | 'search' | 'default'
+export type RouteClass = 'chat' | 'integrations' | 'search' | 'assistant' | 'default'
 
 export interface RateLimitingOptions {
   limiter: RateLimiter
   access: AccessService
   plans: PlanDirectory
   /** Policies from configuration: the burst ceiling and one per class. */
-  policies: { burst: RatePolicy; chat: RatePolicy; integrations: RatePolicy; search: RatePolicy }
+  policies: { burst: RatePolicy; chat: RatePolicy; integrations: RatePolicy; search: RatePolicy; assistant: RatePolicy }
   /** Classes whose requests are refused, rather than allowed, while the limiter's store is down. */
   failClosed: readonly string[]
 }
@@ -22,6 +22,7 @@ export function policiesFromConfig(limits: {
   chatPerMinute: number
   integrationsPerMinute: number
   searchPerMinute: number
+  assistantPerMinute: number
   burst: number
   burstWindowSeconds: number
 }): RateLimitingOptions['policies'] {
@@ -30,6 +31,7 @@ export function policiesFromConfig(limits: {
     chat: definePolicy({ name: 'chat', limit: limits.chatPerMinute, windowSeconds: 60 }),
     integrations: definePolicy({ name: 'integrations', limit: limits.integrationsPerMinute, windowSeconds: 60 }),
     search: definePolicy({ name: 'search', limit: limits.searchPerMinute, windowSeconds: 60 }),
+    assistant: definePolicy({ name: 'assistant', limit: limits.assistantPerMinute, windowSeconds: 60 }),
   }
 }
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { makeApp, type TestApp } from '../helpers.ts'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -15,6 +16,7 @@ describe.skipIf(!available)('documentation menu in a browser', () => {
   let context: BrowserContext
   let page: Page
   let origin: string
+  let model: FakeOpenAi
   const cspViolations: string[] = []
 
   beforeAll(async () => {
@@ -22,7 +24,9 @@ describe.skipIf(!available)('documentation menu in a browser', () => {
     let handle: (request: Request) => Response | Promise<Response> = () => new Response('starting', { status: 503 })
     server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (request) => handle(request) })
     origin = server.url.origin
-    t = await makeApp({ PUBLIC_BASE_URL: origin })
+    // The documentation assistant answers from the fake model provider.
+    model = startFakeOpenAi()
+    t = await makeApp({ PUBLIC_BASE_URL: origin, OPENAI_BASE_URL: model.baseUrl })
     handle = (request) => t.app.handle(request)
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -42,6 +46,7 @@ describe.skipIf(!available)('documentation menu in a browser', () => {
     await browser?.close()
     server?.stop(true)
     await t?.close()
+    await model?.close()
   })
 
   const menu = () => page.locator('[data-contextual="header"]')
@@ -148,6 +153,55 @@ describe.skipIf(!available)('documentation menu in a browser', () => {
     expect(asked).toContain(`${origin}/mcp`)
     expect(asked).toContain('# Errors')
     expect(plain).toBe('/swagger')
+  })
+
+  test('windsurf and devin-mcp copy the MCP server configuration those apps document', async () => {
+    await openMenu()
+    await entry('windsurf').click()
+    await page.locator('[role="menu"] [data-option="windsurf"][data-state="copied"]').waitFor()
+    expect(JSON.parse(await clipboard())).toEqual({ mcpServers: { 'real-time-ai-development-platform': { serverUrl: `${origin}/mcp` } } })
+    await openMenu()
+    await entry('devin-mcp').click()
+    await page.locator('[role="menu"] [data-option="devin-mcp"][data-state="copied"]').waitFor()
+    expect(await clipboard()).toBe(`devin mcp add -s user real-time-ai-development-platform ${origin}/mcp`)
+  })
+
+  test('download-pdf downloads the page as a PDF', async () => {
+    await openMenu()
+    const downloaded = page.waitForEvent('download')
+    await entry('download-pdf').click()
+    const download = await downloaded
+    expect(download.suggestedFilename()).toBe('errors.pdf')
+    expect(download.url()).toBe(`${origin}/docs/errors.pdf`)
+    const bytes = await Bun.file((await download.path())!).bytes()
+    expect(new TextDecoder().decode(bytes.slice(0, 5))).toBe('%PDF-')
+    expect(bytes.length).toBeGreaterThan(1000)
+  })
+
+  test('the assistant dialog streams the answer in as text, then lists the sources', async () => {
+    const answer = 'Every error is a <b>problem+json</b> body with a stable code.'
+    model.queue = [{ text: answer }]
+    await openMenu()
+    await entry('assistant').click()
+    const dialog = page.locator('dialog#docs-assistant')
+    await dialog.waitFor()
+    expect(await dialog.evaluate((el) => (el as unknown as { open: boolean }).open)).toBe(true)
+    await dialog.locator('textarea').fill('What does an error body look like?')
+    await dialog.locator('button[type="submit"]').click()
+    await page.locator('dialog#docs-assistant[data-state="done"]').waitFor()
+    // Markup in the answer is shown as characters, never turned into elements.
+    expect(await dialog.locator('.assistant-answer').textContent()).toBe(answer)
+    expect(await dialog.locator('.assistant-answer *').count()).toBe(0)
+    const links = dialog.locator('.assistant-sources a')
+    expect(await links.first().getAttribute('href')).toBe(`${origin}/docs/errors`)
+    expect(await links.first().textContent()).toBe('Errors')
+    expect(await dialog.locator('.assistant-error').isHidden()).toBe(true)
+    // The question went upstream with the page the reader is on.
+    const user = (model.completions.at(-1)!.messages as { content: string }[])[1]!.content
+    expect(user).toContain(`<page title="Errors" url="${origin}/docs/errors">`)
+    expect(user).toContain('Question: What does an error body look like?')
+    await page.keyboard.press('Escape')
+    expect(await dialog.evaluate((el) => (el as unknown as { open: boolean }).open)).toBe(false)
   })
 
   test('nothing on the page was blocked by its Content-Security-Policy', () => {

@@ -315,8 +315,10 @@ describe('built-in entries', () => {
   }
   const prompt = 'Read https://api.example.com/docs/search.md so I can ask questions about it.'
 
-  test('entries follow docs.json order; options with no counterpart here are left out', () => {
-    expect(menu.map((e) => e.id)).toEqual(['copy', 'view', 'chatgpt', 'claude', 'perplexity', 'mcp', 'cursor', 'vscode', 'custom-9', 'add-mcp', 'download-spec'])
+  test('entries follow docs.json order, every built-in option included', () => {
+    expect(menu.map((e) => e.id)).toEqual(['copy', 'view', 'chatgpt', 'claude', 'perplexity', 'mcp', 'cursor', 'vscode', 'assistant', 'custom-9', 'add-mcp', 'download-spec'])
+    const all = resolveMenu(parseContextualConfig({ options: [...BUILT_IN_OPTIONS] }), page())
+    expect(all.map((e) => e.id)).toEqual([...BUILT_IN_OPTIONS])
   })
 
   test('copy copies the page, view opens its Markdown', () => {

@@ -91,6 +91,16 @@ describe('documentation site of the service', async () => {
     expect(asked).toContain(`# ${page.title}`)
     expect(asked).not.toMatch(/\$(page|path|mcp)\b/)
     expect(menuEntry(html, `custom-${staticIndex}`).href).toBe((options[staticIndex] as { href: string }).href)
+    // The PDF download, and the Windsurf and Devin entries that copy the server's configuration.
+    expect(menuEntry(html, 'download-pdf').href).toBe('/docs/errors.pdf')
+    expect(html).toMatch(/data-option="download-pdf" href="\/docs\/errors\.pdf" download role="menuitem"/)
+    expect(JSON.parse(menuEntry(html, 'windsurf')['data-copy-text']!)).toEqual({
+      mcpServers: { 'real-time-ai-development-platform': { serverUrl: 'https://api.example.com/mcp' } },
+    })
+    expect(menuEntry(html, 'devin-mcp')['data-copy-text']).toBe('devin mcp add -s user real-time-ai-development-platform https://api.example.com/mcp')
+    // No model provider is configured here, so the assistant is left out of the menu.
+    expect(html).not.toContain('data-option="assistant"')
+    expect(t.logs).toContainEqual(expect.objectContaining({ option: 'assistant', missing: 'OPENAI_API_KEY or OPENAI_BASE_URL' }))
   })
 
   test('error problem types link to their row of the errors page', async () => {
@@ -280,12 +290,14 @@ describe('rendering', () => {
     )
   })
 
-  test('options this service cannot offer are logged at start-up and left out', async () => {
-    const site = fixtureApp(fixture({ contextual: { options: ['copy', 'assistant', 'download-pdf'] } }))
-    expect(site.logs.filter((l) => l.msg === 'documentation menu option not offered by this service; left out').map((l) => l.option)).toEqual(['assistant', 'download-pdf'])
+  test('every built-in option is offered; the assistant only with a model provider, else with a warning', async () => {
+    const site = fixtureApp(fixture({ contextual: { options: ['copy', 'assistant', 'download-pdf', 'windsurf', 'devin-mcp'] } }))
+    const warnings = site.logs.filter((l) => l.msg === 'documentation assistant left out of the menu: no chat model provider is configured')
+    expect(warnings.map((l) => l.option)).toEqual(['assistant'])
     const html = await (await site.get('/docs/start')).text()
-    expect(html).toContain('data-option="copy"')
+    for (const option of ['copy', 'download-pdf', 'windsurf', 'devin-mcp']) expect(html).toContain(`data-option="${option}"`)
     expect(html).not.toContain('data-option="assistant"')
+    expect(html).not.toContain('<dialog')
   })
 
   test('a bad contextual section stops the plugin from being built, naming the entry', () => {

@@ -1,0 +1,140 @@
+/**
+ * POST /api/docs/assistant: the documentation site's own assistant. It answers a reader's question from
+ * the documentation (the reader's page and the sections the search index finds), streaming the model's
+ * answer as server-sent events.
+ */
+import { Elysia, t } from 'elysia'
+import { openApiExtension } from '../../src/auth/plugin.ts'
+import { AppError } from '../../src/errors.ts'
+import type { Logger } from '../../src/log.ts'
+import { problem, strictObject } from '../../src/models.ts'
+import { classPolicies, spendOrRefuse, type RateLimitingOptions, type RouteClass } from '../../src/rate-limit/plugin.ts'
+import { requestMeta } from '../../src/request-pipeline.ts'
+import { sseResponse, type SseEvent } from '../../src/sse.ts'
+import { upstreamFailure, type ModelMessage, type ModelProvider } from '../chat/provider.ts'
+import type { DocsIndex } from '../mcp/docs-index.ts'
+import { assistantMessages, gatherContext, type AssistantSource } from './assistant-prompt.ts'
+import { DOCS_ASSISTANT_PATH } from './render.ts'
+
+/** The chat model the assistant asks, as the chat itself is configured. */
+export interface AssistantModels {
+  /** False without a model provider: the menu leaves the assistant out and the route answers 503. */
+  readonly configured: boolean
+  /** The provider; throws the 503 `not_configured` problem when there is none. */
+  provider(): ModelProvider
+  /** Model asked (CHAT_MODEL). */
+  readonly model: string
+  /** The settings that configure a provider, named in the start-up warning when there is none. */
+  readonly settings: readonly string[]
+}
+
+export interface DocsAssistantOptions {
+  /** The documentation searched: the same kind of index the MCP server's search_docs uses. */
+  index: DocsIndex
+  /** Named in the instructions to the model. */
+  siteName: string
+  models: AssistantModels
+  /** The `assistant` budget and the burst ceiling, spent per client address. */
+  rateLimits: RateLimitingOptions
+  /** Told about upstream failures. Default: nobody. */
+  logger?: Logger
+  /** Comment heartbeat interval of the stream. Default 5000 ms. */
+  heartbeatMs?: number
+}
+
+export const assistantRequest = strictObject({
+  question: t.String({ minLength: 1, maxLength: 2000, pattern: '\\S', description: 'The reader\'s question (1-2000 characters, not blank)', examples: ['How do I resume a chat stream?'] }),
+  page: t.Optional(
+    t.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'The page the reader is on, sent whole as context: its path (`chat`, `docs/chat`, `/docs/chat`) or URL',
+      examples: ['/docs/chat'],
+    }),
+  ),
+})
+
+const streamDoc = {
+  200: {
+    description:
+      'text/event-stream: `text` events ({ delta }) with the answer, then `sources` ({ sources: [{ title, path, url }] }), then `done` ({}). ' +
+      'An upstream failure ends the stream with an `error` event ({ code, message }; codes upstream_timeout, upstream_stalled, upstream_rate_limited, upstream_error, upstream_malformed).',
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  },
+} as const
+
+/** `{ addressRateLimit: 'assistant' }`: the class's budget and the burst ceiling, keyed by client address alone. */
+function addressRateLimit(rateLimits: RateLimitingOptions) {
+  return new Elysia({ name: 'docs-assistant-rate-limit' }).macro({
+    addressRateLimit: (routeClass: RouteClass) => {
+      const { all } = classPolicies(rateLimits, routeClass)
+      return {
+        detail: openApiExtension({ 'x-rate-limit': all, 'x-rate-limit-key': 'client address' }),
+        async beforeHandle({ request, set }) {
+          const key = `ip:${requestMeta(request).clientIp}`
+          await spendOrRefuse(
+            rateLimits.limiter,
+            all.map((policy) => ({ key, policy })),
+            set,
+          )
+        },
+      }
+    },
+  })
+}
+
+const event = (name: string, data: unknown): SseEvent => ({ event: name, data: JSON.stringify(data) })
+
+/** The model's answer as `text` events, then the sources and `done`; a failure becomes one `error` event. */
+async function* answerEvents(
+  provider: ModelProvider,
+  request: { model: string; messages: ModelMessage[]; sources: readonly AssistantSource[] },
+  signal: AbortSignal,
+  logger: Logger | undefined,
+): AsyncGenerator<SseEvent> {
+  try {
+    for await (const batch of provider.stream({ model: request.model, messages: request.messages, temperature: 0.2 }, signal))
+      for (const item of batch) if (item.type === 'text' && item.delta !== '') yield event('text', { delta: item.delta })
+    // The provider ends quietly when the reader leaves; there is nobody to send the rest to.
+    if (signal.aborted) return
+    yield event('sources', { sources: request.sources })
+    yield event('done', {})
+  } catch (error) {
+    const failure = upstreamFailure(error)
+    logger?.warn('documentation assistant: the model provider failed', { code: failure.code, error: failure.message })
+    yield event('error', { code: failure.code, message: failure.message })
+  }
+}
+
+/** The assistant's route. No token is needed (the documentation is public); questions are rate limited per client address. */
+export function docsAssistantPlugin(options: DocsAssistantOptions) {
+  const { index, models } = options
+  return new Elysia({ name: 'docs-assistant', detail: { tags: ['documentation'] } }).use(addressRateLimit(options.rateLimits)).post(
+    DOCS_ASSISTANT_PATH,
+    async ({ body, request }) => {
+      const provider = models.provider()
+      const page = body.page === undefined ? undefined : index.page(body.page)
+      if (body.page !== undefined && !page)
+        throw new AppError('not_found', `page: no documentation page "${body.page}"; give a path such as "chat" or "/docs/chat"`)
+      const context = await gatherContext(index, body.question, page)
+      const messages = assistantMessages(options.siteName, body.question, context, (p) => index.urlOf(p).url)
+      return sseResponse(answerEvents(provider, { model: models.model, messages, sources: context.sources }, request.signal, options.logger), {
+        signal: request.signal,
+        heartbeatMs: options.heartbeatMs,
+      })
+    },
+    {
+      body: assistantRequest,
+      addressRateLimit: 'assistant',
+      response: { 404: problem, 413: problem, 415: problem, 422: problem, 429: problem, 503: problem },
+      detail: {
+        summary: 'Ask the documentation assistant a question, with the page being read as context; the answer is streamed',
+        description:
+          'Public, no token. The answer comes from the documentation only: the page named in `page`, sent whole, and the sections the documentation search finds for the question. ' +
+          'Asks the chat model provider (CHAT_MODEL); without one the route answers 503 not_configured. ' +
+          'Rate limited per client address by the `assistant` budget (RATE_LIMIT_ASSISTANT_PER_MINUTE) and the burst ceiling.',
+        responses: streamDoc,
+      },
+    },
+  )
+}
