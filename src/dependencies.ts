@@ -192,7 +192,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   closers.push(() => payments.close())
   // Closed before the database: it saves pending snapshots and records their versions.
   closers.push(() => codeIndex.close())
-  const imports = createImportService({ db, codeIndex, dataDir: config.dataDir, settings: config.imports, tokens: integrations, logger, meter })
+  const imports = createImportService({ db, codeIndex, dataDir: config.dataDir, settings: config.imports, heartbeatMs: config.imports.heartbeatMs, tokens: integrations, logger, meter })
   // Closed before the code index: running imports stop and are recorded as interrupted.
   closers.push(() => imports.close())
   const publisher = createPublisher({
