@@ -122,7 +122,7 @@ const variables = {
   LOG_LEVEL: { doc: 'debug, info, warn or error', parse: oneOf('debug', 'info', 'warn', 'error'), fallback: 'info' as const },
   LOG_FORMAT: { doc: 'json (one line per event) or pretty (for development)', parse: oneOf('json', 'pretty'), fallback: 'json' as const },
   BODY_LIMIT_BYTES: { doc: 'Largest request body accepted, in bytes', parse: integer(1024, 512 * 1024 * 1024), fallback: 1024 * 1024 },
-  SHUTDOWN_TIMEOUT_MS: { doc: 'How long in-flight requests may run after SIGTERM', parse: integer(0, 600_000), fallback: 10_000 },
+  SHUTDOWN_TIMEOUT_MS: { doc: 'How long in-flight requests, chat answers and agent tasks may run after SIGTERM', parse: integer(0, 600_000), fallback: 10_000 },
   TRUSTED_PROXIES: {
     doc: 'Comma-separated proxy addresses whose X-Forwarded-For is believed; empty trusts none',
     parse: list,

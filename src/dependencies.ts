@@ -40,6 +40,22 @@ export interface Lifecycle {
   /** Set on SIGTERM: readiness fails so load balancers stop sending traffic. */
   draining: boolean
   readonly startedAt: number
+  /** Aborted when draining starts: streams another process can serve end with a reconnect hint. */
+  readonly drain: AbortSignal
+  startDraining(): void
+}
+
+export function createLifecycle(): Lifecycle {
+  const drain = new AbortController()
+  return {
+    draining: false,
+    startedAt: Date.now(),
+    drain: drain.signal,
+    startDraining() {
+      this.draining = true
+      drain.abort()
+    },
+  }
 }
 
 /** Everything the plugins are built from. Tests build their own with fakes. */
@@ -255,7 +271,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     config,
     logger,
     db,
-    lifecycle: { draining: false, startedAt: Date.now() },
+    lifecycle: createLifecycle(),
     accounts,
     access,
     plans,

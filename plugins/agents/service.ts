@@ -206,6 +206,11 @@ export function createAgentService(options: AgentServiceOptions) {
       await running.get(taskId)?.done
     },
 
+    /** Resolves once no task runs here: a draining process lets its tasks finish before interrupting them. */
+    async idle() {
+      while (running.size > 0) await Promise.allSettled([...running.values()].map((t) => t.done))
+    },
+
     /** Interrupts what runs here (each ends its log with `task_interrupted`) and waits for them, up to `waitMs`. */
     async close(waitMs = 5000) {
       const pending = [...running.values()]
