@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { connectAgent, expectContiguous, isFinal } from '../agents/helpers.ts'
-import { readEvents, textOf, type StreamEvent } from '../chat/helpers.ts'
+import { expectWholeAnswer, readEvents, type StreamEvent } from '../chat/helpers.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { announceSkip, postgresUrl, redisUrl } from '../helpers.ts'
 import { createCluster, json, signIn, type Cluster, type ServiceProcess } from './cluster.ts'
@@ -70,10 +70,7 @@ describe.skipIf(!ready)('rolling restart of one of two processes', () => {
     // ...and the other process carries it on from the last event seen.
     const resumed = await staying.request(`/api/chat/${chatId}/stream`, { headers: { authorization: `Bearer ${token}`, 'last-event-id': cut.events.at(-1)!.id! } })
     expect(resumed.status).toBe(200)
-    const all = [...cut.events, ...(await readEvents(resumed))]
-    expect(all.map((e) => Number(e.id!.split(':')[1]))).toEqual(all.map((_, i) => i + 1))
-    expect(textOf(all)).toBe(words.join(''))
-    expect(all.at(-1)!.chunk).toBe('[DONE]')
+    expectWholeAnswer([...cut.events, ...(await readEvents(resumed))], words.join(''))
 
     // The agent client is told to reconnect, and follows its task on the other process to the result.
     expect((await agent.closed).code).toBe(1001)
