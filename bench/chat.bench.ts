@@ -119,7 +119,7 @@ export async function run(): Promise<Row[]> {
     const note = `median of ${ROUNDS} alternating rounds; the service also stores the chat, the answer and a resumable event log`
     return [
       { figure: 'time to first byte', unit: 'ms', baseline: b((r) => r.ttfbMs), value: s((r) => r.ttfbMs), ratio: null, notes: [note] },
-      { figure: 'added time to first byte', unit: 'ms', baseline: null, value: s((r) => r.ttfbMs) - b((r) => r.ttfbMs), ratio: null, target: { atMost: 5 } },
+      { figure: 'added time to first byte', unit: 'ms', baseline: null, value: s((r) => r.ttfbMs) - b((r) => r.ttfbMs), ratio: null, limit: { atMost: 5 } },
       { figure: 'time to first token', unit: 'ms', baseline: b((r) => r.firstTokenMs), value: s((r) => r.firstTokenMs), ratio: null },
       { figure: 'added time to first token', unit: 'ms', baseline: null, value: s((r) => r.firstTokenMs) - b((r) => r.firstTokenMs), ratio: null },
       { figure: 'events per second', unit: 'events/s', baseline: b(rate), value: s(rate), ratio: ratioOf(s(rate), b(rate)), target: { atLeast: 0.6 } },

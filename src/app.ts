@@ -30,6 +30,8 @@ export function createApp(deps: Dependencies) {
     policies: policiesFromConfig(config.rateLimits),
     failClosed: config.rateLimits.failClosed,
   }
+  // With a shared stream log another process can take over a chat stream, so shutdown hands clients over.
+  const streamDrain = config.redisUrl ? { signal: deps.lifecycle.drain, retryMs: 1000 } : undefined
   const app = new Elysia({
     normalize: false,
     // Agent connections: the service pings them itself (AGENT_HEARTBEAT_INTERVAL_MS); Bun's own idle timeout is
@@ -75,8 +77,8 @@ export function createApp(deps: Dependencies) {
         stateTtlSeconds: config.integrations.stateTtlSeconds,
       }),
     )
-    .use(chatPlugin({ chat: deps.chat, access, plans, rateLimits }))
-    .use(enhancedChatPlugin({ chat: deps.chat, checker: deps.sandbox, limits: config.enhancedChat, access, plans, rateLimits }))
+    .use(chatPlugin({ chat: deps.chat, access, plans, rateLimits, drain: streamDrain }))
+    .use(enhancedChatPlugin({ chat: deps.chat, checker: deps.sandbox, limits: config.enhancedChat, access, plans, rateLimits, drain: streamDrain }))
     .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
     .use(codehostPlugin({ imports: deps.imports, access, plans, rateLimits }))
     .use(agentsPlugin({ hub: deps.agentConnections, access }))

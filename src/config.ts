@@ -122,7 +122,7 @@ const variables = {
   LOG_LEVEL: { doc: 'debug, info, warn or error', parse: oneOf('debug', 'info', 'warn', 'error'), fallback: 'info' as const },
   LOG_FORMAT: { doc: 'json (one line per event) or pretty (for development)', parse: oneOf('json', 'pretty'), fallback: 'json' as const },
   BODY_LIMIT_BYTES: { doc: 'Largest request body accepted, in bytes', parse: integer(1024, 512 * 1024 * 1024), fallback: 1024 * 1024 },
-  SHUTDOWN_TIMEOUT_MS: { doc: 'How long in-flight requests may run after SIGTERM', parse: integer(0, 600_000), fallback: 10_000 },
+  SHUTDOWN_TIMEOUT_MS: { doc: 'How long in-flight requests, chat answers and agent tasks may run after SIGTERM', parse: integer(0, 600_000), fallback: 10_000 },
   TRUSTED_PROXIES: {
     doc: 'Comma-separated proxy addresses whose X-Forwarded-For is believed; empty trusts none',
     parse: list,
@@ -245,6 +245,7 @@ const variables = {
   IMPORT_MAX_FILES: { doc: 'Most files a checked-out repository may have', parse: integer(1, 10_000_000), fallback: 100_000 },
   IMPORT_MAX_FILE_BYTES: { doc: 'Largest single file a repository may hold, in bytes', parse: integer(1, 4 * 1024 ** 3), fallback: 50 * 1024 ** 2 },
   IMPORT_CLONE_TIMEOUT_SECONDS: { doc: 'Longest a clone or fetch, with its checkout, may take before the import fails', parse: integer(1, 86_400), fallback: 300 },
+  IMPORT_HEARTBEAT_MS: { doc: 'How often a running import writes its heartbeat; one silent for three heartbeats (its process died) is marked failed by any process', parse: integer(100, 600_000), fallback: 5000 },
   IMPORT_CONCURRENCY: { doc: 'Imports run at the same time in one process; later ones wait queued', parse: integer(1, 64), fallback: 2 },
   EMBEDDINGS_MODEL: {
     doc: 'Embeddings model of an OpenAI-compatible endpoint for code search (text-embedding-3-small, nomic-embed-text ...); unset uses the offline hashed sub-word embeddings',
@@ -362,6 +363,7 @@ export interface Config {
     readonly maxFileBytes: number
     readonly cloneTimeoutMs: number
     readonly concurrency: number
+    readonly heartbeatMs: number
   }
   /** The documentation site at /docs. */
   readonly docs: { readonly mcpUrl: string }
@@ -685,6 +687,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxFileBytes: values.IMPORT_MAX_FILE_BYTES,
       cloneTimeoutMs: values.IMPORT_CLONE_TIMEOUT_SECONDS * 1000,
       concurrency: values.IMPORT_CONCURRENCY,
+      heartbeatMs: values.IMPORT_HEARTBEAT_MS,
     }),
     docs: Object.freeze({ mcpUrl: values.DOCS_MCP_URL ?? `${values.PUBLIC_BASE_URL}/mcp` }),
     codeSearch: Object.freeze({

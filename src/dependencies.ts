@@ -40,6 +40,22 @@ export interface Lifecycle {
   /** Set on SIGTERM: readiness fails so load balancers stop sending traffic. */
   draining: boolean
   readonly startedAt: number
+  /** Aborted when draining starts: streams another process can serve end with a reconnect hint. */
+  readonly drain: AbortSignal
+  startDraining(): void
+}
+
+export function createLifecycle(): Lifecycle {
+  const drain = new AbortController()
+  return {
+    draining: false,
+    startedAt: Date.now(),
+    drain: drain.signal,
+    startDraining() {
+      this.draining = true
+      drain.abort()
+    },
+  }
 }
 
 /** Everything the plugins are built from. Tests build their own with fakes. */
@@ -192,7 +208,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   closers.push(() => payments.close())
   // Closed before the database: it saves pending snapshots and records their versions.
   closers.push(() => codeIndex.close())
-  const imports = createImportService({ db, codeIndex, dataDir: config.dataDir, settings: config.imports, tokens: integrations, logger, meter })
+  const imports = createImportService({ db, codeIndex, dataDir: config.dataDir, settings: config.imports, heartbeatMs: config.imports.heartbeatMs, tokens: integrations, logger, meter })
   // Closed before the code index: running imports stop and are recorded as interrupted.
   closers.push(() => imports.close())
   const publisher = createPublisher({
@@ -255,7 +271,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     config,
     logger,
     db,
-    lifecycle: { draining: false, startedAt: Date.now() },
+    lifecycle: createLifecycle(),
     accounts,
     access,
     plans,

@@ -29,16 +29,21 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
   let stopping: Promise<void> | undefined
   const shutdown = (reason: string) =>
     (stopping ??= (async () => {
-      deps.lifecycle.draining = true
+      const deadline = Date.now() + config.shutdownTimeoutMs
+      const untilDeadline = <T>(work: Promise<T>) => Promise.race([work.then(() => true), Bun.sleep(Math.max(0, deadline - Date.now())).then(() => false)])
+      // Readiness fails, and chat streams that another process can serve end with a reconnect hint.
+      deps.lifecycle.startDraining()
       logger.info('shutting down', { reason, timeoutMs: config.shutdownTimeoutMs })
       // 1001 tells agent clients to reconnect (to another process) and subscribe to their tasks again.
       deps.agentConnections.closeAll(1001, 'server shutting down; reconnect and subscribe')
-      const drained = server.stop(false).then(() => true)
-      const finished = await Promise.race([drained, Bun.sleep(config.shutdownTimeoutMs).then(() => false)])
-      if (!finished) {
+      if (!(await untilDeadline(server.stop(false)))) {
         logger.warn('in-flight requests still running at the shutdown timeout; closing them')
         await server.stop(true)
       }
+      // Answers and tasks with no request left (their clients follow them elsewhere, or left) get the
+      // rest of the time to finish; whatever still runs then is stopped and recorded as interrupted.
+      if (!(await untilDeadline(Promise.all([deps.chat.hub.idle(), deps.agents.idle()]))))
+        logger.warn('chat answers or agent tasks still running at the shutdown timeout; interrupting them')
       await deps.close()
       logger.info('stopped')
     })())

@@ -5,7 +5,7 @@
 
 export type SseEvent = { id?: string; event?: string; data: string; retry?: number }
 
-export type SseCloseReason = 'done' | 'client_disconnected' | 'error'
+export type SseCloseReason = 'done' | 'client_disconnected' | 'error' | 'drained'
 
 export interface SseOptions {
   /**
@@ -21,6 +21,12 @@ export interface SseOptions {
   retryMs?: number
   /** Extra response headers; they override the defaults. */
   headers?: Record<string, string>
+  /**
+   * For streams another process can serve: when `signal` aborts (shutdown), the stream ends with a
+   * `retry:` field and a comment, so the client reconnects at once (through the load balancer, to a
+   * process that is not stopping) and resumes with Last-Event-ID.
+   */
+  drain?: { signal: AbortSignal; retryMs: number }
 }
 
 // CRLF, CR and LF are all line terminators to an EventSource parser.
@@ -75,6 +81,7 @@ export function sseResponse(source: AsyncIterable<SseEvent | string>, options: S
     closed = true
     clearTimeout(heartbeat)
     signal?.removeEventListener('abort', onAbort)
+    options.drain?.signal.removeEventListener('abort', onDrain)
     onClose?.(reason, error)
     return true
   }
@@ -91,6 +98,12 @@ export function sseResponse(source: AsyncIterable<SseEvent | string>, options: S
   // Bun aborts req.signal just before it cancels the body; waiting one microtask lets a caller that
   // passed req.signal still see 'client_disconnected' rather than 'done'.
   const onAbort = () => queueMicrotask(() => stop('done'))
+
+  const onDrain = () => {
+    if (closed || !controller) return
+    write(retryField(options.drain!.retryMs) + formatSseComment('server shutting down; reconnect with Last-Event-ID') + '\n')
+    stop('drained')
+  }
 
   // Bun's sink copies the string into its own buffer and coalesces writes made in the same tick,
   // so there is no per-event Uint8Array and a burst of tokens leaves in one packet.
@@ -117,11 +130,13 @@ export function sseResponse(source: AsyncIterable<SseEvent | string>, options: S
       controller = c
       if (signal?.aborted) return stop('done')
       signal?.addEventListener('abort', onAbort)
+      options.drain?.signal.addEventListener('abort', onDrain)
       iterator = source[Symbol.asyncIterator]()
       try {
         // Bun sends the status and headers only with the first bytes; clients should not wait for the first token.
         write(options.retryMs === undefined ? formatSseComment('open') : retryField(options.retryMs) + '\n')
         heartbeat = setTimeout(beat, heartbeatMs)
+        if (options.drain?.signal.aborted) return onDrain()
         while (!closed) {
           const step = await iterator.next()
           if (closed) return

@@ -212,6 +212,40 @@ describe('sseResponse over HTTP', () => {
     expect(close.reasons).toEqual(['client_disconnected'])
   })
 
+  test('draining ends the stream with a retry hint and a comment, releases the source, and reports onClose("drained")', async () => {
+    const close = closeRecorder()
+    const cleanedUp = Promise.withResolvers<void>()
+    const drain = new AbortController()
+    const url = serve(() =>
+      sseResponse(
+        (async function* () {
+          try {
+            for (let i = 1; ; i++) {
+              yield { id: String(i), data: 'token' }
+              await Bun.sleep(5)
+            }
+          } finally {
+            cleanedUp.resolve()
+          }
+        })(),
+        { onClose: close.onClose, drain: { signal: drain.signal, retryMs: 750 } },
+      ),
+    )
+    const response = await fetch(url)
+    setTimeout(() => drain.abort(), 40)
+    const { events, comments, retries } = await readAll(response)
+    expect(events.length).toBeGreaterThan(0)
+    expect(retries).toEqual([750])
+    expect(comments.at(-1)).toContain('reconnect with Last-Event-ID')
+    expect(await close.closed).toBe('drained')
+    await cleanedUp.promise
+
+    // A stream opened once draining has begun ends at once, with the same hint.
+    const late = await readAll(await fetch(url))
+    expect(late.events).toEqual([])
+    expect(late.retries).toEqual([750])
+  })
+
   test('an error thrown by the source ends the stream and reports onClose("error")', async () => {
     const close = closeRecorder()
     const failure = new Error('provider went away')

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import type { Database } from '../src/storage/database.ts'
+import { openDatabase, type Database } from '../src/storage/database.ts'
 import { migrate, splitStatements, type Migration } from '../src/storage/migrate.ts'
 import { migrations } from '../src/storage/migrations/index.ts'
-import { forEachBackend, type BackendDatabase } from './helpers.ts'
+import { forEachBackend, freshPostgres, postgresUrl, type BackendDatabase } from './helpers.ts'
 
 test('statements split at semicolons that end a line, comments dropped', () => {
   expect(splitStatements('-- a table\nCREATE TABLE a (x TEXT);\n\nCREATE TABLE b (y TEXT DEFAULT \'a;b\')\n')).toEqual([
@@ -61,5 +61,19 @@ forEachBackend((backend) => {
     test('ping answers', async () => {
       await db.ping()
     })
+  })
+})
+
+describe.skipIf(!postgresUrl)('PostgreSQL: several processes starting on an empty database', () => {
+  test('migrate from nothing at once, each on its own connections: every migration applied exactly once', async () => {
+    const pg = (await freshPostgres())!
+    const databases = await Promise.all(Array.from({ length: 4 }, () => openDatabase({ databaseUrl: pg.url, maxConnections: 2 })))
+    try {
+      const applied = await Promise.all(databases.map((db) => migrate(db, migrations)))
+      expect(applied.flat().sort((a, b) => a - b)).toEqual(migrations.map((m) => m.version).sort((a, b) => a - b))
+    } finally {
+      await Promise.all(databases.map((db) => db.close()))
+      await pg.drop()
+    }
   })
 })

@@ -17,6 +17,8 @@ export interface Row {
   ratio: number | null
   /** Bounds on the ratio; shown beside it, never enforced. */
   target?: { atLeast?: number; atMost?: number }
+  /** Bounds on the value itself, in its unit (the issues' absolute targets); shown, never enforced. */
+  limit?: { atLeast?: number; atMost?: number }
   /** Caveats on how the figure was obtained; printed as footnotes. */
   notes?: string[]
   /** Something that makes the figure untrustworthy (refused requests, say); printed loudly. */
@@ -36,7 +38,7 @@ export function printTable(rows: Row[]): void {
     r.baseline === null ? '-' : formatValue(r.baseline, r.unit),
     formatValue(r.value, r.unit),
     r.ratio === null ? '-' : r.ratio.toFixed(2),
-    formatTarget(r.target),
+    formatTarget(r),
     r.warning ? '!! SEE BELOW' : verdict(r),
   ])
   const widths = header.map((_, i) => Math.max(...[header, ...body].map((cells) => cells[i]!.length)))
@@ -56,16 +58,22 @@ function formatValue(n: number, unit: string): string {
   return Math.round(n).toLocaleString('en-US')
 }
 
-function formatTarget(target: Row['target']): string {
-  if (!target) return ''
-  const parts = [target.atLeast !== undefined && `≥ ${target.atLeast.toFixed(2)}`, target.atMost !== undefined && `≤ ${target.atMost.toFixed(2)}`]
-  return parts.filter(Boolean).join(', ')
+function formatTarget({ target, limit, unit }: Row): string {
+  const parts: string[] = []
+  if (target?.atLeast !== undefined) parts.push(`ratio ≥ ${target.atLeast.toFixed(2)}`)
+  if (target?.atMost !== undefined) parts.push(`ratio ≤ ${target.atMost.toFixed(2)}`)
+  if (limit?.atLeast !== undefined) parts.push(`≥ ${formatValue(limit.atLeast, unit)} ${unit}`)
+  if (limit?.atMost !== undefined) parts.push(`≤ ${formatValue(limit.atMost, unit)} ${unit}`)
+  return parts.join(', ')
 }
 
-function verdict({ target, ratio }: Row): string {
-  if (!target || ratio === null) return ''
-  const met = (target.atLeast === undefined || ratio >= target.atLeast) && (target.atMost === undefined || ratio <= target.atMost)
-  return met ? 'met' : 'BELOW TARGET'
+const within = (n: number, bounds: { atLeast?: number; atMost?: number }) =>
+  (bounds.atLeast === undefined || n >= bounds.atLeast) && (bounds.atMost === undefined || n <= bounds.atMost)
+
+export function verdict({ target, limit, ratio, value }: Row): string {
+  if (!limit && (!target || ratio === null)) return ''
+  const met = (!limit || within(value, limit)) && (!target || ratio === null || within(ratio, target))
+  return met ? 'met' : 'NOT MET'
 }
 
 export function machineFacts() {

@@ -143,6 +143,8 @@ export function createConnectionHub(options: ConnectionHubOptions) {
         retryAfterSeconds: decision.retryAfterSeconds,
       })
     const taskId = agents.start(connection.caller, checked.command, checked.params, message.id)
+    // The ack promises the task can be followed from any process, so it waits for the shared log.
+    await agents.recorded(taskId)
     const { stop } = await agents.follow(connection.caller, taskId, 0, listenerFor(connection, taskId))
     connection.follow(taskId, stop)
   }

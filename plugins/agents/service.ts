@@ -63,6 +63,8 @@ interface RunningTask {
   controller: AbortController
   done: Promise<void>
   userId: string
+  /** The ack is readable by other processes. */
+  recorded: Promise<void>
 }
 
 export function createAgentService(options: AgentServiceOptions) {
@@ -149,6 +151,7 @@ export function createAgentService(options: AgentServiceOptions) {
       const taskId = newTaskId()
       const writer = log.open({ taskId, userId: caller.userId, orgId: caller.orgId, command, createdAt: Date.now() })
       writer.append({ type: 'ack', ...(clientId === undefined ? {} : { id: clientId }), command, status: 'queued' })
+      const recorded = writer.written()
       options.meter?.record({ ...caller, kind: 'agent_run' })
       const controller = new AbortController()
       runningByUser.set(caller.userId, count + 1)
@@ -160,7 +163,7 @@ export function createAgentService(options: AgentServiceOptions) {
           if (left > 0) runningByUser.set(caller.userId, left)
           else runningByUser.delete(caller.userId)
         })
-      running.set(taskId, { controller, done, userId: caller.userId })
+      running.set(taskId, { controller, done, userId: caller.userId, recorded })
       return taskId
     },
 
@@ -196,6 +199,11 @@ export function createAgentService(options: AgentServiceOptions) {
     ownTask,
     recent: (caller: AgentCaller, limit = 20) => log.recent(caller.userId, limit),
 
+    /** Resolves once another process can find the task (its ack is in the shared log). */
+    async recorded(taskId: string) {
+      await running.get(taskId)?.recorded
+    },
+
     /** Tasks running in this process. */
     get runningCount() {
       return running.size
@@ -204,6 +212,11 @@ export function createAgentService(options: AgentServiceOptions) {
     /** Waits for a task running here to finish (tests). */
     async settled(taskId: string) {
       await running.get(taskId)?.done
+    },
+
+    /** Resolves once no task runs here: a draining process lets its tasks finish before interrupting them. */
+    async idle() {
+      while (running.size > 0) await Promise.allSettled([...running.values()].map((t) => t.done))
     },
 
     /** Interrupts what runs here (each ends its log with `task_interrupted`) and waits for them, up to `waitMs`. */

@@ -36,6 +36,8 @@ export interface TaskWriter {
   append(message: TaskMessage, final?: boolean): string
   /** Status, step and percent as `status` and subscribe report them. */
   update(state: Partial<Pick<TaskMeta, 'status' | 'step' | 'percent'>>): void
+  /** Resolves once every message appended so far can be read by other processes. */
+  written(): Promise<void>
 }
 
 export interface TaskLog {
@@ -147,7 +149,13 @@ function createLocalTasks(retentionMs: number, keptPerUser = DEFAULT_TASKS_KEPT_
   }
 }
 
-function writerFor(local: ReturnType<typeof createLocalTasks>, task: LocalTask, onMessage?: (text: string, seq: number, final: boolean) => void, onUpdate?: () => void): TaskWriter {
+function writerFor(
+  local: ReturnType<typeof createLocalTasks>,
+  task: LocalTask,
+  onMessage?: (text: string, seq: number, final: boolean) => Promise<unknown> | void,
+  onUpdate?: () => void,
+): TaskWriter {
+  let lastWrite: Promise<unknown> | void
   return {
     append(message, final = false) {
       if (task.finished) throw new Error(`task ${task.meta.taskId} has already ended`)
@@ -155,12 +163,15 @@ function writerFor(local: ReturnType<typeof createLocalTasks>, task: LocalTask, 
       const text = envelope(task.meta.taskId, seq, message)
       if (final) task.meta.finishedAt = Date.now()
       local.push(task, text, final)
-      onMessage?.(text, seq, final)
+      lastWrite = onMessage?.(text, seq, final)
       return text
     },
     update(state) {
       Object.assign(task.meta, state)
       onUpdate?.()
+    },
+    async written() {
+      await lastWrite
     },
   }
 }
@@ -321,7 +332,8 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
         local,
         task,
         (text, seq, final) => {
-          void send('XADD', [keys.log(id), `0-${seq}`, 'm', text]).catch(warn('append'))
+          // One connection runs commands in order: once this entry is in, so is the task's meta.
+          const appended = send('XADD', [keys.log(id), `0-${seq}`, 'm', text]).catch(warn('append'))
           void send('PUBLISH', [keys.live(id), text]).catch(warn('publish'))
           if (final) {
             clearInterval(lease)
@@ -331,6 +343,7 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
               send('DEL', [keys.lease(id)]),
             ]).catch(warn('end'))
           } else if (seq === 1) void send('PEXPIRE', [keys.log(id), String(runningTtlMs)]).catch(warn('expire'))
+          return appended
         },
         () => void saveMeta(isFinished(task.meta.status) ? retentionMs : runningTtlMs),
       )

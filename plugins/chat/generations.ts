@@ -111,6 +111,11 @@ export function createGenerationHub(options: GenerationHubOptions) {
       return running.size
     },
 
+    /** Resolves once nothing runs here: a draining process lets its answers finish before stopping them. */
+    async idle() {
+      while (running.size > 0) await Promise.allSettled([...running.values()].map((r) => r.done))
+    },
+
     /** Stops what runs here (each stores what it has) and waits for them, up to `waitMs`. */
     async close(waitMs = 5000) {
       const pending = [...running.values()]

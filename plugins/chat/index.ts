@@ -4,7 +4,7 @@ import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
 import { problem } from '../../src/models.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
-import { sseResponse } from '../../src/sse.ts'
+import { sseResponse, type SseOptions } from '../../src/sse.ts'
 import { cancelAnswer, chatDetail, chatIdParams, chatList, chatRequest, type ChatRequest } from './model.ts'
 import type { ChatService } from './service.ts'
 import { parseEventId } from './stream-log.ts'
@@ -17,6 +17,8 @@ export interface ChatPluginOptions {
   rateLimits: RateLimitingOptions
   /** Comment heartbeat interval of the streams. Default 5000 ms. */
   heartbeatMs?: number
+  /** Set when another process can serve the streams (shared Redis): shutdown ends them with a reconnect hint. */
+  drain?: SseOptions['drain']
 }
 
 /** Headers every chat stream answers with; the first tells AI SDK clients which protocol it is. */
@@ -33,11 +35,12 @@ export const streamDoc = {
 /** A generation's events as an SSE response, from `afterSeq` on, live until its end. */
 export function generationResponse(
   chat: ChatService,
-  target: { generationId: string; chatId: string; afterSeq: number; signal: AbortSignal; heartbeatMs?: number },
+  target: { generationId: string; chatId: string; afterSeq: number; signal: AbortSignal; heartbeatMs?: number; drain?: SseOptions['drain'] },
 ): Response {
   return sseResponse(chat.follow(target.generationId, target.afterSeq, target.signal), {
     heartbeatMs: target.heartbeatMs,
     signal: target.signal,
+    drain: target.drain,
     headers: { ...UI_MESSAGE_STREAM_HEADERS, 'x-chat-id': target.chatId, 'x-generation-id': target.generationId },
   })
 }
@@ -63,7 +66,7 @@ export function turnOptions(body: Pick<ChatRequest, 'model' | 'options' | 'tools
 export function chatPlugin(options: ChatPluginOptions) {
   const { chat } = options
   const follow = (generationId: string, chatId: string, afterSeq: number, signal: AbortSignal) =>
-    generationResponse(chat, { generationId, chatId, afterSeq, signal, heartbeatMs: options.heartbeatMs })
+    generationResponse(chat, { generationId, chatId, afterSeq, signal, heartbeatMs: options.heartbeatMs, drain: options.drain })
 
   return new Elysia({ name: 'chat', detail: { tags: ['chat'] } })
     .use(accessControl(options))

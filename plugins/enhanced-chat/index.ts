@@ -4,6 +4,7 @@ import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
 import { problem } from '../../src/models.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
+import type { SseOptions } from '../../src/sse.ts'
 import { generationResponse, streamDoc } from '../chat/index.ts'
 import type { ChatService } from '../chat/service.ts'
 import { enhancedChatRequest } from './model.ts'
@@ -17,6 +18,8 @@ export interface EnhancedChatPluginOptions {
   access: AccessService
   plans: PlanDirectory
   rateLimits: RateLimitingOptions
+  /** See ChatPluginOptions.drain. */
+  drain?: SseOptions['drain']
 }
 
 /**
@@ -43,7 +46,7 @@ export function enhancedChatPlugin(options: EnhancedChatPluginOptions) {
           { id: body.id, messages: body.messages, turn: { model: body.model, temperature: o.temperature } },
           (turn, emit, signal, services) => runEnhancedTurn(services, checker, settings, turn, emit, signal),
         )
-        return generationResponse(chat, { generationId, chatId, afterSeq: 0, signal: request.signal })
+        return generationResponse(chat, { generationId, chatId, afterSeq: 0, signal: request.signal, drain: options.drain })
       },
       {
         body: enhancedChatRequest,

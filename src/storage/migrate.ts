@@ -28,11 +28,15 @@ export async function migrate(db: Database, migrations: readonly Migration[], lo
   for (let i = 1; i < sorted.length; i++)
     if (sorted[i]!.version === sorted[i - 1]!.version) throw new Error(`duplicate migration version ${sorted[i]!.version}`)
 
-  await db.sql`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    applied_at BIGINT NOT NULL
-  )`
+  // Under the lock too: two PostgreSQL sessions running CREATE TABLE IF NOT EXISTS at once can both try to create it.
+  await db.sql.begin(async (tx) => {
+    if (db.dialect === 'postgres') await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`
+    await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY,
+      name TEXT NOT NULL,
+      applied_at BIGINT NOT NULL
+    )`
+  })
 
   const applied: number[] = []
   for (const migration of sorted) {

@@ -57,6 +57,19 @@ describe.skipIf(!redisUrl)('agent tasks shared through Redis', () => {
     b.close()
   })
 
+  test('the ack means any instance finds the task: a subscribe on the other one right after it never misses', async () => {
+    const a = await connectAgent(nodes[0]!.ws, token)
+    const b = await connectAgent(nodes[1]!.ws, token)
+    for (let i = 0; i < 20; i++) {
+      a.send({ type: 'agent_command', id: `s${i}`, command: 'status' })
+      const taskId = (await a.next((m) => m.id === `s${i}`)).taskId as string
+      b.send({ type: 'subscribe', id: `f${i}`, taskId, afterSeq: 0 })
+      expect(await b.next((m) => m.id === `f${i}`)).toMatchObject({ type: 'subscribed', taskId })
+    }
+    a.close()
+    b.close()
+  })
+
   test('cancel sent to the other instance stops the task where it runs', async () => {
     model.queue = [{ text: '{"steps": ["Wait"]}' }, { text: 'slow '.repeat(300), delayMs: 20 }]
     const a = await connectAgent(nodes[0]!.ws, token)

@@ -1,5 +1,6 @@
 /** Shared set-up of the chat suites: the service on a real port with a fake model provider and search engine. */
 import { AbstractChat, DefaultChatTransport, type ChatInit, type ChatState, type UIMessage } from 'ai'
+import { expect } from 'bun:test'
 import { EventSourceParserStream } from 'eventsource-parser/stream'
 import type { EventSourceMessage } from 'eventsource-parser'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
@@ -77,6 +78,13 @@ export const textOf = (events: StreamEvent[]) =>
     .filter((c) => c.type === 'text-delta')
     .map((c) => c.delta)
     .join('')
+
+/** One whole answer read in pieces (first connection, then resumes): seqs 1..n, no gap or repeat, all of `text`, then [DONE]. */
+export function expectWholeAnswer(events: StreamEvent[], text: string) {
+  expect(events.map((e) => Number(e.id!.split(':')[1]))).toEqual(events.map((_, i) => i + 1))
+  expect(textOf(events)).toBe(text)
+  expect(events.at(-1)!.chunk).toBe('[DONE]')
+}
 
 /** Reads events until `count` have arrived, then drops the connection. */
 export async function readSome(response: Response, count: number, abort: AbortController): Promise<StreamEvent[]> {

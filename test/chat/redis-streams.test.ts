@@ -7,7 +7,7 @@ import { createRedisStreamLog } from '../../plugins/chat/stream-log.ts'
 import { newGenerationId } from '../../plugins/chat/generations.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { ADMIN, announceSkip, redisUrl, tempDir } from '../helpers.ts'
-import { chunks, eventually, readEvents, readSome, textOf } from './helpers.ts'
+import { chunks, eventually, expectWholeAnswer, readEvents, readSome, textOf } from './helpers.ts'
 
 if (!redisUrl) announceSkip('Redis-backed chat stream suites', 'REDIS_URL')
 
@@ -50,11 +50,7 @@ describe.skipIf(!redisUrl)('chat streams shared through Redis', () => {
     const before = await readSome(response, 8, abort)
     const resumed = await fetch(`${nodes[1]!.url}/api/chat/${chatId}/stream`, { headers: { ...headers, 'last-event-id': before.at(-1)!.id! } })
     expect(resumed.status).toBe(200)
-    const after = await readEvents(resumed)
-    const all = [...before, ...after]
-    expect(all.map((e) => Number(e.id!.split(':')[1]))).toEqual(all.map((_, i) => i + 1))
-    expect(textOf(all)).toBe(words.join(''))
-    expect(all.at(-1)!.chunk).toBe('[DONE]')
+    expectWholeAnswer([...before, ...(await readEvents(resumed))], words.join(''))
     // Replay from the start on the other instance too, once finished (the log outlives the generation).
     const replay = await fetch(`${nodes[1]!.url}/api/chat/${chatId}/stream`, { headers: { ...headers, 'last-event-id': `${before[0]!.id!.split(':')[0]}:0` } })
     expect(textOf(await readEvents(replay))).toBe(words.join(''))
