@@ -52,6 +52,29 @@ export function printTable(rows: Row[]): void {
   for (const r of rows) if (r.warning) console.log(`!! ${r.bench ? `${r.bench}: ` : ''}${r.figure}: ${r.warning.toUpperCase()}`)
 }
 
+/** The same table as Markdown (no footnotes), for the README. */
+export function markdownTable(rows: Row[]): string {
+  const cell = (text: string) => text.replace(/\|/g, '\\|')
+  const lines = ['| bench | figure | baseline | value | ratio | target | |', '|---|---|---|---|---|---|---|']
+  for (const r of rows) {
+    const unit = r.unit === 'count' ? '' : ` ${r.unit}`
+    lines.push(
+      `| ${[
+        r.bench ?? '',
+        r.figure,
+        r.baseline === null ? '' : formatValue(r.baseline, r.unit) + unit,
+        formatValue(r.value, r.unit) + unit,
+        r.ratio === null ? '' : r.ratio.toFixed(2),
+        formatTarget(r),
+        r.warning ? 'see the warning in the run' : verdict(r),
+      ]
+        .map(cell)
+        .join(' | ')} |`,
+    )
+  }
+  return lines.join('\n')
+}
+
 function formatValue(n: number, unit: string): string {
   if (unit === 'ms') return Number.isInteger(n) ? String(n) : n.toFixed(2)
   if (unit === '%') return n.toFixed(0)
