@@ -1,10 +1,12 @@
 import { afterAll, expect, test } from 'bun:test'
 import { join } from 'node:path'
+import { memoryLogger } from '../src/log.ts'
+import { createSandbox } from '../src/sandbox/index.ts'
 import { tempDir } from './helpers.ts'
 
 const root = join(import.meta.dir, '..')
 
-test('bun build --compile produces one executable that serves /health and draws PDFs', async () => {
+test('bun build --compile produces one executable that serves /health, draws PDFs and runs sandboxed code', async () => {
   const dir = tempDir('compile-')
   afterAll(() => dir.remove())
   const outfile = join(dir.path, 'server')
@@ -51,4 +53,20 @@ test('bun build --compile produces one executable that serves /health and draws 
   expect(listed.stdout.toString()).toContain(`${orgId}\tteam\tCompiled Co`)
   const wrong = Bun.spawnSync([outfile, 'admin', 'orgs', 'create'], { cwd: dir.path, env })
   expect(wrong.exitCode).toBe(2)
+
+  // In the executable the sandbox's runtime is the executable itself: it must run code as Bun, not start a server.
+  const limits = { timeoutMs: 8000, memoryMb: 128, maxOutputBytes: 64 * 1024, maxProcesses: 32 }
+  const fromSource = createSandbox({ bunPath: process.execPath, defaults: limits, logger: memoryLogger() })
+  const sandbox = createSandbox({ bunPath: outfile, defaults: limits, logger: memoryLogger() })
+  try {
+    // Where the machine allows a sandbox at all, the executable's must be available too.
+    expect(sandbox.available).toBe(fromSource.available)
+    if (sandbox.available) {
+      const result = await sandbox.run({ language: 'typescript', mode: 'run', files: { 'main.ts': 'console.log(6 * 7)\n' } })
+      expect(result.verdict).toBe('passed')
+      expect(result.output.trim()).toBe('42')
+    } else console.warn(`[skip] sandbox run inside the executable: this machine refuses the sandbox (${fromSource.enforcement.isolation})`)
+  } finally {
+    await Promise.all([sandbox.close(), fromSource.close()])
+  }
 }, 60_000)

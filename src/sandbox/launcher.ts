@@ -83,7 +83,8 @@ export interface LaunchOptions {
 
 /** Only these reach the sandboxed code: nothing of the service's own environment. */
 export function sandboxEnv(): Record<string, string> {
-  return { PATH, HOME: SANDBOX_DIR, TMPDIR: '/tmp', NO_COLOR: '1', LANG: 'C.UTF-8' }
+  // BUN_BE_BUN: in the single executable `bunPath` is the service itself, which this makes act as the Bun CLI.
+  return { PATH, HOME: SANDBOX_DIR, TMPDIR: '/tmp', NO_COLOR: '1', LANG: 'C.UTF-8', BUN_BE_BUN: '1' }
 }
 
 const MASKED = ['/tmp', '/var/tmp', '/run', '/dev/shm']
