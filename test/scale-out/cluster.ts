@@ -93,7 +93,11 @@ export async function startServiceProcess(name: string, env: Record<string, stri
     proc.exited.then((code) => {
       throw new Error(`${name} exited with ${code} before listening; stderr:\n${stderr}`)
     }),
-  ])
+  ]).catch((err) => {
+    // A process that never said it listens is nobody's to stop later.
+    proc.kill('SIGKILL')
+    throw err
+  })
   const url = String(listening.url)
   return {
     name,
