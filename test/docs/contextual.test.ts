@@ -17,8 +17,8 @@ import {
   resolveMenu,
   substitutePlaceholders,
   vscodeInstallLink,
-  type PageContext,
 } from '../../plugins/docs/contextual.ts'
+import { samplePage as page } from './support.ts'
 
 const docsJson = () => JSON.parse(readFileSync(join(import.meta.dir, '..', '..', 'docs.json'), 'utf8')) as Record<string, unknown>
 
@@ -205,15 +205,6 @@ describe('start-up validation of the contextual section', () => {
   })
 })
 
-const page = (overrides: Partial<PageContext> = {}): PageContext => ({
-  path: '/docs/search',
-  markdown: '# Code search\n\nFind code.\n',
-  markdownUrl: 'https://api.example.com/docs/search.md',
-  mcpUrl: 'https://api.example.com/mcp',
-  serverName: 'Example API',
-  specUrl: '/swagger/json',
-  ...overrides,
-})
 
 /** The value of query parameter `key` as a URL parser reads it back. */
 const queryValue = (href: string, key: string) => new URL(href).searchParams.get(key)

@@ -8,19 +8,10 @@ import {
   shellWord,
   windsurfMcpConfig,
   type MenuEntry,
-  type PageContext,
 } from '../../plugins/docs/contextual.ts'
 import { pdfFileName } from '../../plugins/docs/site-plugin.ts'
+import { samplePage as page } from './support.ts'
 
-const page = (overrides: Partial<PageContext> = {}): PageContext => ({
-  path: '/docs/search',
-  markdown: '# Code search\n\nFind code.\n',
-  markdownUrl: 'https://api.example.com/docs/search.md',
-  mcpUrl: 'https://api.example.com/mcp',
-  serverName: 'Example API',
-  specUrl: '/swagger/json',
-  ...overrides,
-})
 
 const entryOf = (id: string, context = page()): MenuEntry => resolveMenu(parseContextualConfig({ options: [id] }), context)[0]!
 const copied = (id: string, context = page()) => {

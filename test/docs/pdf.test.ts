@@ -1,14 +1,12 @@
 /** Pages as PDF downloads: served, parsed back with PDF.js, kept once drawn, and the text work behind them. */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { Elysia } from 'elysia'
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
 import { decodeEntities, printable, wrapCode, wrapRuns } from '../../plugins/docs/pdf-text.ts'
-import { buildDocsSite, docsSitePlugin } from '../../plugins/docs/site-plugin.ts'
+import { buildDocsSite } from '../../plugins/docs/site-plugin.ts'
 import { loadDocsSite, type DocsPage, type DocsSite } from '../../plugins/docs/site.ts'
-import { memoryLogger } from '../../src/log.ts'
-import { RouteIndex, requestPipeline } from '../../src/request-pipeline.ts'
-import { BASE, makeApp } from '../helpers.ts'
+import { makeApp } from '../helpers.ts'
+import { docsFixtureApp } from './support.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const STANDARD_FONTS = join(ROOT, 'node_modules', 'pdfjs-dist', 'standard_fonts') + '/'
@@ -94,20 +92,11 @@ function fixtureSite(markdown: string, path = 'docs/sample'): DocsSite {
   return { config: { name: 'Fixture Docs', navigation: { groups: [{ group: 'Guides', pages: [path] }] } }, pages: [page] }
 }
 
-function fixtureApp(site: DocsSite) {
-  const logger = memoryLogger('info')
-  const routeIndex = new RouteIndex()
-  const app = new Elysia({ normalize: false })
-    .use(requestPipeline({ logger, bodyLimitBytes: 1 << 20, routeIndex }))
-    .use(docsSitePlugin({ site, publicBaseUrl: 'http://docs.test', mcpUrl: 'http://docs.test/mcp', logger }))
-  routeIndex.load(app.routes)
-  return (path: string) => app.handle(new Request(BASE + path))
-}
 
 describe('drawing pages', () => {
   test('characters the standard fonts lack are replaced with readable text, never an error', async () => {
     const markdown = 'Arrows → ← ⇒, bounds ≥ ≤ ≠, size 3 × 4, done ✓, emoji 😀, 中文, Ő, zero\u200bwidth, bell\u0007.\n\n`code → here`\n'
-    const res = await fixtureApp(fixtureSite(markdown))('/docs/sample.pdf')
+    const res = await docsFixtureApp(fixtureSite(markdown)).get('/docs/sample.pdf')
     expect(res.status).toBe(200)
     const pdf = await readPdf(new Uint8Array(await res.arrayBuffer()))
     expect(pdf.text).toContain('Sample -> page')
@@ -118,7 +107,7 @@ describe('drawing pages', () => {
 
   test('long code lines wrap inside the page, every character kept', async () => {
     const line = Array.from({ length: 40 }, (_, i) => `token${i}`).join('_')
-    const res = await fixtureApp(fixtureSite(`Before.\n\n\`\`\`\n${line}\nshort\n\`\`\`\n\nAfter.\n`))('/docs/sample.pdf')
+    const res = await docsFixtureApp(fixtureSite(`Before.\n\n\`\`\`\n${line}\nshort\n\`\`\`\n\nAfter.\n`)).get('/docs/sample.pdf')
     const pdf = await readPdf(new Uint8Array(await res.arrayBuffer()))
     const items = pdf.pages.flat()
     expect(squeeze(items.map((item) => item.str).join(''))).toContain(line)
@@ -148,7 +137,7 @@ describe('drawing pages', () => {
       '',
       'The end &amp; more.',
     ].join('\n')
-    const res = await fixtureApp(fixtureSite(markdown))('/docs/sample.pdf')
+    const res = await docsFixtureApp(fixtureSite(markdown)).get('/docs/sample.pdf')
     const pdf = await readPdf(new Uint8Array(await res.arrayBuffer()))
     const text = squeeze(pdf.text)
     for (const expected of ['Steps', '1. First bold step', '2. Second step with a link (http://docs.test/docs/other)', 'nested item', 'A quoted remark.', 'Heads up', 'Inside a component.', 'row_79 value 79', 'The end & more.'])

@@ -1,13 +1,10 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
-import { Elysia } from 'elysia'
 import { ContextualConfigError } from '../../plugins/docs/contextual.ts'
-import { docsSitePlugin } from '../../plugins/docs/site-plugin.ts'
 import { loadDocsSite, type DocsPage, type DocsSite } from '../../plugins/docs/site.ts'
-import { memoryLogger } from '../../src/log.ts'
-import { RouteIndex, requestPipeline } from '../../src/request-pipeline.ts'
-import { BASE, makeApp } from '../helpers.ts'
+import { makeApp } from '../helpers.ts'
+import { docsFixtureApp as fixtureApp } from './support.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const onDisk = loadDocsSite(ROOT)
@@ -196,15 +193,6 @@ function fixture(overrides: { contextual?: unknown; description?: string; pages?
   }
 }
 
-function fixtureApp(site: DocsSite) {
-  const logger = memoryLogger('info')
-  const routeIndex = new RouteIndex()
-  const app = new Elysia({ normalize: false })
-    .use(requestPipeline({ logger, bodyLimitBytes: 1 << 20, routeIndex }))
-    .use(docsSitePlugin({ site, publicBaseUrl: 'http://docs.test', mcpUrl: 'http://docs.test/mcp', logger }))
-  routeIndex.load(app.routes)
-  return { logs: logger.lines, get: (path: string) => app.handle(new Request(BASE + path)) }
-}
 
 describe('rendering', () => {
   test('raw HTML and script links in Markdown are shown as text; MDX components are rendered plainly', async () => {
