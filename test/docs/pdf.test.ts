@@ -1,7 +1,7 @@
 /** Pages as PDF downloads: served, parsed back with PDF.js, kept once drawn, and the text work behind them. */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs'
+import { getDocumentProxy } from 'unpdf'
 import { decodeEntities, printable, wrapCode, wrapRuns } from '../../plugins/docs/pdf-text.ts'
 import { buildDocsSite } from '../../plugins/docs/site-plugin.ts'
 import { loadDocsSite, type DocsPage, type DocsSite } from '../../plugins/docs/site.ts'
@@ -9,7 +9,6 @@ import { makeApp } from '../helpers.ts'
 import { docsFixtureApp } from './support.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
-const STANDARD_FONTS = join(ROOT, 'node_modules', 'pdfjs-dist', 'standard_fonts') + '/'
 // A4 and the renderer's side margin, in points.
 const PAGE_WIDTH = 595.28
 const MARGIN = 56
@@ -24,15 +23,14 @@ interface TextItem {
 
 /** Every page's text items, as PDF.js reads them. */
 async function readPdf(bytes: Uint8Array): Promise<{ pages: TextItem[][]; text: string; title: unknown }> {
-  const task = getDocument({ data: bytes.slice(), standardFontDataUrl: STANDARD_FONTS, verbosity: 0 })
-  const document = await task.promise
+  const document = await getDocumentProxy(bytes.slice(), { verbosity: 0 })
   const pages: TextItem[][] = []
   for (let n = 1; n <= document.numPages; n++) {
     const content = await (await document.getPage(n)).getTextContent()
     pages.push(content.items.filter((item): item is TextItem & typeof item => 'str' in item) as TextItem[])
   }
   const { info } = await document.getMetadata()
-  await task.destroy()
+  await document.cleanup()
   return { pages, text: pages.map((items) => items.map((item) => item.str).join(' ')).join('\n'), title: (info as { Title?: unknown }).Title }
 }
 
