@@ -102,7 +102,7 @@ describe('running code', () => {
     const seen = JSON.parse(result.output) as Record<string, string>
     expect(seen[SECRET_NAME]).toBeUndefined()
     // Only what the sandbox sets, plus what Bun and the shell add for the program itself.
-    const expected = new Set(['PATH', 'HOME', 'TMPDIR', 'NO_COLOR', 'LANG', 'PWD', 'NODE'])
+    const expected = new Set(['PATH', 'HOME', 'TMPDIR', 'NO_COLOR', 'LANG', 'BUN_BE_BUN', 'PWD', 'NODE'])
     expect(Object.keys(seen).filter((k) => !expected.has(k) && !k.startsWith('npm_'))).toEqual([])
     expect(seen.HOME).toBe('/tmp/sandbox')
   })
