@@ -46,6 +46,20 @@ interface SectionDocument {
  * documentation site serves it, and its Markdown at the same address with `.md`.
  */
 export function createDocsIndex(pages: readonly DocsPage[], publicBaseUrl: string): DocsIndex {
+  // The MCP server and the documentation assistant search the same pages: build the (read-only) index once.
+  const key = `${publicBaseUrl}\n${pages.map((page) => `${page.path}:${Bun.hash(`${page.title}\n${page.description}\n${page.markdown}`)}`).join('\n')}`
+  let index = builtIndexes.get(key)
+  if (!index) {
+    if (builtIndexes.size >= 8) builtIndexes.delete(builtIndexes.keys().next().value!)
+    index = buildDocsIndex(pages, publicBaseUrl)
+    builtIndexes.set(key, index)
+  }
+  return index
+}
+
+const builtIndexes = new Map<string, DocsIndex>()
+
+function buildDocsIndex(pages: readonly DocsPage[], publicBaseUrl: string): DocsIndex {
   const base = publicBaseUrl.replace(/\/+$/, '')
   const byPath = new Map(pages.map((page) => [page.path, page]))
   const db = create({ schema, components: { tokenizer: { language: 'english', stemming: true } } })
