@@ -57,6 +57,8 @@ describe('agent tasks', () => {
     const client = await h.connect()
     const taskId = await h.run(client, 'debug', { error: 'TypeError: x is undefined' })
     await client.next((m) => m.taskId === taskId && m.step === 'Step 1: Think')
+    // The step is announced before its model request goes out: cancel once that stream is running.
+    await eventually(() => h.model.open > 0, "the step's model stream to start")
     const abandonedBefore = h.model.abandoned
     client.send({ type: 'cancel', id: 'stop-it', taskId })
     expect(await client.next((m) => m.id === 'stop-it')).toMatchObject({ type: 'cancelling', taskId })
