@@ -1,6 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Dependencies } from './dependencies.ts'
 import { policiesFromConfig, type RateLimitingOptions } from './rate-limit/plugin.ts'
+import { RouteGuards } from './guards.ts'
 import { RouteIndex, requestPipeline } from './request-pipeline.ts'
 import { authPlugin } from '../plugins/auth/index.ts'
 import { openApiPlugin } from '../plugins/docs/index.ts'
@@ -23,6 +24,7 @@ import { mcpPlugin } from '../plugins/mcp/index.ts'
 export function createApp(deps: Dependencies) {
   const { config, logger, access, plans } = deps
   const routeIndex = new RouteIndex()
+  const routeGuards = new RouteGuards()
   const rateLimits: RateLimitingOptions = {
     limiter: deps.limiter,
     access,
@@ -34,6 +36,9 @@ export function createApp(deps: Dependencies) {
   const streamDrain = config.redisUrl ? { signal: deps.lifecycle.drain, retryMs: 1000 } : undefined
   const app = new Elysia({
     normalize: false,
+    // The path starts at the first slash after the scheme, whatever the Host header's length (a 1-3 character
+    // Host would otherwise shift it); this service is served over plain HTTP behind any TLS terminator.
+    handler: { standardHostname: false },
     // Agent connections: the service pings them itself (AGENT_HEARTBEAT_INTERVAL_MS); Bun's own idle timeout is
     // a backstop. Frames over 4 × AGENT_MAX_MESSAGE_BYTES close the connection (1009) before they are read.
     websocket: {
@@ -42,7 +47,7 @@ export function createApp(deps: Dependencies) {
       perMessageDeflate: false,
     },
   })
-    .use(requestPipeline({ logger, bodyLimitBytes: config.bodyLimitBytes, trustedProxies: config.trustedProxies, routeIndex }))
+    .use(requestPipeline({ logger, bodyLimitBytes: config.bodyLimitBytes, trustedProxies: config.trustedProxies, routeIndex, routeGuards }))
     .use(openApiPlugin())
     .use(
       docsSitePlugin({
@@ -84,6 +89,7 @@ export function createApp(deps: Dependencies) {
     .use(agentsPlugin({ hub: deps.agentConnections, access }))
     .use(mcpPlugin({ access, plans, rateLimits, codeIndex: deps.codeIndex, meter: deps.meter, publicBaseUrl: config.publicBaseUrl }))
   routeIndex.load(app.routes)
+  routeGuards.load(app.routes)
   return app
 }
 

@@ -36,9 +36,45 @@ export function tooLarge(limit: number): AppError {
   })
 }
 
-/** Parses JSON, answering 400 with the position of the first syntax error. */
+/** Deepest nesting of arrays and objects a JSON body may have; no request of the API needs more than a few levels. */
+export const MAX_JSON_DEPTH = 64
+
+const OPEN_BRACE = 123
+const OPEN_BRACKET = 91
+const CLOSE_BRACE = 125
+const CLOSE_BRACKET = 93
+const QUOTE = 34
+const BACKSLASH = 92
+
+/** The deepest nesting in a JSON text, counted without parsing it (brackets inside strings do not count). */
+export function jsonDepth(text: string, stopAbove = Infinity): number {
+  let depth = 0
+  let deepest = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === BACKSLASH) i++
+      else if (c === QUOTE) inString = false
+    } else if (c === QUOTE) inString = true
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > deepest && (deepest = depth) > stopAbove) return deepest
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--
+  }
+  return deepest
+}
+
+/**
+ * Parses JSON, answering 400 with the position of the first syntax error. Bodies nested deeper than
+ * MAX_JSON_DEPTH are refused before parsing: deep values overflow the stack of whatever walks them later.
+ */
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') throw new AppError('invalid_json', 'Request body is empty; a JSON document was expected', { errors: [{ field: 'body', message: 'empty body' }] })
+  if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH)
+    throw new AppError('nesting_too_deep', `Request body is nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`, {
+      errors: [{ field: 'body', message: `nested deeper than ${MAX_JSON_DEPTH} levels` }],
+      extensions: { maxDepth: MAX_JSON_DEPTH },
+    })
   try {
     return JSON.parse(text)
   } catch (err) {

@@ -6,6 +6,7 @@
 /** Every error code the API answers, with its HTTP status and a short title. */
 export const errorCodes = {
   invalid_json: { status: 400, title: 'Malformed JSON body' },
+  nesting_too_deep: { status: 400, title: 'JSON body nested deeper than the service reads' },
   bad_request: { status: 400, title: 'Bad request' },
   upgrade_required: { status: 426, title: 'This endpoint is a WebSocket; send Upgrade: websocket' },
   invalid_signature: { status: 400, title: 'Webhook signature missing, malformed, wrong or outside the time tolerance' },
@@ -30,6 +31,7 @@ export const errorCodes = {
   codehost_not_connected: { status: 409, title: 'No usable code-hosting connection' },
   push_rejected: { status: 409, title: 'The code host did not take the push' },
   payload_too_large: { status: 413, title: 'Request body too large' },
+  uri_too_long: { status: 414, title: 'Request target too long' },
   site_too_large: { status: 413, title: 'Site exceeds PUBLISH_MAX_FILES or PUBLISH_MAX_SITE_BYTES' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   validation_failed: { status: 422, title: 'Request did not match the schema' },
@@ -42,6 +44,7 @@ export const errorCodes = {
   account_locked: { status: 429, title: 'Too many failed attempts' },
   too_many_connections: { status: 429, title: 'Too many agent WebSocket connections for this user' },
   rate_limited: { status: 429, title: 'Rate limit exceeded' },
+  headers_too_large: { status: 431, title: 'Request headers too large' },
   internal_error: { status: 500, title: 'Internal server error' },
   upstream_error: { status: 502, title: 'Upstream service failed' },
   not_configured: { status: 503, title: 'Feature not configured' },

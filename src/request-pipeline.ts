@@ -1,6 +1,7 @@
 import { Elysia, ValidationError } from 'elysia'
-import { isJsonContentType, parseJsonBody, readBodyText, tooLarge } from './body.ts'
+import { isJsonContentType, parseJsonBody, readBodyText } from './body.ts'
 import { AppError, problemResponse } from './errors.ts'
+import type { RouteGuards } from './guards.ts'
 import type { Logger } from './log.ts'
 import { summarise, validationProblems } from './validation.ts'
 
@@ -72,9 +73,40 @@ export interface RequestPipelineOptions {
   trustedProxies?: readonly string[]
   /** Filled by createApp once every route is registered. */
   routeIndex: RouteIndex
+  /** The routes' guard hooks, run before the body is read; filled by createApp once every route is registered. */
+  routeGuards?: RouteGuards
+}
+
+/** Longest request target (path and query) served; longer ones answer 414. */
+export const MAX_URL_BYTES = 8 * 1024
+/** Largest request head (target plus headers) served; larger ones answer 431. */
+export const MAX_HEADER_BYTES = 16 * 1024
+
+// A guard's failure inside the parse stage reaches onError wrapped in Elysia's ParseError; this marks it as
+// the guard's, so it is answered as itself (401, 403, 429, or internal_error) and never as a parse error.
+class GuardFailure extends Error {}
+
+function headerBytes(request: Request, url: string): number {
+  let total = url.length
+  for (const [name, value] of request.headers) total += name.length + value.length + 4
+  return total
+}
+
+/** Refuses request heads over the limits with 414 or 431 before anything else looks at them. */
+function checkRequestHead(request: Request): void {
+  const url = request.url
+  const target = url.length - url.indexOf('/', url.indexOf('//') + 2)
+  if (target > MAX_URL_BYTES)
+    throw new AppError('uri_too_long', `The request target is ${target} bytes; the limit is ${MAX_URL_BYTES}`, { extensions: { limitBytes: MAX_URL_BYTES } })
+  const head = headerBytes(request, url)
+  if (head > MAX_HEADER_BYTES)
+    throw new AppError('headers_too_large', `The request line and headers are ${head} bytes; the limit is ${MAX_HEADER_BYTES}`, {
+      extensions: { limitBytes: MAX_HEADER_BYTES },
+    })
 }
 
 function toAppError(code: string | number, error: unknown, request: Request, routeIndex: RouteIndex): AppError | undefined {
+  if (code === 'PARSE' && (error as Error)?.cause instanceof GuardFailure) return toAppError('UNKNOWN', ((error as Error).cause as Error).cause, request, routeIndex)
   if (error instanceof AppError) return error
   if ((code === 'PARSE' || code === 'UNKNOWN') && (error as Error)?.cause instanceof AppError) return (error as Error).cause as AppError
   if (error instanceof ValidationError) {
@@ -99,8 +131,36 @@ function toAppError(code: string | number, error: unknown, request: Request, rou
  * Registered first so that every route behind it gets the same treatment.
  */
 export function requestPipeline(options: RequestPipelineOptions) {
-  const { logger, bodyLimitBytes, routeIndex } = options
+  const { logger, bodyLimitBytes, routeIndex, routeGuards } = options
   const trusted = options.trustedProxies ?? []
+  const runGuards = (context: { request: Request; route: string }) => {
+    const pending = routeGuards?.run(context)
+    return pending?.catch((err) => {
+      throw new GuardFailure('guard refused the request', { cause: err })
+    })
+  }
+
+  // When mapping an error throws too (a value too deep or odd to describe), the answer is still a problem body.
+  const answerError = (code: string | number, error: unknown, request: Request): Response => {
+    const meta = requestMeta(request)
+    try {
+      let appError = toAppError(code, error, request, routeIndex)
+      if (!appError) {
+        logger.error('unhandled error', { requestId: meta.id, method: request.method, url: new URL(request.url).pathname, err: error })
+        appError = new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it')
+      }
+      meta.errorStatus = appError.status
+      return problemResponse(appError, meta.id)
+    } catch (mappingError) {
+      meta.errorStatus = 500
+      try {
+        logger.error('error mapping failed', { requestId: meta.id, method: request.method, code: String(code), err: mappingError })
+      } catch {
+        console.error(JSON.stringify({ level: 'error', msg: 'error mapping failed', requestId: meta.id }))
+      }
+      return problemResponse(new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it'), meta.id)
+    }
+  }
 
   return new Elysia({ name: 'request-pipeline', seed: bodyLimitBytes })
     .onRequest(({ request, server, set }) => {
@@ -112,10 +172,14 @@ export function requestPipeline(options: RequestPipelineOptions) {
       }
       ;(request as WithMeta)[META] = meta
       set.headers['x-request-id'] = meta.id
-      const declared = request.headers.get('content-length')
-      if (declared !== null && Number(declared) > bodyLimitBytes) throw tooLarge(bodyLimitBytes)
+      set.headers['x-content-type-options'] = 'nosniff'
+      checkRequestHead(request)
     })
-    .onParse({ as: 'global' }, async ({ request, contentType }) => {
+    // The route's guards come first: nothing of the body is read, and nothing said about it, before them.
+    .onParse({ as: 'global' }, async (context) => {
+      const { request, contentType } = context
+      const guarded = runGuards(context)
+      if (guarded) await guarded
       if (!request.body) return null
       if (!isJsonContentType(contentType)) {
         // An empty body with no content type is simply no body.
@@ -129,16 +193,7 @@ export function requestPipeline(options: RequestPipelineOptions) {
       requestMeta(request).rawBody = text
       return parseJsonBody(text)
     })
-    .onError({ as: 'global' }, ({ code, error, request }) => {
-      const meta = requestMeta(request)
-      let appError = toAppError(code, error, request, routeIndex)
-      if (!appError) {
-        logger.error('unhandled error', { requestId: meta.id, method: request.method, url: new URL(request.url).pathname, err: error })
-        appError = new AppError('internal_error', 'An unexpected error occurred; quote the request id when reporting it')
-      }
-      meta.errorStatus = appError.status
-      return problemResponse(appError, meta.id)
-    })
+    .onError({ as: 'global' }, ({ code, error, request }) => answerError(code, error, request))
     .onAfterResponse({ as: 'global' }, ({ request, set, route, path }) => {
       const meta = requestMeta(request)
       logger.info('request', {

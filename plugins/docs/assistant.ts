@@ -6,6 +6,7 @@
 import { Elysia, t } from 'elysia'
 import { openApiExtension } from '../../src/auth/plugin.ts'
 import { AppError } from '../../src/errors.ts'
+import { guard } from '../../src/guards.ts'
 import type { Logger } from '../../src/log.ts'
 import { problem, strictObject } from '../../src/models.ts'
 import { classPolicies, spendOrRefuse, type RateLimitingOptions, type RouteClass } from '../../src/rate-limit/plugin.ts'
@@ -68,17 +69,15 @@ function addressRateLimit(rateLimits: RateLimitingOptions) {
   return new Elysia({ name: 'docs-assistant-rate-limit' }).macro({
     addressRateLimit: (routeClass: RouteClass) => {
       const { all } = classPolicies(rateLimits, routeClass)
-      return {
-        detail: openApiExtension({ 'x-rate-limit': all, 'x-rate-limit-key': 'client address' }),
-        async beforeHandle({ request, set }) {
+      const spend = guard(async ({ request, set }: { request: Request; set: { headers: Record<string, unknown> } }) => {
           const key = `ip:${requestMeta(request).clientIp}`
           await spendOrRefuse(
             rateLimits.limiter,
             all.map((policy) => ({ key, policy })),
             set,
           )
-        },
-      }
+      })
+      return { detail: openApiExtension({ 'x-rate-limit': all, 'x-rate-limit-key': 'client address' }), transform: spend.early, beforeHandle: spend }
     },
   })
 }

@@ -1,5 +1,6 @@
 import { Elysia } from 'elysia'
 import { AppError } from '../errors.ts'
+import { guard } from '../guards.ts'
 import { requestMeta } from '../request-pipeline.ts'
 import type { AccessService, Principal } from './access-service.ts'
 import { bearerFrom } from './bearer.ts'
@@ -52,31 +53,36 @@ export interface AccessControlOptions {
 
 /**
  * Guards as route options: `{ auth: 'chat:write' }` (a valid token with that scope; `'any'` for
- * any valid token) and `{ plan: 'enterprise' }`. Both land in the OpenAPI document.
+ * any valid token) and `{ plan: 'enterprise' }`. Both land in the OpenAPI document, and both run
+ * before the body, query and params are parsed or validated (src/guards.ts).
  */
 export function accessControl({ access, plans }: AccessControlOptions) {
   return new Elysia({ name: 'access-control' }).macro({
-    auth: (scope: Scope | 'any') => ({
+    auth: (scope: Scope | 'any') => {
+      const authorise = guard(async ({ request }: { request: Request }) => {
+        const principal = await authenticateRequest(access, request)
+        if (scope !== 'any') requireScope(principal, scope)
+        return { principal }
+      })
+      return {
       detail: openApiExtension({
         security: [{ bearer: scope === 'any' ? [] : [scope] }],
         'x-required-scope': scope,
         description: scope === 'any' ? 'Requires a bearer token.' : `Requires a bearer token with the \`${scope}\` scope.`,
       }),
-      async resolve({ request }) {
-        const principal = await authenticateRequest(access, request)
-        if (scope !== 'any') requireScope(principal, scope)
-        return { principal }
-      },
-    }),
-    plan: (required: 'enterprise') => ({
-      detail: openApiExtension({ 'x-required-plan': required }),
-      async beforeHandle({ request }) {
+      transform: authorise.early,
+      resolve: authorise,
+      }
+    },
+    plan: (required: 'enterprise') => {
+      const checkPlan = guard(async ({ request }: { request: Request }) => {
         const principal = await authenticateRequest(access, request)
         if (!(await plans.isEnterprise(principal.orgId)))
           throw new AppError('plan_required', `This feature is available on enterprise plans only; the organisation is on ${await plans.planOf(principal.orgId)}`, {
             extensions: { requiredPlan: required },
           })
-      },
-    }),
+      })
+      return { detail: openApiExtension({ 'x-required-plan': required }), transform: checkPlan.early, beforeHandle: checkPlan }
+    },
   })
 }

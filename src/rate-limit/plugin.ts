@@ -3,6 +3,7 @@ import type { AccessService } from '../auth/access-service.ts'
 import type { PlanDirectory } from '../auth/plans.ts'
 import { authenticateRequest, openApiExtension } from '../auth/plugin.ts'
 import { AppError } from '../errors.ts'
+import { guard } from '../guards.ts'
 import { definePolicy, rateLimitHeaders, type RateCheck, type RateLimiter, type RatePolicy } from './index.ts'
 
 /** Route classes a route names in `{ rateLimit: ... }`; `default` is the burst ceiling alone. */
@@ -66,16 +67,14 @@ export function rateLimiting(options: RateLimitingOptions) {
       // Built once per route: the policies this class spends, with its store-failure behaviour.
       const { burst, own, all } = classPolicies(options, routeClass)
       const exemptWhenEnterprise = routeClass === 'search'
-      return {
-        detail: openApiExtension({ 'x-rate-limit': all }),
-        async beforeHandle({ request, set }) {
+      const spend = guard(async ({ request, set }: { request: Request; set: { headers: Record<string, unknown> } }) => {
           const principal = await authenticateRequest(access, request)
           const key = `user:${principal.userId}`
           const checks: RateCheck[] = [{ key, policy: burst }]
           if (own && !(exemptWhenEnterprise && (await plans.isEnterprise(principal.orgId)))) checks.push({ key, policy: own })
           await spendOrRefuse(limiter, checks, set)
-        },
-      }
+      })
+      return { detail: openApiExtension({ 'x-rate-limit': all }), transform: spend.early, beforeHandle: spend }
     },
   })
 }
