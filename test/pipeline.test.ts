@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { Elysia, t } from 'elysia'
+import { Elysia, t, ValidationError } from 'elysia'
 import { AppError } from '../src/errors.ts'
 import { memoryLogger } from '../src/log.ts'
 import { RouteIndex, clientAddress, requestPipeline } from '../src/request-pipeline.ts'
@@ -20,6 +20,17 @@ function buildApp() {
     })
     .get('/boom', () => {
       throw new Error('secret internals at /srv/app.ts:12')
+    })
+    .get('/unmappable', () => {
+      // A validation failure whose description itself overflows the stack, as deeply nested values once did.
+      throw Object.create(ValidationError.prototype, {
+        type: { value: 'body' },
+        all: {
+          get() {
+            throw new RangeError('Maximum call stack size exceeded.')
+          },
+        },
+      })
     })
     .get('/teapot', () => {
       throw new AppError('conflict', 'already exists', { extensions: { existing: 'abc' } })
@@ -143,6 +154,25 @@ describe('request pipeline', () => {
     expect(JSON.parse(text)).toMatchObject({ code: 'internal_error', requestId: 'trace-123' })
     const logged = logger.lines.find((l) => l.msg === 'unhandled error')
     expect(logged).toMatchObject({ requestId: 'trace-123', level: 'error' })
+  })
+
+  test('when describing an error throws too, the answer is still problem+json internal_error, logged once', async () => {
+    const res = await app.handle(new Request(`${BASE}/unmappable`, { headers: { 'x-request-id': 'trace-456' } }))
+    expect(res.status).toBe(500)
+    expect(res.headers.get('content-type')).toBe('application/problem+json')
+    expect(await res.json()).toMatchObject({ code: 'internal_error', requestId: 'trace-456' })
+    expect(logger.lines.filter((l) => l.requestId === 'trace-456' && l.level === 'error')).toHaveLength(1)
+  })
+
+  test('JSON nested deeper than 64 levels is 400 nesting_too_deep; 64 levels are read', async () => {
+    const deep = await post(app, '{"name":' + '['.repeat(65) + ']'.repeat(65) + '}')
+    expect(deep.status).toBe(400)
+    expect(await problem(deep)).toMatchObject({ code: 'nesting_too_deep', maxDepth: 64 })
+    // Brackets inside strings are text, not nesting.
+    const ok = await post(app, JSON.stringify({ name: '['.repeat(500) + '{', count: 1, tags: ['}'.repeat(100)] }))
+    expect(ok.status).toBe(200)
+    const atLimit = await post(app, '{"name":"a","count":1,"tags":' + '['.repeat(63) + ']'.repeat(63) + '}')
+    expect(atLimit.status).toBe(422)
   })
 
   test('domain errors keep their code, status and extensions', async () => {

@@ -22,6 +22,10 @@ export function authPlugin(options: AuthPluginOptions) {
   return new Elysia({ name: 'auth', prefix: '/auth', detail: { tags: ['auth'] } })
     .use(accessControl({ access, plans }))
     .use(rateLimiting(options.rateLimits))
+    // Answers here carry tokens or who a token speaks for: no cache, shared or private, may keep them.
+    .onTransform(({ set }) => {
+      set.headers['cache-control'] = 'no-store'
+    })
     .post('/login', ({ body, request }) => access.login(body.email, body.password, requestMeta(request).clientIp), {
       body: loginBody,
       response: { 200: tokenPair, 401: problem, 429: problem },

@@ -1,12 +1,15 @@
 /**
- * Several processes of the service, started the way an operator starts them (`bun src/index.ts`), on
+ * Several processes of the service, started the way an operator starts them (`npm start`), on
  * random ports of 127.0.0.1, sharing one throwaway PostgreSQL database, Redis and DATA_DIR.
  */
 import type { Subprocess } from 'bun'
 import { join } from 'node:path'
+import pkg from '../../package.json' with { type: 'json' }
 import { freshPostgres, tempDir } from '../helpers.ts'
 
 const projectRoot = join(import.meta.dir, '../..')
+// `bun <flags> src/index.ts`, as the start script has it.
+const startArguments = pkg.scripts.start.split(/\s+/).slice(1)
 
 export interface LogLine {
   level: string
@@ -32,7 +35,7 @@ export interface ServiceProcess {
 
 /** Starts one process with `env` (on top of a minimal environment) and waits for its `listening` line. */
 export async function startServiceProcess(name: string, env: Record<string, string>): Promise<ServiceProcess> {
-  const proc: Subprocess<'ignore', 'pipe', 'pipe'> = Bun.spawn([process.execPath, 'src/index.ts'], {
+  const proc: Subprocess<'ignore', 'pipe', 'pipe'> = Bun.spawn([process.execPath, ...startArguments], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdin: 'ignore',
