@@ -75,11 +75,36 @@ export function parseJsonBody(text: string): unknown {
       errors: [{ field: 'body', message: `nested deeper than ${MAX_JSON_DEPTH} levels` }],
       extensions: { maxDepth: MAX_JSON_DEPTH },
     })
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch (err) {
     throw new AppError('invalid_json', `Request body is not valid JSON: ${(err as Error).message}`, {
       errors: [{ field: 'body', message: (err as Error).message }],
     })
+  }
+  // A key that can only arrive written out or escaped; bodies without one are left as parsed.
+  if (text.includes('String"') || text.includes('valueOf"') || text.includes('\\u')) keepConvertibleToText(value)
+  return value
+}
+
+const asText = () => '[object Object]'
+
+/**
+ * JSON may set an object's own `toString` or `valueOf` to data, and then `${object}` throws a TypeError
+ * (Elysia's validation message does exactly that for a wrong-typed field). A symbol-keyed, non-enumerable
+ * Symbol.toPrimitive keeps such objects convertible to text without changing what they serialise to.
+ */
+function keepConvertibleToText(root: unknown): void {
+  const pending: unknown[] = [root]
+  while (pending.length > 0) {
+    const value = pending.pop()
+    if (value === null || typeof value !== 'object') continue
+    if (Array.isArray(value)) {
+      for (const item of value) pending.push(item)
+      continue
+    }
+    if (Object.hasOwn(value, 'toString') || Object.hasOwn(value, 'valueOf')) Object.defineProperty(value, Symbol.toPrimitive, { value: asText })
+    for (const key in value) pending.push((value as Record<string, unknown>)[key])
   }
 }

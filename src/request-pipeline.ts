@@ -15,6 +15,8 @@ export interface RequestMeta {
   rawBody?: string
   /** Status of an error response, for the access log. */
   errorStatus?: number
+  /** A request head over the limits, answered once the route's guards have had their say. */
+  headProblem?: AppError
   /** Who made the request, once authenticated; filled by the access layer. */
   principal?: { userId: string; orgId: string }
 }
@@ -92,15 +94,15 @@ function headerBytes(request: Request, url: string): number {
   return total
 }
 
-/** Refuses request heads over the limits with 414 or 431 before anything else looks at them. */
-function checkRequestHead(request: Request): void {
+/** A request head over the limits, as the 414 or 431 it is answered with. */
+function headProblem(request: Request): AppError | undefined {
   const url = request.url
   const target = url.length - url.indexOf('/', url.indexOf('//') + 2)
   if (target > MAX_URL_BYTES)
-    throw new AppError('uri_too_long', `The request target is ${target} bytes; the limit is ${MAX_URL_BYTES}`, { extensions: { limitBytes: MAX_URL_BYTES } })
+    return new AppError('uri_too_long', `The request target is ${target} bytes; the limit is ${MAX_URL_BYTES}`, { extensions: { limitBytes: MAX_URL_BYTES } })
   const head = headerBytes(request, url)
   if (head > MAX_HEADER_BYTES)
-    throw new AppError('headers_too_large', `The request line and headers are ${head} bytes; the limit is ${MAX_HEADER_BYTES}`, {
+    return new AppError('headers_too_large', `The request line and headers are ${head} bytes; the limit is ${MAX_HEADER_BYTES}`, {
       extensions: { limitBytes: MAX_HEADER_BYTES },
     })
 }
@@ -139,6 +141,10 @@ export function requestPipeline(options: RequestPipelineOptions) {
       throw new GuardFailure('guard refused the request', { cause: err })
     })
   }
+  const refuseOversizedHead = (request: Request) => {
+    const problem = requestMeta(request).headProblem
+    if (problem) throw problem
+  }
 
   // When mapping an error throws too (a value too deep or odd to describe), the answer is still a problem body.
   const answerError = (code: string | number, error: unknown, request: Request): Response => {
@@ -173,13 +179,15 @@ export function requestPipeline(options: RequestPipelineOptions) {
       ;(request as WithMeta)[META] = meta
       set.headers['x-request-id'] = meta.id
       set.headers['x-content-type-options'] = 'nosniff'
-      checkRequestHead(request)
+      // Oversized heads are refused after the route's guards, so a guarded route still answers 401 first.
+      meta.headProblem = headProblem(request)
     })
     // The route's guards come first: nothing of the body is read, and nothing said about it, before them.
     .onParse({ as: 'global' }, async (context) => {
       const { request, contentType } = context
       const guarded = runGuards(context)
       if (guarded) await guarded
+      refuseOversizedHead(request)
       if (!request.body) return null
       if (!isJsonContentType(contentType)) {
         // An empty body with no content type is simply no body.
@@ -192,6 +200,12 @@ export function requestPipeline(options: RequestPipelineOptions) {
       const text = await readBodyText(request, bodyLimitBytes)
       requestMeta(request).rawBody = text
       return parseJsonBody(text)
+    })
+    // Requests without a body skip the parse stage: guards, then the head's limits, before anything is validated.
+    .onTransform({ as: 'global' }, async (context) => {
+      const guarded = runGuards(context)
+      if (guarded) await guarded
+      refuseOversizedHead(context.request)
     })
     .onError({ as: 'global' }, ({ code, error, request }) => answerError(code, error, request))
     .onAfterResponse({ as: 'global' }, ({ request, set, route, path }) => {

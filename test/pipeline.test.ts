@@ -175,6 +175,17 @@ describe('request pipeline', () => {
     expect(atLimit.status).toBe(422)
   })
 
+  test('a wrong-typed field that shadows toString is 422 naming it, not a crash', async () => {
+    for (const body of ['{"name":{"toString":[]},"count":1}', '{"name":{"valueOf":1,"toString":"x"},"count":1}', '{"name":{"to\\u0053tring":[]},"count":1}']) {
+      const res = await post(app, body)
+      expect(res.status).toBe(422)
+      expect((await problem(res)).errors[0].field).toBe('name')
+    }
+    // The values themselves are unchanged: they serialise as they were sent.
+    const echoed = await post(app, '{"name":"a","count":1,"tags":["toString"]}')
+    expect(await echoed.json()).toEqual({ name: 'a', count: 1, tags: ['toString'] })
+  })
+
   test('domain errors keep their code, status and extensions', async () => {
     const res = await app.handle(new Request(`${BASE}/teapot`))
     expect(res.status).toBe(409)

@@ -58,6 +58,8 @@ describe('requests Bun would refuse before the app sees them', () => {
   test('a 20 KB request target answers 414 problem+json naming the limit', async () => {
     const problem = await expectProblem(await service.request('/api/agents/protocol?q=' + 'a'.repeat(20_000)), 414, 'uri_too_long')
     expect(problem.limitBytes).toBe(8192)
+    // A guarded route still says only 401 to an anonymous caller.
+    await expectProblem(await service.request('/api/usage?q=' + 'a'.repeat(20_000)), 401, 'unauthenticated')
   })
 
   test('40 KB of headers answer 431 problem+json', async () => {
