@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { connectAgent, expectContiguous, isFinal } from '../agents/helpers.ts'
-import { expectWholeAnswer, readEvents, type StreamEvent } from '../chat/helpers.ts'
+import { eventually, expectWholeAnswer, readEvents, type StreamEvent } from '../chat/helpers.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { announceSkip, postgresUrl, redisUrl } from '../helpers.ts'
 import { createCluster, json, signIn, type Cluster, type ServiceProcess } from './cluster.ts'
@@ -53,6 +53,9 @@ describe.skipIf(!ready)('rolling restart of one of two processes', () => {
     const chat = await stopping.request('/api/chat', json({ id: chatId, messages: [{ role: 'user', content: 'a long one' }] }, token))
     expect(chat.status).toBe(200)
     const chatRead = readToEnd(chat)
+    // The fake answers whoever asks first, and the 200 can come before the chat's model request does:
+    // the agent's answers are scripted only once the chat has taken its own.
+    await eventually(() => model.completions.length > 0, "the chat's model request")
 
     model.queue = [{ text: '{"steps": ["Trace", "Fix"]}' }, { text: 'one two three four five six', delayMs: 60 }, { text: 'seven eight nine', delayMs: 60 }]
     const agent = await connectAgent(`${stopping.url.replace('http', 'ws')}/ws/agent`, token)
