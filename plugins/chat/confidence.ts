@@ -1,5 +1,5 @@
 /**
- * How sure the model is of its answer, measured on the first tokens it streams.
+ * How sure the model is of its answer, measured on the first tokens it streams, as they pass.
  *
  * With log-probabilities: the geometric mean of the token probabilities over the first N tokens,
  * `exp(sum(logprob_i) / N)`, a number in 0..1 (1 = every token was certain).
@@ -42,7 +42,7 @@ export function findHedge(text: string): string | undefined {
   return HEDGES.find((h) => lower.includes(h))
 }
 
-/** The measure over what was held back: `logprobs` when every token came with one, else hedging. */
+/** The measure over the leading text: `logprobs` when every token came with one, else hedging. */
 export function measureConfidence(text: string, logprobs: readonly number[] | undefined, tokens: number): ConfidenceMeasure {
   if (logprobs && logprobs.length > 0) {
     const first = logprobs.slice(0, tokens)
@@ -53,4 +53,50 @@ export function measureConfidence(text: string, logprobs: readonly number[] | un
 
 export function isUnsure(measure: ConfidenceMeasure, threshold: number): boolean {
   return measure.method === 'logprobs' ? measure.confidence < threshold : measure.hedge !== undefined
+}
+
+export interface ConfidenceVerdict {
+  measure: ConfidenceMeasure
+  unsure: boolean
+  /** Tokens seen when the verdict was reached. */
+  tokens: number
+}
+
+/**
+ * Watches an answer's tokens while they stream to the client and gives the verdict as soon as it is
+ * certain: after `tokens` tokens, earlier when the answer hedges, or when the log-probabilities seen so far
+ * already put the mean over `tokens` below the threshold (log-probabilities are never positive, so later
+ * tokens can only lower it).
+ */
+export function createConfidenceGauge(options: { threshold: number; tokens: number }) {
+  const { threshold, tokens: window } = options
+  let text = ''
+  const logprobs: number[] = []
+  let sum = 0
+  let seen = 0
+  let missingLogprobs = false
+
+  const verdict = (): ConfidenceVerdict => {
+    const measure = measureConfidence(text, missingLogprobs ? undefined : logprobs, window)
+    return { measure, unsure: isUnsure(measure, threshold), tokens: seen }
+  }
+
+  return {
+    /** Takes one streamed text delta; answers the verdict once it is certain. */
+    add(delta: string, deltaLogprobs?: readonly number[]): ConfidenceVerdict | undefined {
+      text += delta
+      if (deltaLogprobs?.length) {
+        for (const lp of deltaLogprobs.slice(0, Math.max(0, window - logprobs.length))) {
+          logprobs.push(lp)
+          sum += Number.isFinite(lp) ? lp : -100
+        }
+      } else missingLogprobs = true
+      seen += deltaLogprobs?.length || 1
+      if (seen >= window) return verdict()
+      if (missingLogprobs) return findHedge(text) === undefined ? undefined : verdict()
+      return Math.exp(sum / window) < threshold ? verdict() : undefined
+    },
+    /** The verdict on what was seen, for an answer that ended (or turned to a tool) before `tokens` tokens. */
+    settle: verdict,
+  }
 }

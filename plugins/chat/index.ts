@@ -54,6 +54,7 @@ export function turnOptions(body: Pick<ChatRequest, 'model' | 'options' | 'tools
     maxOutputTokens: o.maxOutputTokens,
     maxSteps: o.maxSteps,
     searchAugmentation: o.searchAugmentation,
+    unsureDraft: o.unsureDraft,
     serverTools: o.serverTools,
     clientTools: body.tools,
   }

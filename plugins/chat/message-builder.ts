@@ -17,6 +17,15 @@ export function createMessageBuilder(messageId: string) {
         case 'start-step':
           parts.push({ type: 'step-start' })
           break
+        case 'reset-step': {
+          // As the AI SDK client does: drop the parts since the step began (or all, outside a step).
+          const from = parts.findLastIndex((p) => p.type === 'step-start') + 1
+          for (const dropped of parts.splice(from)) {
+            for (const [id, part] of open) if (part === dropped) open.delete(id)
+            for (const [id, part] of tools) if (part === dropped) tools.delete(id)
+          }
+          break
+        }
         case 'text-start':
         case 'reasoning-start': {
           const part: UiPart = { type: chunk.type === 'text-start' ? 'text' : 'reasoning', text: '' }

@@ -33,6 +33,12 @@ export const chatOptions = strictObject(
     maxOutputTokens: t.Optional(t.Integer({ minimum: 1, maximum: 200_000 })),
     maxSteps: t.Optional(t.Integer({ minimum: 1, maximum: 50, description: 'Capped by CHAT_MAX_STEPS' })),
     searchAugmentation: t.Optional(t.Boolean({ description: 'Search the web when the model is unsure. Default CHAT_SEARCH_AUGMENTATION' })),
+    unsureDraft: t.Optional(
+      oneOf(['replace', 'keep'], {
+        description:
+          'What becomes of a streamed answer found unsure: `replace` withdraws it with a `reset-step` chunk (AI SDK 7 clients); `keep` leaves it, followed by the decision and the grounded answer (clients without `reset-step`). Default replace',
+      }),
+    ),
     serverTools: t.Optional(
       t.Array(oneOf(['web_search', 'code_search', 'generate_image']), { description: 'Server tools the model may call. Default all available' }),
     ),
@@ -97,6 +103,8 @@ export type UiChunk =
   | { type: 'start'; messageId?: string; messageMetadata?: unknown }
   | { type: 'start-step' }
   | { type: 'finish-step' }
+  /** Withdraws every part streamed since the last `start-step` (an unsure draft about to be replaced). */
+  | { type: 'reset-step' }
   | { type: 'finish'; finishReason?: 'stop' | 'length' | 'content-filter' | 'tool-calls' | 'error' | 'other' }
   | { type: 'text-start' | 'text-end' | 'reasoning-start' | 'reasoning-end'; id: string }
   | { type: 'text-delta' | 'reasoning-delta'; id: string; delta: string }

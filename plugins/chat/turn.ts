@@ -1,11 +1,12 @@
 /**
  * One chat turn: the answer to the latest message, written as UI message stream chunks.
- * Commands first (`!search`, `!image`); otherwise the model in a bounded tool loop, with the first
- * answer held back over a few tokens to measure confidence and ground it on a web search if unsure.
+ * Commands first (`!search`, `!image`); otherwise the model in a bounded tool loop. The first answer
+ * streams at once while its leading tokens are measured for confidence; an unsure one is withdrawn
+ * (`reset-step`) and replaced by one grounded on a web search.
  */
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { commandHelp, parseCommand } from './commands.ts'
-import { isUnsure, measureConfidence } from './confidence.ts'
+import { createConfidenceGauge, type ConfidenceVerdict } from './confidence.ts'
 import type { Emit } from './generations.ts'
 import { messageText, toModelMessages } from './history.ts'
 import { createMessageBuilder } from './message-builder.ts'
@@ -40,6 +41,8 @@ export interface Turn {
   maxOutputTokens?: number
   maxSteps?: number
   searchAugmentation?: boolean
+  /** `keep` leaves an unsure streamed draft in place instead of withdrawing it (clients without `reset-step`). */
+  unsureDraft?: 'replace' | 'keep'
   /** Server tools offered to the model; default all available. */
   serverTools?: readonly ServerToolName[]
   clientTools?: readonly ClientTool[]
@@ -95,8 +98,9 @@ export async function runTurn(services: TurnServices, turn: Turn, outerEmit: Emi
   ]
 
   /**
-   * One model call. With `augment`, text is held back until `confidenceTokens` tokens have arrived;
-   * then the confidence decides between releasing it and answering again from a web search.
+   * One model call. With `augment`, its text streams as it comes while the first `confidenceTokens`
+   * tokens are measured; an unsure verdict withdraws what was streamed of this step (the AI SDK's
+   * `reset-step`) and stops the call, so that a search-grounded answer replaces it.
    */
   async function modelStep(messages: ModelMessage[], options: { augment: boolean; tools: boolean }) {
     const step = new AbortController()
@@ -105,21 +109,17 @@ export async function runTurn(services: TurnServices, turn: Turn, outerEmit: Emi
     const text = textPart('text')
     const reasoning = textPart('reasoning')
     const calls = new Map<number, ToolCall>()
-    let holding = options.augment
-    const held: string[] = []
-    const heldLogprobs: number[] = []
-    let heldTokens = 0
-    let missingLogprobs = false
+    const gauge = options.augment ? createConfidenceGauge({ threshold: settings.confidenceThreshold, tokens: settings.confidenceTokens }) : undefined
+    let measuring = gauge !== undefined
     let finishReason: string | undefined
     let usage: { inputTokens: number; outputTokens: number } | undefined
     let output = ''
     let search: { query: string } | undefined
 
-    const decide = (why?: string) => {
-      holding = false
-      const heldText = held.join('')
-      const measure = measureConfidence(heldText, missingLogprobs ? undefined : heldLogprobs, settings.confidenceTokens)
-      const unsure = why === undefined && isUnsure(measure, settings.confidenceThreshold)
+    const decide = (verdict: ConfidenceVerdict, why?: string) => {
+      measuring = false
+      const { measure } = verdict
+      const unsure = why === undefined && verdict.unsure
       const decision = unsure ? 'search' : 'answer'
       const reason =
         why ??
@@ -130,6 +130,12 @@ export async function runTurn(services: TurnServices, turn: Turn, outerEmit: Emi
           : measure.method === 'logprobs'
             ? 'confidence at or above the threshold'
             : 'no log-probabilities and no hedging in the answer')
+      if (unsure) {
+        text.end()
+        reasoning.end()
+        // The draft already on screen goes; the decision, the search and the grounded answer take its place.
+        if (turn.unsureDraft !== 'keep') emit({ type: 'reset-step' })
+      }
       emit({
         type: 'data-search-decision',
         data: {
@@ -137,16 +143,14 @@ export async function runTurn(services: TurnServices, turn: Turn, outerEmit: Emi
           confidence: measure.confidence,
           threshold: settings.confidenceThreshold,
           method: measure.method,
-          tokens: measure.method === 'logprobs' ? measure.tokens : heldTokens,
+          tokens: measure.method === 'logprobs' ? measure.tokens : verdict.tokens,
           reason,
         },
       })
-      if (decision === 'search') {
+      if (unsure) {
         search = { query: lastUserText(turn.history) }
         step.abort()
-        return
       }
-      text.delta(heldText)
     }
 
     try {
@@ -161,23 +165,18 @@ export async function runTurn(services: TurnServices, turn: Turn, outerEmit: Emi
       stream: for await (const batch of services.provider.stream(request, step.signal)) {
         for (const event of batch) {
           switch (event.type) {
-            case 'text':
+            case 'text': {
               output += event.delta
-              if (!holding) {
-                text.delta(event.delta)
-                break
-              }
-              held.push(event.delta)
-              if (event.logprobs) heldLogprobs.push(...event.logprobs)
-              else missingLogprobs = true
-              heldTokens += event.logprobs?.length ?? 1
-              if (heldTokens >= settings.confidenceTokens) decide()
+              text.delta(event.delta)
+              const verdict = measuring ? gauge!.add(event.delta, event.logprobs) : undefined
+              if (verdict) decide(verdict)
               break
+            }
             case 'reasoning':
               reasoning.delta(event.delta)
               break
             case 'tool-call': {
-              if (holding) decide('the model called a tool')
+              if (measuring) decide(gauge!.settle(), 'the model called a tool')
               let call = calls.get(event.index)
               if (!call) {
                 call = { id: event.id ?? `call_${turn.messageId}_${event.index}`, name: event.name ?? '', arguments: '' }
@@ -201,7 +200,7 @@ export async function runTurn(services: TurnServices, turn: Turn, outerEmit: Emi
           if (search) break stream
         }
       }
-      if (holding && !search) decide()
+      if (measuring) decide(gauge!.settle())
     } finally {
       signal.removeEventListener('abort', onAbort)
       text.end()

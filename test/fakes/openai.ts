@@ -1,7 +1,7 @@
 /**
  * A fake OpenAI-compatible server: /v1/chat/completions streams scripted completions the way OpenAI
  * does (SSE `data:` chunks, `data: [DONE]`), with text, log-probabilities, reasoning, tool calls,
- * usage, HTTP errors, malformed chunks, slow and stalled streams; /v1/images/generations answers
+ * usage, HTTP errors, malformed chunks, slow, paused and stalled streams; /v1/images/generations answers
  * base64 images. It notices when a client abandons a stream.
  */
 import { startFakeServer, type RecordedRequest } from './server.ts'
@@ -26,6 +26,8 @@ export interface CompletionScript {
   delayMs?: number
   /** After this many tokens the stream goes silent but stays open. */
   stallAfter?: number
+  /** After `after` tokens the stream waits for `until` to settle, then sends the rest. */
+  pause?: { after: number; until: Promise<unknown> }
   /** After this many tokens a chunk that is not JSON is sent. */
   malformedAfter?: number
   /** Answer with this HTTP status (and an OpenAI error body) instead of a stream. */
@@ -106,6 +108,7 @@ export function startFakeOpenAi(): FakeOpenAi {
               await new Promise((resolve) => request.signal.addEventListener('abort', resolve, { once: true }))
               return
             }
+            if (script.pause && i === script.pause.after) await script.pause.until
             if (script.malformedAfter !== undefined && i === script.malformedAfter) {
               send('data: {"id": "broken", "choices": [\n\n')
               finished = true
