@@ -32,6 +32,19 @@ export interface ConnectionHubOptions {
   logger: Logger
   /** Commands spend the chat budget and the burst ceiling, like POST /api/chat. */
   rateLimit: { limiter: RateLimiter; policies: readonly Readonly<RatePolicy>[] }
+  /**
+   * How long a slot reserved at the upgrade waits for its socket to open before it is given back. Bun opens the
+   * socket inside the upgrade call, so this only bounds paths that never reach it. Default 10,000 ms.
+   */
+  reservationTimeoutMs?: number
+}
+
+/** A connection slot held from the upgrade request to the open socket; it ends exactly once. */
+export interface SlotReservation {
+  /** The socket opened: the slot becomes the connection's (freed by close). False when the reservation had already ended. */
+  claim(): boolean
+  /** The upgrade will not end in an open socket: the slot is free again. Does nothing once claimed or released. */
+  release(): void
 }
 
 export const CLOSE_GOING_AWAY = 1001
@@ -92,7 +105,14 @@ export function createConnectionHub(options: ConnectionHubOptions) {
   const { agents, settings, logger } = options
   const connections = new Set<AgentConnection>()
   const perUser = new Map<string, number>()
+  const reservationTimeoutMs = options.reservationTimeoutMs ?? 10_000
   let heartbeat: ReturnType<typeof setInterval> | undefined
+
+  function unreserve(userId: string) {
+    const left = (perUser.get(userId) ?? 1) - 1
+    if (left > 0) perUser.set(userId, left)
+    else perUser.delete(userId)
+  }
 
   function sweep() {
     const now = Date.now()
@@ -177,19 +197,30 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       return connections.size
     },
 
-    /** Whether the user may open one more connection; reserves it when so (released on close). */
-    reserve(userId: string): boolean {
-      const count = perUser.get(userId) ?? 0
-      if (count >= settings.maxConnectionsPerUser) return false
-      perUser.set(userId, count + 1)
-      return true
+    /** Slots the user holds: open connections and reservations not yet claimed or released. */
+    slotsHeld(userId: string): number {
+      return perUser.get(userId) ?? 0
     },
 
-    /** Gives back a reservation whose upgrade never opened. */
-    unreserve(userId: string): void {
-      const left = (perUser.get(userId) ?? 1) - 1
-      if (left > 0) perUser.set(userId, left)
-      else perUser.delete(userId)
+    /**
+     * One more connection slot for the user, or undefined when they hold the most allowed. The caller claims it when
+     * the socket opens or releases it when the upgrade fails; left alone, it is given back after the timeout.
+     */
+    reserve(userId: string): SlotReservation | undefined {
+      const count = perUser.get(userId) ?? 0
+      if (count >= settings.maxConnectionsPerUser) return undefined
+      perUser.set(userId, count + 1)
+      let pending = true
+      const expiry = setTimeout(() => end(false), reservationTimeoutMs)
+      expiry.unref?.()
+      function end(opened: boolean): boolean {
+        if (!pending) return false
+        pending = false
+        clearTimeout(expiry)
+        if (!opened) unreserve(userId)
+        return true
+      }
+      return { claim: () => end(true), release: () => void end(false) }
     },
 
     open(socket: AgentSocket, caller: AgentCaller): AgentConnection {
@@ -219,7 +250,7 @@ export function createConnectionHub(options: ConnectionHubOptions) {
     close(connection: AgentConnection): void {
       if (!connections.delete(connection)) return
       connection.release()
-      this.unreserve(connection.caller.userId)
+      unreserve(connection.caller.userId)
       if (connections.size === 0 && heartbeat) {
         clearInterval(heartbeat)
         heartbeat = undefined

@@ -3,7 +3,8 @@ import type { AccessService, Principal } from '../../src/auth/access-service.ts'
 import { bearerFrom } from '../../src/auth/bearer.ts'
 import { authenticateRequest, requireScope } from '../../src/auth/plugin.ts'
 import { AppError } from '../../src/errors.ts'
-import type { AgentConnection, AgentSocket, ConnectionHub } from './connections.ts'
+import { CLOSE_POLICY, type AgentConnection, type AgentSocket, type ConnectionHub, type SlotReservation } from './connections.ts'
+import { handshakeProblem, refusedHandshake } from './handshake.ts'
 import { protocolSchema } from './model.ts'
 
 export interface AgentsPluginOptions {
@@ -22,8 +23,12 @@ interface AgentSocketData {
  */
 export function agentsPlugin(options: AgentsPluginOptions) {
   const { hub, access } = options
-  // The caller verified at the upgrade, read again when the socket opens.
-  const callers = new WeakMap<Request, Principal>()
+  // The caller verified at the upgrade and the slot reserved for them, taken up when the socket opens.
+  const upgrades = new WeakMap<Request, { principal: Principal; slot: SlotReservation }>()
+  const releaseSlot = (request: Request) => {
+    upgrades.get(request)?.slot.release()
+    upgrades.delete(request)
+  }
   const schema = protocolSchema()
   return new Elysia({ name: 'agents', detail: { tags: ['agents'] } })
     .get('/api/agents/protocol', () => schema, {
@@ -44,20 +49,34 @@ export function agentsPlugin(options: AgentsPluginOptions) {
     .ws('/ws/agent', {
       async beforeHandle({ request, set }) {
         // Elysia runs a WebSocket route's beforeHandle both as a lifecycle hook and before the upgrade.
-        if (callers.has(request)) return
+        if (upgrades.has(request)) return
+        // Checked first, like the 426 of a plain GET: what Bun would refuse must never hold a slot.
+        const malformed = handshakeProblem(request.headers)
+        if (malformed) throw malformed
         const principal = await authenticateRequest(access, request)
         requireScope(principal, 'agents:run')
-        if (!hub.reserve(principal.userId))
-          throw new AppError('too_many_connections', 'You already hold the most agent connections allowed to this server; close one first')
-        callers.set(request, principal)
+        const slot = hub.reserve(principal.userId)
+        if (!slot) throw new AppError('too_many_connections', 'You already hold the most agent connections allowed to this server; close one first')
+        upgrades.set(request, { principal, slot })
         const bearer = bearerFrom(request.headers)
         if (bearer?.subprotocol) set.headers['sec-websocket-protocol'] = bearer.subprotocol
       },
+      // Elysia answers a successful upgrade with nothing, so a value here means Bun refused the handshake.
+      afterHandle({ request }) {
+        releaseSlot(request)
+        throw refusedHandshake()
+      },
+      // Runs after every answer, thrown errors included; by then an opened socket has already claimed its slot.
+      afterResponse({ request }) {
+        releaseSlot(request)
+      },
       open(ws) {
         const data = ws.data as unknown as AgentSocketData
-        const principal = callers.get(data.request)!
-        callers.delete(data.request)
-        data.agent = hub.open(ws.raw as unknown as AgentSocket, { userId: principal.userId, orgId: principal.orgId })
+        const upgrade = upgrades.get(data.request)
+        upgrades.delete(data.request)
+        // Only when the reservation ran out first, which leaves no slot to count this socket against.
+        if (!upgrade?.slot.claim()) return ws.close(CLOSE_POLICY, 'upgrade expired')
+        data.agent = hub.open(ws.raw as unknown as AgentSocket, { userId: upgrade.principal.userId, orgId: upgrade.principal.orgId })
       },
       message(ws, message) {
         const agent = (ws.data as unknown as AgentSocketData).agent
