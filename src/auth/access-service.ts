@@ -3,6 +3,7 @@ import { AppError } from '../errors.ts'
 import type { Logger } from '../log.ts'
 import type { AccountStore, User } from './account-store.ts'
 import type { AccessTokens } from './access-tokens.ts'
+import { revokedSessionsInProcess, type RevokedSessions } from './revoked-sessions.ts'
 import { invalidToken } from './token-errors.ts'
 import { grantedScopes, isRole, type Role, type Scope } from './roles.ts'
 
@@ -27,6 +28,29 @@ export interface ExternalVerifier {
   verify(token: string): Promise<ExternalIdentity>
 }
 
+/** How an identity provider's tokens map to users, organisations, roles and scopes (the OIDC_* settings). */
+export interface ExternalIdentityPolicy {
+  verifier: ExternalVerifier
+  issuer: string
+  scopesClaim: string
+  roleClaim: string
+  /** Scopes of a token without a scope claim, before its role limits them. */
+  defaultScopes: readonly Scope[]
+  /** Role of a user the first token of a subject creates. */
+  defaultRole: Role
+  /** Roles the role claim may choose; a claim naming another is ignored. */
+  claimableRoles: readonly Role[]
+  /** Claim naming the organisation a new user joins; unset, none is named. */
+  orgClaim?: string
+  /** Whether a new user whose organisation is unknown, or unnamed, gets a new one instead of a refusal. */
+  createOrgs: boolean
+}
+
+/** The key an organisation named by an identity provider is stored under: issuer, claim and value together, so none can collide. */
+export function externalOrgKey(issuer: string, claim: string, value: string): string {
+  return JSON.stringify([issuer, claim, value])
+}
+
 export interface AccessServiceDeps {
   accounts: AccountStore
   tokens: AccessTokens
@@ -35,7 +59,9 @@ export interface AccessServiceDeps {
   refreshTtlSeconds: number
   defaultPlan: string
   login: { maxFailures: number; lockSeconds: number }
-  external?: { verifier: ExternalVerifier; issuer: string; scopesClaim: string; roleClaim: string }
+  external?: ExternalIdentityPolicy
+  /** Signed-out sessions, shared between processes; in-process only when not given. */
+  revoked?: RevokedSessions
   now?: () => number
 }
 
@@ -68,19 +94,32 @@ export function hashPassword(password: string): Promise<string> {
 const badCredentials = () => new AppError('invalid_credentials', 'Email or password is wrong')
 const badRefresh = (reason: string) => new AppError('invalid_token', reason)
 
+// Deny entries outlive the last access token of their session by this much, for clocks that disagree.
+const CLOCK_MARGIN_MS = 60_000
+
+interface VerifiedToken {
+  principal: Principal
+  exp: number
+  /** The sign-in the token belongs to, when it is one of ours. */
+  sessionId?: string
+}
+
+const signedOut = () => invalidToken('token revoked')
+
 /** Login, refresh rotation, logout, registration and bearer-token authentication. */
 export function createAccessService(deps: AccessServiceDeps) {
   const { accounts, tokens, logger } = deps
   const now = deps.now ?? Date.now
+  const revoked = deps.revoked ?? revokedSessionsInProcess({ logger, now })
   // Verifying against a real hash when the email is unknown keeps both answers equally slow.
   const decoyHash = hashPassword(crypto.randomUUID())
   // Verified tokens and who they speak for; bounded, and expiry is checked again on every use.
-  const principals = new Map<string, { principal: Principal; exp: number }>()
+  const principals = new Map<string, VerifiedToken>()
   const PRINCIPAL_CACHE = 10_000
 
   async function issuePair(user: User, familyId: string = crypto.randomUUID()): Promise<TokenPair> {
     const scopes = grantedScopes(user.role)
-    const access = await tokens.issue({ userId: user.id, orgId: user.orgId, role: user.role, scopes })
+    const access = await tokens.issue({ userId: user.id, orgId: user.orgId, role: user.role, scopes, sessionId: familyId })
     const refreshToken = newRefreshToken()
     await accounts.insertRefreshToken({
       familyId,
@@ -145,7 +184,7 @@ export function createAccessService(deps: AccessServiceDeps) {
     if (row.revokedAt !== null) throw badRefresh('refresh token revoked')
     if (row.usedAt !== null || !(await accounts.consumeRefreshToken(row.id, now()))) {
       // A used token presented again means it leaked: end the whole session family.
-      await accounts.revokeFamily(row.familyId, now())
+      await endSession(row.familyId)
       logger.warn('refresh token reuse; family revoked', { userId: row.userId })
       throw badRefresh('refresh token reuse detected; sign in again')
     }
@@ -157,7 +196,13 @@ export function createAccessService(deps: AccessServiceDeps) {
 
   async function logout(refreshToken: string): Promise<void> {
     const row = await accounts.refreshTokenByHash(sha256(refreshToken))
-    if (row) await accounts.revokeFamily(row.familyId, now())
+    if (row) await endSession(row.familyId)
+  }
+
+  /** Revokes the refresh family and refuses its access tokens until the last of them would have expired. */
+  async function endSession(familyId: string): Promise<void> {
+    await accounts.revokeFamily(familyId, now())
+    await revoked.revoke(familyId, now() + tokens.ttlSeconds * 1000 + CLOCK_MARGIN_MS)
   }
 
   async function createAccount(input: { email: string; password: string; role: Role; orgId?: string; orgName?: string; plan?: string }) {
@@ -175,23 +220,50 @@ export function createAccessService(deps: AccessServiceDeps) {
     return issuePair(user)
   }
 
-  async function principalFromExternal(token: string): Promise<{ principal: Principal; exp: number }> {
+  /** The organisation a new external user joins; a refusal naming what the operator must configure otherwise. */
+  async function organizationFor(identity: ExternalIdentity) {
+    const external = deps.external!
+    const named = external.orgClaim ? identity.claims[external.orgClaim] : undefined
+    if (named !== undefined && typeof named !== 'string' && typeof named !== 'number')
+      throw new AppError('forbidden', `The ${external.orgClaim} claim must name one organisation (a string), so this account cannot be created`)
+    if (named !== undefined && String(named) !== '') {
+      const key = externalOrgKey(identity.issuer, external.orgClaim!, String(named))
+      const linked = await accounts.organizationByExternalKey(key)
+      if (linked) return linked
+      if (external.createOrgs) return accounts.organizationForExternalKey(key, String(named), deps.defaultPlan)
+      throw new AppError(
+        'forbidden',
+        `No organisation here is linked to ${external.orgClaim} "${named}", so this account cannot be created: an operator links one (admin orgs link --org <id> --external "${named}") or sets OIDC_CREATE_ORGS=true`,
+      )
+    }
+    if (external.createOrgs) return accounts.createOrganization(identity.email ?? identity.subject, deps.defaultPlan)
+    throw new AppError(
+      'forbidden',
+      external.orgClaim
+        ? `The token has no ${external.orgClaim} claim naming an organisation, so this account cannot be created: the identity provider must send it, or an operator sets OIDC_CREATE_ORGS=true`
+        : 'No organisation is configured for external accounts, so this account cannot be created: an operator sets OIDC_ORG_CLAIM to the claim naming the organisation, or OIDC_CREATE_ORGS=true',
+    )
+  }
+
+  async function principalFromExternal(token: string): Promise<VerifiedToken> {
     const external = deps.external!
     const identity = await external.verifier.verify(token)
     let user = await accounts.userByExternalIdentity(identity.issuer, identity.subject)
-    const claimedRole = identity.claims[external.roleClaim]
+    const claimed = identity.claims[external.roleClaim]
+    // A role the operator did not make claimable (owner, by default) is ignored, not refused: the stored role applies.
+    const claimedRole = isRole(claimed) && external.claimableRoles.includes(claimed) ? claimed : undefined
     if (!user) {
-      const org = await accounts.createOrganization(identity.email ?? identity.subject, deps.defaultPlan)
+      const org = await organizationFor(identity)
       const email = normaliseEmail(identity.email ?? `${identity.subject}@${new URL(identity.issuer).host}`)
-      const account = { orgId: org.id, role: isRole(claimedRole) ? claimedRole : 'owner', externalIssuer: identity.issuer, externalSubject: identity.subject } as const
+      const account = { orgId: org.id, role: external.defaultRole, externalIssuer: identity.issuer, externalSubject: identity.subject } as const
       // The email may belong to a local account already; the external one then gets a unique alias.
       user =
         (await accounts.createUser({ ...account, email })) ??
         (await accounts.createUser({ ...account, email: `${crypto.randomUUID()}+${email}` }))!
-      logger.info('external user created', { userId: user.id, issuer: identity.issuer })
+      logger.info('external user created', { userId: user.id, orgId: org.id, issuer: identity.issuer })
     }
-    const role = isRole(claimedRole) ? claimedRole : user.role
-    const scopes = grantedScopes(role, identity.claims[external.scopesClaim])
+    const role = claimedRole ?? user.role
+    const scopes = grantedScopes(role, identity.claims[external.scopesClaim], external.defaultScopes)
     return {
       principal: { userId: user.id, orgId: user.orgId, role, scopes, source: 'external' },
       exp: Number(identity.claims.exp),
@@ -201,7 +273,10 @@ export function createAccessService(deps: AccessServiceDeps) {
   /** Verifies a bearer token (ours or the identity provider's) and answers who it speaks for. */
   async function authenticate(token: string): Promise<Principal> {
     const cached = principals.get(token)
-    if (cached && cached.exp * 1000 > now()) return cached.principal
+    if (cached && cached.exp * 1000 > now()) {
+      if (cached.sessionId !== undefined && revoked.has(cached.sessionId)) throw signedOut()
+      return cached.principal
+    }
 
     let issuer: unknown
     try {
@@ -209,13 +284,15 @@ export function createAccessService(deps: AccessServiceDeps) {
     } catch {
       throw invalidToken('malformed token')
     }
-    let entry: { principal: Principal; exp: number }
+    let entry: VerifiedToken
     if (issuer === deps.issuer) {
       const claims = await tokens.verify(token)
       if (!isRole(claims.role)) throw invalidToken('malformed token')
+      if (claims.sid !== undefined && revoked.has(claims.sid)) throw signedOut()
       entry = {
         principal: { userId: claims.sub, orgId: claims.org, role: claims.role, scopes: grantedScopes(claims.role, claims.scope), source: 'local' },
         exp: claims.exp,
+        sessionId: claims.sid,
       }
     } else if (deps.external && issuer === deps.external.issuer) {
       entry = await principalFromExternal(token)
@@ -241,7 +318,10 @@ export function createAccessService(deps: AccessServiceDeps) {
     }
   }
 
-  return { login, refresh, logout, register, authenticate, createAccount, ensureFirstOwner }
+  /** The sign-in failure counting, for other secrets people type (the one-time setup code): one subject per thing locked. */
+  const attempts = { assertNotLocked, recordFailure, clear: (subject: string) => accounts.clearLoginFailures(subject) }
+
+  return { login, refresh, logout, register, authenticate, createAccount, ensureFirstOwner, attempts }
 }
 
 export type AccessService = ReturnType<typeof createAccessService>

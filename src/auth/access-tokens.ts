@@ -9,6 +9,8 @@ export interface AccessClaims {
   role: Role
   scope: string
   jti: string
+  /** The sign-in (refresh-token family) the token belongs to, so signing out can refuse it; absent from older tokens. */
+  sid?: string
   iat: number
   exp: number
 }
@@ -37,10 +39,11 @@ export function createAccessTokens(options: AccessTokenOptions) {
     'verify',
   ])
 
-  async function issue(subject: { userId: string; orgId: string; role: Role; scopes: readonly Scope[] }) {
+  async function issue(subject: { userId: string; orgId: string; role: Role; scopes: readonly Scope[]; sessionId?: string }) {
     const iat = Math.floor(now() / 1000)
     const exp = iat + ttl
-    const token = await new SignJWT({ org: subject.orgId, role: subject.role, scope: subject.scopes.join(' ') })
+    const claims = { org: subject.orgId, role: subject.role, scope: subject.scopes.join(' '), ...(subject.sessionId ? { sid: subject.sessionId } : {}) }
+    const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS256', typ: TOKEN_TYPE })
       .setSubject(subject.userId)
       .setIssuer(options.issuer)
@@ -76,6 +79,7 @@ export function createAccessTokens(options: AccessTokenOptions) {
     }
     if (typeof payload.org !== 'string' || typeof payload.role !== 'string' || typeof payload.scope !== 'string')
       throw invalidToken('malformed token')
+    if (payload.sid !== undefined && typeof payload.sid !== 'string') throw invalidToken('malformed token')
     return payload as unknown as AccessClaims
   }
 

@@ -9,6 +9,8 @@ export interface Organization {
   plan: string
   /** When set, the plan lapses at this instant (ms) and the first plan applies; billing sets it for ending subscriptions. */
   planExpiresAt: number | null
+  /** Set when an identity provider's organisation claim names it (see `externalOrgKey`). */
+  externalKey: string | null
   createdAt: number
 }
 
@@ -37,6 +39,7 @@ const orgFrom = (r: any): Organization => ({
   name: r.name,
   plan: r.plan,
   planExpiresAt: toNullableNumber(r.plan_expires_at),
+  externalKey: r.external_key ?? null,
   createdAt: toNumber(r.created_at),
 })
 const userFrom = (r: any): User => ({
@@ -66,6 +69,26 @@ export class AccountStore {
     const org = { id: Bun.randomUUIDv7(), name, plan, created_at: Date.now() }
     await this.db.sql`INSERT INTO organizations ${this.db.sql(org)}`
     return orgFrom(org)
+  }
+
+  /** The organisation linked to `externalKey`, created when there is none yet (concurrent callers get the same one). */
+  async organizationForExternalKey(externalKey: string, name: string, plan: string): Promise<Organization> {
+    const org = { id: Bun.randomUUIDv7(), name, plan, external_key: externalKey, created_at: Date.now() }
+    await this.db.sql`INSERT INTO organizations ${this.db.sql(org)} ON CONFLICT (external_key) DO NOTHING`
+    return (await this.organizationByExternalKey(externalKey))!
+  }
+
+  async organizationByExternalKey(externalKey: string): Promise<Organization | undefined> {
+    const [row] = await this.db.sql`SELECT * FROM organizations WHERE external_key = ${externalKey}`
+    return row ? orgFrom(row) : undefined
+  }
+
+  /** Links an organisation to an identity provider's; false when there is no such organisation or the key is taken. */
+  async linkOrganization(id: string, externalKey: string): Promise<boolean> {
+    const taken = await this.organizationByExternalKey(externalKey)
+    if (taken) return taken.id === id
+    const rows = await this.db.sql`UPDATE organizations SET external_key = ${externalKey} WHERE id = ${id} RETURNING id`
+    return rows.length > 0
   }
 
   /** Removes an organisation nobody belongs to yet (one made for an account that could not be created). */

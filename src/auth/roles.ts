@@ -13,6 +13,9 @@ export const SCOPES = [
 
 export type Scope = (typeof SCOPES)[number]
 
+/** Scopes an external token gets only by claiming them by name: money, usage figures and the audit trail. */
+export const PRIVILEGED_SCOPES: readonly Scope[] = ['billing:manage', 'usage:read', 'audit:read']
+
 export const ROLES = ['owner', 'admin', 'member', 'viewer', 'billing'] as const
 export type Role = (typeof ROLES)[number]
 
@@ -35,10 +38,13 @@ export function isScope(value: unknown): value is Scope {
   return typeof value === 'string' && (SCOPES as readonly string[]).includes(value)
 }
 
-/** Scopes from a claim (space-separated string or array), limited to those the role grants. */
-export function grantedScopes(role: Role, requested?: unknown): Scope[] {
+/**
+ * Scopes from a claim (space-separated string or array), limited to those the role grants. Without a
+ * claim, `unclaimed` (every scope of the role unless given), limited the same way.
+ */
+export function grantedScopes(role: Role, requested?: unknown, unclaimed?: readonly Scope[]): Scope[] {
   const allowed = ROLE_SCOPES[role]
-  if (requested === undefined || requested === null) return [...allowed]
+  if (requested === undefined || requested === null) return unclaimed ? allowed.filter((s) => unclaimed.includes(s)) : [...allowed]
   const list = Array.isArray(requested) ? requested : String(requested).split(/\s+/)
   return allowed.filter((s) => list.includes(s))
 }

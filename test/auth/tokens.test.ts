@@ -15,6 +15,7 @@ describe('bearer token attacks', async () => {
     JWT_SECRET: 's'.repeat(48),
     OIDC_ISSUER: issuer.url,
     OIDC_AUDIENCE: 'platform-api',
+    OIDC_CREATE_ORGS: 'true',
   })
   afterAll(async () => {
     await t.close()

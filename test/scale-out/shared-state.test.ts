@@ -64,18 +64,32 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
     const send = (via: ServiceProcess) =>
       via.request('/api/chat', json({ id: crypto.randomUUID(), messages: [{ role: 'user', content: 'hi' }] }, user.accessToken))
     // 100 requests, half to each process, in batches of 10.
+    const startedAt = performance.now()
     for (let batch = 0; batch < 10; batch++) {
       const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => send(i % 2 ? b : a)))
       expect(answers.map((r) => r.status)).toEqual(Array(10).fill(200))
       await Promise.all(answers.map((r) => r.text()))
     }
-    for (const via of [a, b]) {
-      const refused = await send(via)
-      expect(refused.status).toBe(429)
-      const body = await refused.json()
+    // The budget refills one request every 600 ms (100 a minute), so a slow machine may earn a few back while
+    // the hundred run; two budgets, one per process, would allow fifty more at once.
+    let extra = 0
+    const refusedBy = new Set<string>()
+    for (let i = 0; i < 30 && refusedBy.size < 2; i++) {
+      const via = i % 2 ? b : a
+      const answer = await send(via)
+      if (answer.status === 200) {
+        extra++
+        await answer.text()
+        continue
+      }
+      expect(answer.status).toBe(429)
+      const body = await answer.json()
       expect(body.code).toBe('rate_limited')
-      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+      expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0)
+      refusedBy.add(via.name)
     }
+    expect(refusedBy.size).toBe(2)
+    expect(extra).toBeLessThanOrEqual(Math.ceil((performance.now() - startedAt) / 600))
   })
 
   test('a chat answer produced on A is resumed on B with Last-Event-ID, with no gap and no duplicate', async () => {
@@ -181,12 +195,18 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
     expect(searxng.calls).toBe(callsBefore + 1)
   })
 
-  test('logout on A revokes the refresh token on B too', async () => {
+  test('logout on A revokes the refresh token on B too, and its access token', async () => {
     const pair = await signIn(b)
+    const me = () => b.request('/auth/me', { headers: { authorization: `Bearer ${pair.accessToken}` } })
+    expect((await me()).status).toBe(200)
     const logout = await a.request('/auth/logout', json({ refreshToken: pair.refreshToken }))
     expect(logout.status).toBe(204)
     const refused = await b.request('/auth/refresh', json({ refreshToken: pair.refreshToken }))
     expect(refused.status).toBe(401)
+    // B hears of the sign-out through Redis a moment after A answered; well before its next reload of the list.
+    let answer = await me()
+    for (const deadline = Date.now() + 1000; answer.status === 200 && Date.now() < deadline; answer = await me()) await Bun.sleep(10)
+    expect(answer.status).toBe(401)
     // A token rotated before the logout is revoked with it.
     const other = await signIn(a)
     const rotated = await (await b.request('/auth/refresh', json({ refreshToken: other.refreshToken }))).json()
