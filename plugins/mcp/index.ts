@@ -3,12 +3,14 @@ import { Elysia, t } from 'elysia'
 import pkg from '../../package.json' with { type: 'json' }
 import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
-import { problem } from '../../src/models.ts'
+import { AppError, type ErrorCode } from '../../src/errors.ts'
+import { integer, problem } from '../../src/models.ts'
 import type { RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { bundledDocsSite } from '../docs/bundle.ts' with { type: 'macro' }
 import { loadDocsSite } from '../docs/site.ts'
 import type { CodeIndex } from '../search/types.ts'
+import { mcpAddresses } from './addresses.ts'
 import { callerGuards } from './caller.ts'
 import { createDocsIndex } from './docs-index.ts'
 import { createMcpServer } from './server.ts'
@@ -20,8 +22,16 @@ export interface McpPluginOptions {
   codeIndex: CodeIndex
   /** Records one `search` event per search_code call. */
   meter?: Pick<UsageMeter, 'record'>
-  /** Base of the documentation links the tools hand out, e.g. `https://api.example.com`. */
+  /**
+   * Base of the documentation links the tools hand out, e.g. `https://api.example.com`. Its host name and
+   * origin are the ones /mcp accepts in Host and Origin.
+   */
   publicBaseUrl: string
+  /**
+   * Further Host header values /mcp accepts, `host` or `host:port` as clients send them, e.g.
+   * `['mcp.internal:3000']`; a page on one of them may call /mcp too. Default: none.
+   */
+  allowedHosts?: readonly string[]
   /**
    * Directory holding docs.json and the pages it lists, read when the plugin is built (a missing docs.json
    * stops start-up). Default: the project root's documentation, found from the module's location and
@@ -35,15 +45,46 @@ const jsonRpcMessage = t.Unknown({
   examples: [{ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_docs', arguments: { query: 'rate limits' } } }],
 })
 
-const jsonRpcError = (description: string) =>
-  t.Object(
-    {
-      jsonrpc: t.Literal('2.0'),
-      error: t.Object({ code: t.Integer(), message: t.String(), data: t.Optional(t.Unknown()) }),
-      id: t.Null(),
-    },
+/** A refusal of the MCP transport: a problem body that is also a JSON-RPC error response (`jsonrpc`, `error`, `id`). */
+const jsonRpcProblem = (description: string) =>
+  t.Composite(
+    [
+      problem,
+      t.Object({
+        jsonrpc: t.Literal('2.0'),
+        error: t.Object({ code: integer(), message: t.String(), data: t.Optional(t.Unknown()) }),
+        id: t.Null(),
+      }),
+    ],
     { description },
   )
+
+const transportRefusals: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  415: 'unsupported_media_type',
+}
+
+/**
+ * The transport answers its refusals (not JSON-RPC, wrong Accept, Host or Origin of another site) as bare
+ * JSON-RPC errors. They become the service's problem bodies, keeping the JSON-RPC members, so MCP clients
+ * and every other client read them alike.
+ */
+async function asProblem(response: Response): Promise<Response> {
+  if (response.status < 400) return response
+  const code = transportRefusals[response.status] ?? 'internal_error'
+  let rpc: { error?: { message?: unknown } } = {}
+  try {
+    rpc = (await response.json()) as typeof rpc
+  } catch {
+    // Not JSON: the status and code still say what happened.
+  }
+  const message = typeof rpc.error?.message === 'string' ? rpc.error.message : `The MCP transport refused the request (${response.status})`
+  throw new AppError(code, message, { extensions: { jsonrpc: '2.0', error: rpc.error ?? { code: -32000, message }, id: null } })
+}
 
 /**
  * POST /mcp: a hosted MCP server over Streamable HTTP, stateless: every request gets its own server and
@@ -55,17 +96,24 @@ export function mcpPlugin(options: McpPluginOptions) {
   const site = options.rootDir === undefined ? bundledDocsSite() : loadDocsSite(options.rootDir)
   const docs = createDocsIndex(site.pages, options.publicBaseUrl)
   const tools = { serverInfo: { name: pkg.name, version: pkg.version }, docs, codeIndex: options.codeIndex, meter: options.meter }
-  return new Elysia({ name: 'mcp', seed: `${options.publicBaseUrl} ${options.rootDir ?? ''}`, detail: { tags: ['mcp'] } })
+  const addresses = mcpAddresses(options.publicBaseUrl, options.allowedHosts)
+  // The transport refuses any other Host, and any other Origin when one is sent (browsers always send it on POST).
+  const rebindingProtection = { enableDnsRebindingProtection: true, allowedHosts: [...addresses.hosts], allowedOrigins: [...addresses.origins] }
+  return new Elysia({
+    name: 'mcp',
+    seed: `${options.publicBaseUrl} ${options.rootDir ?? ''} ${addresses.hosts.join(',')}`,
+    detail: { tags: ['mcp'] },
+  })
     .use(callerGuards(options.rateLimits))
     .post(
       '/mcp',
       async ({ body, request, caller, set }) => {
         const server = createMcpServer(tools, caller)
-        const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+        const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, ...rebindingProtection })
         await server.connect(transport)
         try {
           // The body was read under the service's size limit and parsed by the request pipeline.
-          const response = await transport.handleRequest(request, { parsedBody: body })
+          const response = await asProblem(await transport.handleRequest(request, { parsedBody: body }))
           // private: tools/list depends on the caller's token.
           set.headers['cache-control'] = 'private, no-store'
           return response
@@ -81,9 +129,10 @@ export function mcpPlugin(options: McpPluginOptions) {
         response: {
           200: t.Unknown({ description: 'The JSON-RPC response (or batch of responses), application/json' }),
           202: t.Undefined({ description: 'Only notifications or responses were sent; nothing to answer' }),
-          400: jsonRpcError('Not a JSON-RPC message (code -32700). Malformed JSON is an application/problem+json invalid_json problem instead'),
+          400: jsonRpcProblem('Not a JSON-RPC message (code -32700). Malformed JSON is an application/problem+json invalid_json problem instead'),
           401: problem,
-          406: jsonRpcError('Accept does not list both application/json and text/event-stream'),
+          403: jsonRpcProblem('Host is not an address of this service, or Origin is a page elsewhere (code -32000): DNS rebinding protection'),
+          406: jsonRpcProblem('Accept does not list both application/json and text/event-stream'),
           413: problem,
           415: problem,
           429: problem,
@@ -93,7 +142,8 @@ export function mcpPlugin(options: McpPluginOptions) {
           description:
             'Tools: search_docs (query, limit) and get_page (path) over the documentation; with a bearer token carrying search:read, also search_code (query, repositoryIds, limit) ' +
             "over the caller's organisation's imported repositories. Send Accept: application/json, text/event-stream. " +
-            'Anonymous requests are rate limited per client address, signed-in ones per user, under the search budget. GET and DELETE are 405: no sessions, no server-initiated stream.',
+            'Anonymous requests are rate limited per client address, signed-in ones per user, under the search budget. GET and DELETE are 405: no sessions, no server-initiated stream. ' +
+            "Host must be PUBLIC_BASE_URL's host or one in MCP_ALLOWED_HOSTS, and an Origin, when sent, one of theirs: others are 403.",
         },
       },
     )

@@ -75,7 +75,7 @@ describe('mcpPlugin rootDir', () => {
       const res = await app.handle(
         new Request('http://localhost/mcp', {
           method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          headers: { host: 'docs.example.com', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
           body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'get_page', arguments: { path: 'guides/imports' } } }),
         }),
       )

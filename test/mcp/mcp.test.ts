@@ -9,9 +9,12 @@ import { splitSections } from '../../plugins/mcp/sections.ts'
 import { bearer, makeApp, userWithRole } from '../helpers.ts'
 import { corpus } from '../search/fixtures.ts'
 
-const t = await makeApp({ PUBLIC_BASE_URL: 'https://api.example.com' })
-const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (request) => t.app.handle(request) })
+// The server starts first so its address can be one /mcp accepts; the links stay on PUBLIC_BASE_URL.
+let handle: (request: Request) => Response | Promise<Response> = () => new Response('starting', { status: 503 })
+const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (request) => handle(request) })
 const endpoint = new URL(`http://127.0.0.1:${server.port}/mcp`)
+const t = await makeApp({ PUBLIC_BASE_URL: 'https://api.example.com', MCP_ALLOWED_HOSTS: endpoint.host })
+handle = (request) => t.app.handle(request)
 const member = await userWithRole(t, 'member')
 const otherOrg = await t.deps.accounts.createOrganization('Other Co', 'free')
 const outsider = await userWithRole(t, 'member', { orgId: otherOrg.id })

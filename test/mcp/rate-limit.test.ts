@@ -5,8 +5,10 @@ import { bearer, makeApp, userWithRole } from '../helpers.ts'
 const t = await makeApp({ RATE_LIMIT_SEARCH_PER_MINUTE: '3' })
 afterAll(() => t.close())
 
+// In-process requests carry no Host of their own; /mcp needs one it accepts.
+const host = new URL(t.config.publicBaseUrl).host
 const ping = (headers: Record<string, string> = {}) =>
-  t.send('POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'ping' }, { accept: 'application/json, text/event-stream', ...headers })
+  t.send('POST', '/mcp', { jsonrpc: '2.0', id: 1, method: 'ping' }, { host, accept: 'application/json, text/event-stream', ...headers })
 
 test('anonymous callers spend the search budget per client address; signed-in users their own', async () => {
   const anonymous = await Promise.all(Array.from({ length: 4 }, () => ping()))
