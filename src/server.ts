@@ -1,10 +1,13 @@
 import type { Server } from 'bun'
 import type { AnyElysia } from 'elysia'
 import type { Dependencies } from './dependencies.ts'
+import { startMetricsListener } from '../plugins/metrics/index.ts'
 
 export interface RunningServer {
   readonly server: Server<unknown>
   readonly url: string
+  /** The METRICS_PORT listener's /metrics URL, when it runs. */
+  readonly metricsUrl: string | undefined
   /** Stops accepting, lets in-flight requests finish up to SHUTDOWN_TIMEOUT_MS, then closes storage. */
   shutdown(reason: string): Promise<void>
 }
@@ -21,6 +24,10 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
   })
   const server = app.server!
   const url = `http://${server.hostname}:${server.port}`
+  const metricsListener =
+    deps.metrics && config.metrics.port !== undefined
+      ? startMetricsListener({ metrics: deps.metrics, token: config.metrics.token, port: config.metrics.port, logger })
+      : undefined
   logger.info('listening', {
     url,
     storage: deps.db.dialect,
@@ -42,13 +49,17 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
         logger.warn('in-flight requests still running at the shutdown timeout; closing them')
         await server.stop(true)
       }
+      // Elysia runs afterResponse hooks (the access log line, metrics, the request's span) in a setImmediate; the
+      // rest of shutdown can finish in microtasks alone, so a request answered just before the signal would lose them.
+      await new Promise((resolve) => setImmediate(resolve))
       // Answers and tasks with no request left (their clients follow them elsewhere, or left) get the
       // rest of the time to finish; whatever still runs then is stopped and recorded as interrupted.
       if (!(await untilDeadline(Promise.all([deps.chat.hub.idle(), deps.agents.idle()]))))
         logger.warn('chat answers or agent tasks still running at the shutdown timeout; interrupting them')
+      await metricsListener?.stop()
       await deps.close()
       logger.info('stopped')
     })())
 
-  return { server, url, shutdown }
+  return { server, url, metricsUrl: metricsListener?.url, shutdown }
 }

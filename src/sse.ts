@@ -36,6 +36,14 @@ const FRAMING = /[\r\n\0]/
 
 const PING = ': ping\n'
 
+// Streams of this process that started and have not ended, for the metrics.
+let openStreams = 0
+
+/** Server-sent event streams open in this process now. */
+export function openSseStreams(): number {
+  return openStreams
+}
+
 function singleLine(field: 'id' | 'event', value: string): string {
   if (FRAMING.test(value)) throw new TypeError(`SSE ${field} must not contain CR, LF or NUL`)
   return value
@@ -73,12 +81,14 @@ export function sseResponse(source: AsyncIterable<SseEvent | string>, options: S
   let iterator: AsyncIterator<SseEvent | string> | undefined
   let controller: ReadableStreamDirectController | undefined
   let closed = false
+  let counted = false
   let lastWrite = 0
   let heartbeat: ReturnType<typeof setTimeout> | undefined
 
   const finish = (reason: SseCloseReason, error?: unknown): boolean => {
     if (closed) return false
     closed = true
+    if (counted) openStreams--
     clearTimeout(heartbeat)
     signal?.removeEventListener('abort', onAbort)
     options.drain?.signal.removeEventListener('abort', onDrain)
@@ -129,6 +139,8 @@ export function sseResponse(source: AsyncIterable<SseEvent | string>, options: S
       if (controller) return
       controller = c
       if (signal?.aborted) return stop('done')
+      counted = true
+      openStreams++
       signal?.addEventListener('abort', onAbort)
       options.drain?.signal.addEventListener('abort', onDrain)
       iterator = source[Symbol.asyncIterator]()

@@ -42,6 +42,8 @@ export interface AgentServiceOptions {
   meter?: Pick<UsageMeter, 'record'>
   taskTimeoutSeconds: number
   maxRunningTasksPerUser: number
+  /** Told how each task ended (metrics). */
+  onTaskEnd?: (command: CommandName, status: 'succeeded' | 'failed' | 'cancelled') => void
   /** Cancels travel between processes on this Redis; unset keeps them in process. */
   redisUrl?: string
   channel?: string
@@ -103,6 +105,7 @@ export function createAgentService(options: AgentServiceOptions) {
       options.taskTimeoutSeconds * 1000,
     )
     const report = (fields: Record<string, unknown>) => writer.append({ type: 'progress', ...fields })
+    let ended: 'succeeded' | 'failed' | 'cancelled' = 'failed'
     try {
       writer.update({ status: 'running' })
       report({ status: 'running', percent: 0, steps: progress.steps })
@@ -126,6 +129,7 @@ export function createAgentService(options: AgentServiceOptions) {
       writer.update({ status: 'succeeded', percent: 100 })
       report({ status: 'succeeded', percent: 100, steps: progress.steps, eta: '0s' })
       writer.append({ type: 'result', status: 'succeeded', output: output ?? null }, true)
+      ended = 'succeeded'
     } catch (thrown) {
       const error = controller.signal.aborted && controller.signal.reason instanceof TaskError ? controller.signal.reason : thrown
       const failure = describeFailure(error)
@@ -134,8 +138,10 @@ export function createAgentService(options: AgentServiceOptions) {
       writer.update({ status })
       report({ status, steps: progress.steps })
       writer.append({ type: 'error', status, code: failure.code, message: failure.message }, true)
+      ended = status
     } finally {
       clearTimeout(timeout)
+      options.onTaskEnd?.(command, ended)
     }
   }
 

@@ -47,6 +47,8 @@ export interface ImportServiceOptions {
   fetch?: typeof fetch
   /** Each succeeded import is recorded as one `import` usage event. */
   meter?: Pick<UsageMeter, 'record'>
+  /** Told how each import run here ended (metrics). */
+  onImportEnd?: (status: 'succeeded' | 'failed') => void
 }
 
 export interface Caller {
@@ -80,6 +82,8 @@ export interface ImportService {
    * repository is dropped first. Undefined when the import is not the organisation's; 409 `import_not_ready`.
    */
   reindex(orgId: string, importId: string, options?: ReindexOptions): Promise<ReindexOutcome | undefined>
+  /** Imports running or queued in this process. */
+  readonly runningCount: number
   /** Settles when an import running in this process has finished (tests, benchmarks). */
   settled(importId: string): Promise<void>
   /** Fails the imports whose process stopped; answers how many. */
@@ -197,6 +201,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
     const controller = new AbortController()
     const entry: RunningImport = { controller, progress: { phase: 'queued' }, done: Promise.resolve() }
     running.set(record.id, entry)
+    let outcome: 'succeeded' | 'failed' = 'failed'
     entry.done = (async () => {
       try {
         await acquireSlot(controller.signal)
@@ -232,6 +237,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
           })
           await store.setCommits(record.id, summary.previousCommit, summary.commit)
           if (await store.succeed(record.id, summary)) {
+            outcome = 'succeeded'
             const finished = await store.findImport(record.orgId, record.id)
             await reporter.emit('summary', view(finished!))
           }
@@ -245,6 +251,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
         await failWithEvent(record.id, failure, reporter).catch((err) => logger.error('recording an import failure failed', { err }))
       } finally {
         running.delete(record.id)
+        options.onImportEnd?.(outcome)
       }
     })()
   }
@@ -286,6 +293,10 @@ export function createImportService(options: ImportServiceOptions): ImportServic
   }
 
   return {
+    get runningCount() {
+      return running.size
+    },
+
     async start(caller, request) {
       if (closed) throw new AppError('unavailable', 'The service is shutting down')
       const location = locateRepository(request.repository, settings.codehostUrl)
