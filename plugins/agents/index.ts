@@ -1,8 +1,10 @@
-import { Elysia, t } from 'elysia'
+import { Elysia, t, type DocumentDecoration } from 'elysia'
 import type { AccessService, Principal } from '../../src/auth/access-service.ts'
 import { bearerFrom } from '../../src/auth/bearer.ts'
 import { authenticateRequest, requireScope } from '../../src/auth/plugin.ts'
+import { upgradeOriginAllowed, type OriginPolicy } from '../../src/cors.ts'
 import { AppError } from '../../src/errors.ts'
+import { problem } from '../../src/models.ts'
 import { CLOSE_POLICY, type AgentConnection, type AgentSocket, type ConnectionHub, type SlotReservation } from './connections.ts'
 import { handshakeProblem, refusedHandshake } from './handshake.ts'
 import { protocolSchema } from './model.ts'
@@ -10,7 +12,32 @@ import { protocolSchema } from './model.ts'
 export interface AgentsPluginOptions {
   hub: ConnectionHub
   access: AccessService
+  /** Browser pages allowed to connect (CORS_ORIGINS, PUBLIC_BASE_URL); others are refused 403 before the upgrade. */
+  origins: OriginPolicy
 }
+
+/** GET /ws/agent in the OpenAPI document: the upgrade, its refusals, and where the messages are described. */
+const upgradeDetail = {
+  summary: 'Open the agent channel (WebSocket upgrade)',
+  description:
+    'Upgrades to a WebSocket (RFC 6455) carrying JSON text frames: the messages are described by the AsyncAPI document at /asyncapi.json ' +
+    'and as JSON Schema at GET /api/agents/protocol. Needs a token with the `agents:run` scope, in Authorization or, from a browser, ' +
+    'as the subprotocol pair `bearer, <token>`. A refused upgrade is answered before the switch: 400 for a malformed handshake, 401, ' +
+    '403 (scope, or a browser Origin not in CORS_ORIGINS), 429 when the user holds too many connections; a plain GET is 426.',
+  security: [{ bearer: ['agents:run'] }],
+  parameters: [
+    { name: 'Upgrade', in: 'header', required: true, schema: { type: 'string', enum: ['websocket'] } },
+    { name: 'Sec-WebSocket-Key', in: 'header', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9+/]{22}==$' } },
+    { name: 'Sec-WebSocket-Version', in: 'header', required: true, schema: { type: 'string', enum: ['13'] } },
+    { name: 'Sec-WebSocket-Protocol', in: 'header', required: false, description: 'From a browser: `bearer, <token>`', schema: { type: 'string' } },
+  ],
+  responses: {
+    101: {
+      description: 'Switching Protocols: the channel is open',
+      headers: { 'Sec-WebSocket-Protocol': { description: '`bearer` when the token came as a subprotocol', schema: { type: 'string' } } },
+    },
+  },
+} satisfies DocumentDecoration
 
 interface AgentSocketData {
   request: Request
@@ -22,7 +49,7 @@ interface AgentSocketData {
  * subprotocol pair `['bearer', token]`), and GET /api/agents/protocol, its JSON Schema.
  */
 export function agentsPlugin(options: AgentsPluginOptions) {
-  const { hub, access } = options
+  const { hub, access, origins } = options
   // The caller verified at the upgrade and the slot reserved for them, taken up when the socket opens.
   const upgrades = new WeakMap<Request, { principal: Principal; slot: SlotReservation }>()
   const releaseSlot = (request: Request) => {
@@ -38,13 +65,14 @@ export function agentsPlugin(options: AgentsPluginOptions) {
         description: 'Every client and server message of GET /ws/agent, the parameters of each command, the error codes and the close codes.',
       },
     })
-    // A plain GET (no Upgrade header) is routed here rather than to the WebSocket handler.
+    // A plain GET (no Upgrade header) is routed here rather than to the WebSocket handler; in the OpenAPI document
+    // this operation stands for the upgrade as a whole (the messages are in the AsyncAPI document).
     .get(
       '/ws/agent',
       () => {
         throw new AppError('upgrade_required', 'GET /ws/agent is a WebSocket endpoint; connect with Upgrade: websocket', { headers: { upgrade: 'websocket' } })
       },
-      { detail: { hide: true } },
+      { response: { 400: problem, 401: problem, 403: problem, 426: problem, 429: problem }, detail: upgradeDetail },
     )
     .ws('/ws/agent', {
       async beforeHandle({ request, set }) {
@@ -53,6 +81,9 @@ export function agentsPlugin(options: AgentsPluginOptions) {
         // Checked first, like the 426 of a plain GET: what Bun would refuse must never hold a slot.
         const malformed = handshakeProblem(request.headers)
         if (malformed) throw malformed
+        // Against cross-site WebSocket hijacking: a page elsewhere is refused before its token is even looked at.
+        if (!upgradeOriginAllowed(origins, request.headers))
+          throw new AppError('forbidden', `Pages on ${request.headers.get('origin')} may not open agent connections; list the origin in CORS_ORIGINS`)
         const principal = await authenticateRequest(access, request)
         requireScope(principal, 'agents:run')
         const slot = hub.reserve(principal.userId)
@@ -92,7 +123,7 @@ export function agentsPlugin(options: AgentsPluginOptions) {
       },
       detail: {
         summary: 'Agent channel (WebSocket)',
-        description: 'See GET /api/agents/protocol for the messages. Refused upgrades answer 400, 401, 403 or 429 with a problem body before the switch.',
+        description: 'See GET /api/agents/protocol for the messages. Refused upgrades answer 400, 401, 403 (also for a browser Origin not in CORS_ORIGINS) or 429 with a problem body before the switch.',
       },
     })
 }

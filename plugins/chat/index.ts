@@ -107,11 +107,12 @@ export function chatPlugin(options: ChatPluginOptions) {
         params: chatIdParams,
         auth: 'chat:write',
         rateLimit: 'default',
-        response: { 204: t.Void(), 401: problem, 403: problem, 404: problem, 429: problem },
+        response: { 204: t.Void(), 401: problem, 403: problem, 429: problem },
         detail: {
           summary: "Resume the chat's active answer stream",
           description:
-            'Without Last-Event-ID: the active generation replayed from its first event. With Last-Event-ID (`<generationId>:<seq>`): only the events after it. 204 when no generation is active.',
+            'Without Last-Event-ID: the active generation replayed from its first event. With Last-Event-ID (`<generationId>:<seq>`): only the events after it. ' +
+            "204 with no body when there is nothing to resume: no generation running, or a chat id that is unknown or another user's (as the AI SDK's `useChat({ resume: true })` expects).",
           responses: streamDoc,
         },
       },

@@ -104,9 +104,14 @@ export function createChatService(options: ChatServiceOptions) {
 
     ownChat,
 
-    /** The generation a resume should follow: the one Last-Event-ID names if it belongs to the chat, else the active one. */
+    /**
+     * The generation a resume should follow: the one Last-Event-ID names if it belongs to the chat, else the
+     * active one. Nothing for a chat that is unknown or someone else's, as for one with nothing running: a
+     * client resuming a chat id it has just made up is not in error, and no one learns which ids exist.
+     */
     async resumable(caller: Caller, chatId: string, lastEvent?: { generationId: string; seq: number }): Promise<{ meta: GenerationMeta; afterSeq: number } | undefined> {
-      await ownChat(caller, chatId)
+      const chat = await store.chat(chatId)
+      if (!chat || chat.userId !== caller.userId) return undefined
       if (lastEvent) {
         const named = await hub.meta(lastEvent.generationId)
         if (named && named.chatId === chatId) return { meta: named, afterSeq: lastEvent.seq }

@@ -41,12 +41,15 @@ test('a missing token is 401, a token without chat:write is 403', async () => {
   expect((await res.json()).code).toBe('insufficient_scope')
 })
 
-test("another user's chat is not found, to read, continue, resume or cancel", async () => {
+test("another user's chat is not found to read, continue or cancel, and has nothing to resume", async () => {
   await readEvents(await h.post({ id: 'private-1', messages: [{ role: 'user', content: 'mine' }] }))
   const other = await userWithRole(h.t, 'member')
   const auth = { authorization: `Bearer ${other.token}` }
   expect((await fetch(`${h.url}/api/chat/private-1`, { headers: auth })).status).toBe(404)
-  expect((await fetch(`${h.url}/api/chat/private-1/stream`, { headers: auth })).status).toBe(404)
+  // The same 204 as for an id nobody has used: a resume tells no one which chats exist.
+  const resumed = await fetch(`${h.url}/api/chat/private-1/stream`, { headers: auth })
+  expect(resumed.status).toBe(204)
+  expect(await resumed.text()).toBe('')
   expect((await fetch(`${h.url}/api/chat/private-1/cancel`, { method: 'POST', headers: auth })).status).toBe(404)
   expect((await send({ id: 'private-1', messages: [{ role: 'user', content: 'hijack' }] }, auth)).status).toBe(404)
   const mine = await fetch(`${h.url}/api/chat/private-1`, { headers: h.headers }).then((r) => r.json())

@@ -45,6 +45,18 @@ test('without Last-Event-ID the active generation is replayed from its first eve
   expect(none.status).toBe(204)
 })
 
+test('a chat id with nothing to resume, never used or finished, answers 204 with no body', async () => {
+  const unknown = await fetch(`${h.url}/api/chat/made-up-by-the-client/stream`, { headers: h.headers })
+  expect(unknown.status).toBe(204)
+  expect(await unknown.text()).toBe('')
+  h.model.queue = [{ text: 'done already' }]
+  await readEvents(await h.post({ id: 'resume-finished', messages: [{ role: 'user', content: 'quick' }] }))
+  await eventually(async () => !(await h.t.deps.chat.hub.active('resume-finished')), 'the generation to end')
+  const finished = await fetch(`${h.url}/api/chat/resume-finished/stream`, { headers: h.headers })
+  expect(finished.status).toBe(204)
+  expect(await finished.text()).toBe('')
+})
+
 test('the AI SDK resumeStream picks up a running answer after a reload', async () => {
   h.model.queue = [{ text: words.slice(0, 30), delayMs: 8 }]
   const abort = new AbortController()
