@@ -6,7 +6,7 @@ import { tempDir } from './helpers.ts'
 
 const root = join(import.meta.dir, '..')
 
-test('bun build --compile produces one executable that serves /health, draws PDFs and runs sandboxed code', async () => {
+test('bun build --compile produces one executable that serves /health and the playground, draws PDFs and runs sandboxed code', async () => {
   const dir = tempDir('compile-')
   afterAll(() => dir.remove())
   const outfile = join(dir.path, 'server')
@@ -38,6 +38,13 @@ test('bun build --compile produces one executable that serves /health, draws PDF
     expect(pdf.status).toBe(200)
     expect(pdf.headers.get('content-type')).toBe('application/pdf')
     expect(new TextDecoder().decode((await pdf.bytes()).slice(0, 5))).toBe('%PDF-')
+    // The playground's page and its script, the AI SDK's chat client bundled at build time, are inside too.
+    const playground = await fetch(`${url}/playground`)
+    expect(playground.status).toBe(200)
+    expect(await playground.text()).toContain('<script type="module" src="/playground/app.js">')
+    const script = await fetch(`${url}/playground/app.js`)
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8')
+    expect(await script.text()).toContain('vercel.ai.error')
     proc.kill('SIGTERM')
     expect(await proc.exited).toBe(0)
   } finally {
