@@ -1,4 +1,11 @@
+import { Type, type IntegerOptions } from '@sinclair/typebox'
 import { t, type TSchema } from 'elysia'
+
+/**
+ * An integer in a JSON body or answer. Elysia's `t.Integer` also takes a numeric string, as query and path values
+ * need (they arrive as text); in JSON that would let `"5"` through and make the OpenAPI document say `string | integer`.
+ */
+export const integer = (options?: IntegerOptions) => Type.Integer(options)
 
 /** Request bodies reject unknown fields (see README, "Unknown fields are rejected"). */
 export const strictObject = <T extends Record<string, TSchema>>(properties: T, options: { description?: string } = {}) =>
@@ -9,7 +16,7 @@ export const problem = t.Object(
   {
     type: t.String(),
     title: t.String(),
-    status: t.Integer(),
+    status: integer(),
     code: t.String({ description: 'Stable machine-readable error code' }),
     detail: t.String(),
     requestId: t.String(),

@@ -3,7 +3,7 @@
  * clients send, describe what the server sends, and are served as one JSON Schema document.
  */
 import { t, type Static, type TSchema } from 'elysia'
-import { oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/models.ts'
 
 export const PROTOCOL_VERSION = 'agent.v1'
 
@@ -52,7 +52,7 @@ export const subscribeMessage = strictObject({
   type: t.Literal('subscribe'),
   id: clientId,
   taskId,
-  afterSeq: t.Optional(t.Integer({ minimum: 0, description: 'The last seq seen; messages after it are replayed. Default 0 (all)' })),
+  afterSeq: t.Optional(integer({ minimum: 0, description: 'The last seq seen; messages after it are replayed. Default 0 (all)' })),
 })
 export const unsubscribeMessage = strictObject({ type: t.Literal('unsubscribe'), id: clientId, taskId })
 export const pingMessage = strictObject({ type: t.Literal('ping'), id: clientId })
@@ -67,7 +67,7 @@ export const CLIENT_MESSAGES = {
 export type ClientMessageType = keyof typeof CLIENT_MESSAGES
 export type ClientMessage = { [K in ClientMessageType]: Static<(typeof CLIENT_MESSAGES)[K]> }[ClientMessageType]
 
-const seq = t.Integer({ minimum: 1, description: "Position in the task's message log, from 1; subscribe with the last one seen to get what was missed" })
+const seq = integer({ minimum: 1, description: "Position in the task's message log, from 1; subscribe with the last one seen to get what was missed" })
 const status = oneOf(TASK_STATUSES)
 
 export const SERVER_MESSAGES = {
@@ -79,9 +79,9 @@ export const SERVER_MESSAGES = {
       seq,
       status,
       step: t.Optional(t.String({ description: 'What the task is doing now' })),
-      stepIndex: t.Optional(t.Integer({ minimum: 0 })),
-      steps: t.Optional(t.Integer({ minimum: 1, description: 'Steps known so far; it can grow once a plan is made' })),
-      percent: t.Optional(t.Integer({ minimum: 0, maximum: 100 })),
+      stepIndex: t.Optional(integer({ minimum: 0 })),
+      steps: t.Optional(integer({ minimum: 1, description: 'Steps known so far; it can grow once a plan is made' })),
+      percent: t.Optional(integer({ minimum: 0, maximum: 100 })),
       eta: t.Optional(t.String({ description: 'Time left as a short duration (45s, 2m, 1h5m), from the steps left and how long finished steps took' })),
     },
     { description: 'Status changes and steps' },
@@ -97,19 +97,19 @@ export const SERVER_MESSAGES = {
       status: t.Optional(oneOf(['failed', 'cancelled'] as const)),
       code: t.String({ description: 'Stable error code' }),
       message: t.String(),
-      retryAfterSeconds: t.Optional(t.Integer()),
+      retryAfterSeconds: t.Optional(integer()),
       commands: t.Optional(t.Array(t.String(), { description: 'With unknown_command: the known commands' })),
       field: t.Optional(t.String({ description: 'With invalid_message: the first field at fault' })),
     },
     { description: 'With taskId and seq: the last message of a failed or cancelled task. Without: the answer to one client message' },
   ),
   subscribed: t.Object(
-    { type: t.Literal('subscribed'), id: clientId, taskId, command: t.String(), status, lastSeq: t.Integer({ minimum: 0 }) },
+    { type: t.Literal('subscribed'), id: clientId, taskId, command: t.String(), status, lastSeq: integer({ minimum: 0 }) },
     { description: 'Answer to subscribe; the missed messages (seq > afterSeq) follow, then live ones' },
   ),
   unsubscribed: t.Object({ type: t.Literal('unsubscribed'), id: clientId, taskId }),
   cancelling: t.Object({ type: t.Literal('cancelling'), id: clientId, taskId }, { description: "Answer to cancel; the task's own log ends with error status cancelled" }),
-  pong: t.Object({ type: t.Literal('pong'), id: clientId, time: t.Integer({ description: 'Server time, ms since the epoch' }) }),
+  pong: t.Object({ type: t.Literal('pong'), id: clientId, time: integer({ description: 'Server time, ms since the epoch' }) }),
 } as const
 export type ServerMessageType = keyof typeof SERVER_MESSAGES
 

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { ROLES, SCOPES } from '../../src/auth/roles.ts'
-import { oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/models.ts'
 
 const email = t.String({ format: 'email', maxLength: 254, description: 'Account email (case-insensitive)' })
 
@@ -25,9 +25,9 @@ const scope = oneOf(SCOPES)
 export const tokenPair = t.Object({
   accessToken: t.String({ description: 'JWT (HS256, typ at+jwt) to send as Authorization: Bearer' }),
   tokenType: t.Literal('Bearer'),
-  expiresIn: t.Integer({ description: 'Seconds until the access token expires' }),
+  expiresIn: integer({ description: 'Seconds until the access token expires' }),
   refreshToken: t.String({ description: 'Opaque, single-use; exchange at /auth/refresh' }),
-  refreshExpiresIn: t.Integer(),
+  refreshExpiresIn: integer(),
   scopes: t.Array(scope),
   user: t.Object({ id: t.String(), email: t.String(), role, organizationId: t.String() }),
 })

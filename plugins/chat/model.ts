@@ -1,5 +1,6 @@
+import type { TProperties } from '@sinclair/typebox'
 import { t, type Static } from 'elysia'
-import { oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/models.ts'
 
 /** Chat ids come from clients (the AI SDK generates them) and end up in URLs and Redis keys. */
 const chatId = t.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$', description: 'Chat id; generated when absent' })
@@ -30,8 +31,8 @@ const clientTool = strictObject({
 export const chatOptions = strictObject(
   {
     temperature: t.Optional(t.Number({ minimum: 0, maximum: 2 })),
-    maxOutputTokens: t.Optional(t.Integer({ minimum: 1, maximum: 200_000 })),
-    maxSteps: t.Optional(t.Integer({ minimum: 1, maximum: 50, description: 'Capped by CHAT_MAX_STEPS' })),
+    maxOutputTokens: t.Optional(integer({ minimum: 1, maximum: 200_000 })),
+    maxSteps: t.Optional(integer({ minimum: 1, maximum: 50, description: 'Capped by CHAT_MAX_STEPS' })),
     searchAugmentation: t.Optional(t.Boolean({ description: 'Search the web when the model is unsure. Default CHAT_SEARCH_AUGMENTATION' })),
     unsureDraft: t.Optional(
       oneOf(['replace', 'keep'], {
@@ -78,8 +79,8 @@ export const storedMessage = t.Object({
 export const chatSummary = t.Object({
   id: t.String(),
   title: t.String(),
-  createdAt: t.Integer(),
-  updatedAt: t.Integer(),
+  createdAt: integer(),
+  updatedAt: integer(),
   /** A generation is running and can be followed at /api/chat/:id/stream. */
   active: t.Boolean(),
 })
@@ -126,3 +127,64 @@ export function serializeChunk(chunk: UiChunk): string {
     return `{"type":"${chunk.type}","id":${JSON.stringify(chunk.id)},"delta":${JSON.stringify(chunk.delta)}}`
   return JSON.stringify(chunk)
 }
+
+const chunk = <T extends string, P extends TProperties = {}>(type: T, description: string, properties: P = {} as P) =>
+  t.Object({ type: t.Literal(type), ...properties }, { description })
+const partId = t.String({ description: 'Ties the start, deltas and end of one text or reasoning part' })
+const toolCallId = t.String()
+
+/** The data of a `data-search-decision` part: whether the answer stood or was grounded in a web search. */
+export const searchDecision = t.Object({
+  decision: oneOf(['answer', 'search'], { description: '`search`: the answer was unsure and a search-grounded one follows' }),
+  confidence: t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()], { description: 'Geometric mean probability of the first tokens; null without log-probabilities' }),
+  threshold: t.Number({ description: 'CHAT_CONFIDENCE_THRESHOLD' }),
+  method: oneOf(['logprobs', 'hedging'], { description: 'How confidence was measured: token log-probabilities, or hedging phrases when the model gives none' }),
+  tokens: integer({ minimum: 0, description: 'Tokens the measure read' }),
+  reason: t.String(),
+})
+
+/**
+ * The chunks of the UI message stream as schemas, for the AsyncAPI document (GET /asyncapi.json). `UiChunk` is what
+ * the code writes; the checks below keep the two the same.
+ */
+export const UI_CHUNKS = {
+  start: chunk('start', 'Opens the assistant message', { messageId: t.Optional(t.String()), messageMetadata: t.Optional(t.Unknown()) }),
+  'start-step': chunk('start-step', 'Opens a step: one model call'),
+  'finish-step': chunk('finish-step', 'Closes the step'),
+  'reset-step': chunk('reset-step', 'Withdraws every part streamed since the last start-step: an unsure draft about to be replaced by a search-grounded answer'),
+  finish: chunk('finish', 'Closes the message', { finishReason: t.Optional(oneOf(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other'])) }),
+  'text-start': chunk('text-start', 'Opens a text part', { id: partId }),
+  'text-delta': chunk('text-delta', 'Text as the model writes it', { id: partId, delta: t.String() }),
+  'text-end': chunk('text-end', 'Closes a text part', { id: partId }),
+  'reasoning-start': chunk('reasoning-start', 'Opens a reasoning part', { id: partId }),
+  'reasoning-delta': chunk('reasoning-delta', 'Reasoning as the model writes it', { id: partId, delta: t.String() }),
+  'reasoning-end': chunk('reasoning-end', 'Closes a reasoning part', { id: partId }),
+  'tool-input-start': chunk('tool-input-start', 'A tool call begins', { toolCallId, toolName: t.String() }),
+  'tool-input-delta': chunk('tool-input-delta', "The tool call's input as the model writes it", { toolCallId, inputTextDelta: t.String() }),
+  'tool-input-available': chunk('tool-input-available', 'The tool call with its whole input; for a client tool the turn then ends for the client to answer', {
+    toolCallId,
+    toolName: t.String(),
+    input: t.Unknown(),
+  }),
+  'tool-input-error': chunk('tool-input-error', 'The model wrote an input the tool cannot take', { toolCallId, toolName: t.String(), input: t.Unknown(), errorText: t.String() }),
+  'tool-output-available': chunk('tool-output-available', "A server tool's result", { toolCallId, output: t.Unknown() }),
+  'tool-output-error': chunk('tool-output-error', 'A server tool failed', { toolCallId, errorText: t.String() }),
+  'source-url': chunk('source-url', 'A source the answer draws on (web search results)', { sourceId: t.String(), url: t.String(), title: t.Optional(t.String()) }),
+  file: chunk('file', 'A file, such as a generated image', { url: t.String(), mediaType: t.String() }),
+  'data-search-decision': chunk('data-search-decision', 'The confidence decision, once the first tokens are measured (search augmentation on)', {
+    id: t.Optional(t.String()),
+    data: searchDecision,
+    transient: t.Optional(t.Boolean()),
+  }),
+  data: t.Object(
+    { type: t.TemplateLiteral('data-${string}'), id: t.Optional(t.String()), data: t.Unknown(), transient: t.Optional(t.Boolean()) },
+    { description: 'Another data part: enhanced chat writes `data-plan`, `data-step` and `data-check`' },
+  ),
+  error: chunk('error', 'The generation failed', { errorText: t.String() }),
+  abort: chunk('abort', 'The generation was cancelled', { reason: t.Optional(t.String()) }),
+} as const
+
+type DescribedChunk = Static<(typeof UI_CHUNKS)[keyof typeof UI_CHUNKS]>
+// Every chunk the code writes is described, and nothing else is.
+const _everyChunkDescribed: UiChunk extends DescribedChunk ? true : never = true
+const _onlyWrittenChunks: DescribedChunk extends UiChunk ? true : never = true

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { strictObject } from '../../src/models.ts'
+import { integer, strictObject } from '../../src/models.ts'
 
 export const IMPORT_STATUSES = ['queued', 'cloning', 'analysing', 'indexing', 'succeeded', 'failed'] as const
 export type ImportStatus = (typeof IMPORT_STATUSES)[number]
@@ -16,7 +16,7 @@ export const importBody = strictObject({
     examples: ['octocat/Hello-World', 'https://github.com/octocat/Hello-World.git'],
   }),
   ref: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: REF_PATTERN, description: "Branch or tag to import. Default the repository's HEAD", examples: ['main'] })),
-  depth: t.Optional(t.Integer({ minimum: 1, maximum: 1_000_000, description: 'Commits of history to fetch. Default all; 1 is enough for analysis and search' })),
+  depth: t.Optional(integer({ minimum: 1, maximum: 1_000_000, description: 'Commits of history to fetch. Default all; 1 is enough for analysis and search' })),
 })
 export type ImportBody = Static<typeof importBody>
 
@@ -24,9 +24,9 @@ export const importParams = t.Object({ id: t.String({ minLength: 1, maxLength: 6
 
 const languageShare = t.Object({
   name: t.String(),
-  files: t.Integer(),
-  bytes: t.Integer(),
-  lines: t.Integer(),
+  files: integer(),
+  bytes: integer(),
+  lines: integer(),
   /** Share of the bytes of files with a known language. */
   share: t.Number({ description: 'Fraction (0-1) of the bytes of files whose language is known' }),
 })
@@ -43,14 +43,14 @@ const manifest = t.Object({
 })
 
 export const repositoryAnalysis = t.Object({
-  files: t.Integer({ description: 'Regular files (symlinks counted separately)' }),
-  directories: t.Integer(),
-  bytes: t.Integer({ description: 'Bytes of regular files' }),
-  lines: t.Integer({ description: 'Lines of text files' }),
-  binaryFiles: t.Integer(),
+  files: integer({ description: 'Regular files (symlinks counted separately)' }),
+  directories: integer(),
+  bytes: integer({ description: 'Bytes of regular files' }),
+  lines: integer({ description: 'Lines of text files' }),
+  binaryFiles: integer(),
   languages: t.Array(languageShare, { description: 'By bytes, largest first' }),
   links: t.Object({
-    count: t.Integer(),
+    count: integer(),
     entries: t.Array(t.Object({ path: t.String(), target: t.String() }), { description: 'Symlinks as recorded, never followed; at most 100' }),
   }),
   frameworks: t.Array(t.String()),
@@ -62,7 +62,7 @@ export const repositoryAnalysis = t.Object({
     description: 'Licence file and the SPDX id recognised in it (or declared in a manifest)',
   }),
   readme: t.Union([t.Object({ path: t.String(), title: t.Union([t.String(), t.Null()]), summary: t.String() }), t.Null()]),
-  largestFiles: t.Array(t.Object({ path: t.String(), bytes: t.Integer() }), { description: 'The ten largest regular files' }),
+  largestFiles: t.Array(t.Object({ path: t.String(), bytes: integer() }), { description: 'The ten largest regular files' }),
 })
 export type RepositoryAnalysis = Static<typeof repositoryAnalysis>
 
@@ -72,9 +72,9 @@ const importSummary = t.Object({
   commit: t.String(),
   previousCommit: t.Union([t.String(), t.Null()], { description: 'Commit the index held before; null for a first import' }),
   incremental: t.Boolean({ description: 'Only the files that changed since previousCommit were re-indexed' }),
-  receivedBytes: t.Integer({ description: 'Bytes downloaded from the Git server' }),
-  checkout: t.Object({ written: t.Integer(), removed: t.Integer() }),
-  index: t.Object({ files: t.Integer(), chunks: t.Integer(), removed: t.Integer() }),
+  receivedBytes: integer({ description: 'Bytes downloaded from the Git server' }),
+  checkout: t.Object({ written: integer(), removed: integer() }),
+  index: t.Object({ files: integer(), chunks: integer(), removed: integer() }),
   durationsMs: t.Object({ clone: t.Number(), analysis: t.Number(), indexing: t.Number(), total: t.Number() }),
   analysis: repositoryAnalysis,
 })
@@ -83,9 +83,9 @@ export type ImportSummary = Static<typeof importSummary>
 export const importProgress = t.Object(
   {
     phase: t.String({ description: 'queued, a clone phase as the Git server or isomorphic-git names it (Receiving objects...), Checking out files, analysing or indexing' }),
-    loaded: t.Optional(t.Integer()),
-    total: t.Optional(t.Integer()),
-    receivedBytes: t.Optional(t.Integer()),
+    loaded: t.Optional(integer()),
+    total: t.Optional(integer()),
+    receivedBytes: t.Optional(integer()),
   },
   { additionalProperties: true },
 )
@@ -95,7 +95,7 @@ export const importView = t.Object({
   status: t.UnionEnum(IMPORT_STATUSES),
   repository: t.Object({ id: t.String(), name: t.String(), url: t.String() }),
   ref: t.Union([t.String(), t.Null()]),
-  depth: t.Union([t.Integer(), t.Null()]),
+  depth: t.Union([integer(), t.Null()]),
   commit: t.Union([t.String(), t.Null()]),
   progress: t.Union([importProgress, t.Null()]),
   summary: t.Union([importSummary, t.Null()]),

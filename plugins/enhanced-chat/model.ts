@@ -1,15 +1,15 @@
 import { t, type Static } from 'elysia'
-import { strictObject } from '../../src/models.ts'
+import { integer, strictObject } from '../../src/models.ts'
 import { chatRequest } from '../chat/model.ts'
 
 export const enhancedOptions = strictObject(
   {
-    maxSteps: t.Optional(t.Integer({ minimum: 1, maximum: 10, description: 'Most plan steps worked through. Default and ceiling ENHANCED_CHAT_MAX_STEPS' })),
+    maxSteps: t.Optional(integer({ minimum: 1, maximum: 10, description: 'Most plan steps worked through. Default and ceiling ENHANCED_CHAT_MAX_STEPS' })),
     timeLimitSeconds: t.Optional(
-      t.Integer({ minimum: 5, maximum: 3600, description: 'Time for the whole turn; unfinished steps are skipped. Default and ceiling ENHANCED_CHAT_TIME_LIMIT_SECONDS' }),
+      integer({ minimum: 5, maximum: 3600, description: 'Time for the whole turn; unfinished steps are skipped. Default and ceiling ENHANCED_CHAT_TIME_LIMIT_SECONDS' }),
     ),
     maxAttempts: t.Optional(
-      t.Integer({ minimum: 1, maximum: 10, description: 'Check-and-repair rounds per piece of code. Default and ceiling ENHANCED_CHAT_MAX_ATTEMPTS' }),
+      integer({ minimum: 1, maximum: 10, description: 'Check-and-repair rounds per piece of code. Default and ceiling ENHANCED_CHAT_MAX_ATTEMPTS' }),
     ),
     temperature: t.Optional(t.Number({ minimum: 0, maximum: 2 })),
   },

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/models.ts'
 
 export const BILLING_INTERVALS = ['month', 'year'] as const
 export type BillingInterval = (typeof BILLING_INTERVALS)[number]
@@ -8,7 +8,7 @@ export const MAX_SEATS = 10_000
 
 export const checkoutBody = strictObject({
   plan: t.String({ minLength: 1, maxLength: 64, description: 'Plan to buy: a plan with a price in PLAN_PRICES (or PLAN_PRICES_YEARLY)', examples: ['pro'] }),
-  seats: t.Optional(t.Integer({ minimum: 1, maximum: MAX_SEATS, description: `Seats, the subscription's quantity, 1-${MAX_SEATS}. Default 1` })),
+  seats: t.Optional(integer({ minimum: 1, maximum: MAX_SEATS, description: `Seats, the subscription's quantity, 1-${MAX_SEATS}. Default 1` })),
   interval: t.Optional(oneOf(BILLING_INTERVALS, { description: 'Billing interval. Default month; year needs PLAN_PRICES_YEARLY' })),
 })
 
@@ -17,7 +17,7 @@ export const checkoutSession = t.Object({
   url: t.String({ description: 'Hosted Checkout page to send the customer to' }),
   expiresAt: t.Union([t.String({ format: 'date-time' }), t.Null()], { description: 'When the session stops accepting payment' }),
   plan: t.String(),
-  seats: t.Integer(),
+  seats: integer(),
   interval: oneOf(BILLING_INTERVALS),
 })
 
@@ -42,7 +42,7 @@ export const billingOverview = t.Object({
       id: t.String(),
       status: t.Union([t.String({ description: 'incomplete, trialing, active, past_due, unpaid, canceled, ...' }), t.Null()]),
       plan: t.Union([t.String(), t.Null()]),
-      seats: t.Union([t.Integer(), t.Null()]),
+      seats: t.Union([integer(), t.Null()]),
       interval: t.Union([t.String(), t.Null()]),
       paid: t.Boolean({ description: 'Money has moved for it (a paid invoice or a paid checkout)' }),
       cancelAtPeriodEnd: t.Boolean(),
@@ -74,7 +74,7 @@ export const auditQuery = t.Object(
 )
 
 export const auditEntry = t.Object({
-  seq: t.Integer({ description: 'Position in the chain' }),
+  seq: integer({ description: 'Position in the chain' }),
   at: t.String({ format: 'date-time' }),
   organizationId: t.Union([t.String(), t.Null()]),
   actor: t.String({ description: 'user:<id>, provider:stripe or system' }),
@@ -93,7 +93,7 @@ export const auditPage = t.Object({
 
 export const auditVerification = t.Object({
   valid: t.Boolean(),
-  checked: t.Integer({ description: 'Entries that hold, from the first' }),
-  headSeq: t.Integer({ description: 'Entries the chain head records' }),
-  firstBroken: t.Union([t.Object({ seq: t.Integer(), reason: t.String() }), t.Null()]),
+  checked: integer({ description: 'Entries that hold, from the first' }),
+  headSeq: integer({ description: 'Entries the chain head records' }),
+  firstBroken: t.Union([t.Object({ seq: integer(), reason: t.String() }), t.Null()]),
 })

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/models.ts'
 
 export const DEFAULT_BRANCH = 'gh-pages'
 export const DEFAULT_MESSAGE = 'Publish site'
@@ -57,8 +57,8 @@ export const publishAnswer = t.Object({
   url: t.String({ description: 'Where the site is served: https://<owner>.github.io/<name>/ or the custom domain' }),
   repositoryCreated: t.Boolean(),
   pages: oneOf(PAGES_OUTCOMES, { description: 'enabled (Pages switched on now), updated (branch or custom domain changed), unchanged' }),
-  files: t.Integer({ description: 'Files committed, .nojekyll and CNAME included' }),
-  bytes: t.Integer({ description: 'Total size of the files committed' }),
+  files: integer({ description: 'Files committed, .nojekyll and CNAME included' }),
+  bytes: integer({ description: 'Total size of the files committed' }),
 })
 export type PublishAnswer = Static<typeof publishAnswer>
 

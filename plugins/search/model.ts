@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/models.ts'
 import { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, SEARCH_MODES } from './service.ts'
 
 export const codeSearchBody = strictObject({
@@ -22,7 +22,7 @@ export const codeSearchBody = strictObject({
   mode: t.Optional(
     oneOf(SEARCH_MODES, { description: 'hybrid (default): full-text and vectors fused by rank; text: BM25 over identifiers and words; vector: nearest chunks by embedding' }),
   ),
-  limit: t.Optional(t.Integer({ minimum: 1, maximum: MAX_LIMIT, description: `Results wanted, 1-${MAX_LIMIT}. Default ${DEFAULT_LIMIT}` })),
+  limit: t.Optional(integer({ minimum: 1, maximum: MAX_LIMIT, description: `Results wanted, 1-${MAX_LIMIT}. Default ${DEFAULT_LIMIT}` })),
 })
 export type CodeSearchBody = Static<typeof codeSearchBody>
 
@@ -31,8 +31,8 @@ export const codeSearchResult = t.Object({
   repositoryName: t.String({ description: 'As imported, e.g. owner/name' }),
   path: t.String({ description: 'Path in the repository, forward slashes' }),
   language: t.Optional(t.String({ description: 'Language of the file, when known' })),
-  startLine: t.Integer({ minimum: 1, description: 'First line of the matching chunk, 1-based' }),
-  endLine: t.Integer({ minimum: 1, description: 'Last line of the matching chunk, inclusive' }),
+  startLine: integer({ minimum: 1, description: 'First line of the matching chunk, 1-based' }),
+  endLine: integer({ minimum: 1, description: 'Last line of the matching chunk, inclusive' }),
   snippet: t.String({ description: 'A few lines of the chunk, HTML-escaped, matched words in <mark>…</mark>' }),
   score: t.Number({ description: 'Higher is better; comparable within one answer. hybrid: 1 = first in both lists; text: BM25; vector: cosine similarity' }),
 })

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { WEB_SEARCH_PROVIDERS } from '../../src/config.ts'
-import { oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/models.ts'
 
 export const SAFE_SEARCH_LEVELS = ['off', 'moderate', 'strict'] as const
 export type SafeSearch = (typeof SAFE_SEARCH_LEVELS)[number]
@@ -10,7 +10,7 @@ export const DEFAULT_RESULTS = 5
 
 export const webSearchBody = strictObject({
   query: t.String({ minLength: 1, maxLength: 500, pattern: '\\S', description: 'What to search for, 1-500 characters', examples: ['bun sql'] }),
-  count: t.Optional(t.Integer({ minimum: 1, maximum: MAX_RESULTS, description: `Results wanted, 1-${MAX_RESULTS}. Default ${DEFAULT_RESULTS}` })),
+  count: t.Optional(integer({ minimum: 1, maximum: MAX_RESULTS, description: `Results wanted, 1-${MAX_RESULTS}. Default ${DEFAULT_RESULTS}` })),
   safeSearch: t.Optional(oneOf(SAFE_SEARCH_LEVELS, { description: 'Adult-content filtering, passed to providers that support it. Default moderate' })),
   fresh: t.Optional(t.Boolean({ description: 'Ask the provider even when a cached answer exists; the new answer is still cached' })),
 })

@@ -72,7 +72,7 @@ export function createExternalTokenVerifier(options: ExternalTokenOptions) {
         signal: AbortSignal.timeout(UPSTREAM_TIMEOUT_MS),
       })
       if (response.status !== 200) throw new Error(`discovery answered ${response.status}`)
-      document = await response.json()
+      document = (await response.json()) as typeof document
     } catch (err) {
       throw new AppError('upstream_error', 'identity provider discovery failed', { cause: err })
     }

@@ -222,7 +222,7 @@ describe('access and validation', () => {
     const doc = await (await t.request(OPENAPI_JSON_PATH)).json()
     const operation = doc.paths['/api/web-search'].post
     expect(operation['x-required-scope']).toBe('chat:write')
-    expect(Object.keys(operation.responses).sort()).toEqual(['200', '401', '403', '422', '429', '502', '503', '504'])
+    expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '403', '413', '414', '415', '422', '429', '431', '502', '503', '504'])
     expect(operation.requestBody.content['application/json'].schema.properties).toHaveProperty('safeSearch')
   })
 })
