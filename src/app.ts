@@ -3,6 +3,9 @@ import type { Dependencies } from './dependencies.ts'
 import { policiesFromConfig, type RateLimitingOptions } from './rate-limit/plugin.ts'
 import { RouteGuards } from './guards.ts'
 import { RouteIndex, requestPipeline } from './request-pipeline.ts'
+import { corsPlugin } from './cors.ts'
+import { combineRequestObservers } from './observability/observers.ts'
+import { metricsPlugin } from '../plugins/metrics/index.ts'
 import { authPlugin } from '../plugins/auth/index.ts'
 import { openApiPlugin } from '../plugins/docs/index.ts'
 import { docsSitePlugin } from '../plugins/docs/site-plugin.ts'
@@ -19,10 +22,13 @@ import { publishPlugin } from '../plugins/publish/index.ts'
 import { codehostPlugin } from '../plugins/codehost/index.ts'
 import { agentsPlugin } from '../plugins/agents/index.ts'
 import { mcpPlugin } from '../plugins/mcp/index.ts'
+import { setupPlugin } from '../plugins/setup/index.ts'
+import { playgroundPlugin } from '../plugins/playground/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
   const { config, logger, access, plans } = deps
+  const origins = { origins: config.corsOrigins, publicBaseUrl: config.publicBaseUrl }
   const routeIndex = new RouteIndex()
   const routeGuards = new RouteGuards()
   const rateLimits: RateLimitingOptions = {
@@ -47,7 +53,18 @@ export function createApp(deps: Dependencies) {
       perMessageDeflate: false,
     },
   })
-    .use(requestPipeline({ logger, bodyLimitBytes: config.bodyLimitBytes, trustedProxies: config.trustedProxies, routeIndex, routeGuards }))
+    .use(
+      requestPipeline({
+        logger,
+        bodyLimitBytes: config.bodyLimitBytes,
+        trustedProxies: config.trustedProxies,
+        routeIndex,
+        routeGuards,
+        observer: combineRequestObservers([deps.metrics?.requests, deps.tracing?.requests]),
+      }),
+    )
+    // After the pipeline, so a preflight (answered here, before routing and any guard) carries the request id.
+    .use(corsPlugin(origins))
     .use(openApiPlugin())
     .use(
       docsSitePlugin({
@@ -66,7 +83,10 @@ export function createApp(deps: Dependencies) {
         },
       }),
     )
+    .use(setupPlugin({ setup: deps.setup, codeTtlSeconds: config.setup.codeTtlSeconds, publicBaseUrl: config.publicBaseUrl }))
+    .use(playgroundPlugin())
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle, checks: deps.readinessChecks }))
+    .use(metricsPlugin({ metrics: deps.metrics, token: config.metrics.token }))
     .use(authPlugin({ access, plans, rateLimits, allowRegistration: config.allowRegistration }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, access, plans, rateLimits }))
     .use(webSearchPlugin({ webSearch: deps.webSearch, access, plans, rateLimits }))
@@ -86,8 +106,18 @@ export function createApp(deps: Dependencies) {
     .use(enhancedChatPlugin({ chat: deps.chat, checker: deps.sandbox, limits: config.enhancedChat, access, plans, rateLimits, drain: streamDrain }))
     .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
     .use(codehostPlugin({ imports: deps.imports, access, plans, rateLimits }))
-    .use(agentsPlugin({ hub: deps.agentConnections, access }))
-    .use(mcpPlugin({ access, plans, rateLimits, codeIndex: deps.codeIndex, meter: deps.meter, publicBaseUrl: config.publicBaseUrl }))
+    .use(agentsPlugin({ hub: deps.agentConnections, access, origins }))
+    .use(
+      mcpPlugin({
+        access,
+        plans,
+        rateLimits,
+        codeIndex: deps.codeIndex,
+        meter: deps.meter,
+        publicBaseUrl: config.publicBaseUrl,
+        allowedHosts: config.mcp.allowedHosts,
+      }),
+    )
   routeIndex.load(app.routes)
   routeGuards.load(app.routes)
   return app

@@ -6,6 +6,17 @@ export function isJsonContentType(contentType: string | null | undefined): boole
   return !!contentType && JSON_TYPE.test(contentType)
 }
 
+const FORM_TYPE = /^application\/x-www-form-urlencoded\b/i
+
+export function isFormContentType(contentType: string | null | undefined): boolean {
+  return !!contentType && FORM_TYPE.test(contentType)
+}
+
+/** An HTML form's fields as an object of strings (a repeated field keeps its last value). */
+export function parseFormBody(text: string): Record<string, string> {
+  return Object.fromEntries(new URLSearchParams(text))
+}
+
 /**
  * Reads a body as UTF-8 text, refusing more than `limit` bytes even when the client
  * sent no Content-Length (chunked uploads are counted as they arrive).

@@ -1,20 +1,49 @@
 import { parseArgs } from 'node:util'
+import { externalOrgKey } from './auth/access-service.ts'
 import { ROLES, isRole } from './auth/roles.ts'
 import { loadConfig } from './config.ts'
 import { buildDependencies, type Dependencies } from './dependencies.ts'
 import { createLogger } from './log.ts'
+import { EXIT, VERSION_TEXT, configurationFailure, programName } from './command-line.ts'
 
 const USAGE = `Operator commands:
   orgs list
   orgs create --name NAME [--plan PLAN]
   orgs set-plan --org ORG_ID --plan PLAN
+  orgs link --org ORG_ID --external VALUE   (external users whose OIDC_ORG_CLAIM is VALUE join it)
   users list [--org ORG_ID]
   users create --email EMAIL --password PASSWORD --role ROLE [--org ORG_ID | --org-name NAME]
   users set-role (--user USER_ID | --email EMAIL) --role ROLE
   audit verify          (exit 1 when the audit log's hash chain is broken)
 Roles: ${ROLES.join(', ')}`
 
+// What --help adds after the command list.
+const ADMIN_NOTES = `They use the storage the environment configures (DATA_DIR or DATABASE_URL), as the service does.
+Exit codes: 0 done; 1 audit verify found a break; 2 command line not understood; 78 configuration invalid,
+or PostgreSQL or Redis could not be reached.`
+
 class UsageError extends Error {}
+
+const COMMAND_OPTIONS = {
+  name: { type: 'string' },
+  plan: { type: 'string' },
+  org: { type: 'string' },
+  'org-name': { type: 'string' },
+  email: { type: 'string' },
+  password: { type: 'string' },
+  role: { type: 'string' },
+  user: { type: 'string' },
+  external: { type: 'string' },
+} as const
+
+/** The command and its options; a flag it does not know, or a flag without its value, is a usage error. */
+function parseCommand(args: string[]) {
+  try {
+    return parseArgs({ args, allowPositionals: true, options: COMMAND_OPTIONS })
+  } catch (err) {
+    throw new UsageError((err as Error).message)
+  }
+}
 
 function need(value: string | undefined, flag: string): string {
   if (!value) throw new UsageError(`--${flag} is required`)
@@ -23,20 +52,14 @@ function need(value: string | undefined, flag: string): string {
 
 /** Runs one operator command against the configured storage; answers the exit code. */
 export async function runCli(args: string[], deps: Dependencies, out: (line: string) => void): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' },
-      plan: { type: 'string' },
-      org: { type: 'string' },
-      'org-name': { type: 'string' },
-      email: { type: 'string' },
-      password: { type: 'string' },
-      role: { type: 'string' },
-      user: { type: 'string' },
-    },
-  })
+  let parsed
+  try {
+    parsed = parseCommand(args)
+  } catch (err) {
+    out(`error: ${(err as Error).message}\n\n${USAGE}`)
+    return EXIT.usage
+  }
+  const { values, positionals } = parsed
   const { accounts, access, config } = deps
   const plan = (p: string | undefined) => {
     const chosen = p ?? config.plans.ids[0]!
@@ -60,6 +83,15 @@ export async function runCli(args: string[], deps: Dependencies, out: (line: str
       case 'orgs set-plan': {
         if (!(await accounts.setPlan(need(values.org, 'org'), plan(need(values.plan, 'plan'))))) throw new UsageError(`no organisation ${values.org}`)
         out(`plan of ${values.org} is now ${values.plan}`)
+        return 0
+      }
+      case 'orgs link': {
+        const oidc = config.oidc
+        if (!oidc?.orgClaim) throw new UsageError('orgs link needs OIDC_ISSUER and OIDC_ORG_CLAIM to be set')
+        const value = need(values.external, 'external')
+        if (!(await accounts.linkOrganization(need(values.org, 'org'), externalOrgKey(oidc.issuer, oidc.orgClaim, value))))
+          throw new UsageError(`no organisation ${values.org}, or ${oidc.orgClaim} "${value}" is linked to another one`)
+        out(`external users of ${oidc.issuer} whose ${oidc.orgClaim} is "${value}" join ${values.org}`)
         return 0
       }
       case 'users list':
@@ -102,10 +134,33 @@ export async function runCli(args: string[], deps: Dependencies, out: (line: str
   }
 }
 
+/** The operator command line: `--help` and `--version` answer at once, and a bad command line is refused before
+ * any storage is opened. Exit codes as the server's: 0, 1 (audit verify found a break), 2 usage, 78 configuration. */
 export async function main(args: string[]): Promise<number> {
-  const config = loadConfig()
-  // Operator output goes to stdout; the service's own logs stay quiet unless they warn.
-  const deps = await buildDependencies(config, { logger: createLogger({ level: 'warn' }) })
+  if (args.some((a) => a === '--help' || a === '-h') || args[0] === 'help') {
+    console.log(`${VERSION_TEXT}\nUsage: ${programName()} admin COMMAND [options]   (from source: npm run admin -- COMMAND [options])\n\n${USAGE}\n\n${ADMIN_NOTES}`)
+    return EXIT.ok
+  }
+  if (args[0] === '--version' || args[0] === '-V') {
+    console.log(VERSION_TEXT)
+    return EXIT.ok
+  }
+  try {
+    if (parseCommand(args).positionals.length === 0) throw new UsageError('no command given')
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}\n\n${USAGE}`)
+    return EXIT.usage
+  }
+  let deps
+  try {
+    // Operator output goes to stdout; the service's own logs stay quiet unless they warn.
+    deps = await buildDependencies(loadConfig(), { logger: createLogger({ level: 'warn' }) })
+  } catch (err) {
+    const message = configurationFailure(err)
+    if (message === undefined) throw err
+    console.error(message)
+    return EXIT.config
+  }
   try {
     return await runCli(args, deps, (line) => console.log(line))
   } finally {

@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseGenericProviders, type GenericProviderSettings } from '../plugins/integrations/providers/generic.ts'
+import { PRIVILEGED_SCOPES, ROLES, SCOPES, isRole, isScope, type Role, type Scope } from './auth/roles.ts'
 
 /**
  * The only reader of the environment. `loadConfig` validates every variable at once
@@ -73,6 +74,71 @@ const list: Parser<string[]> = (raw) =>
     .map((s) => s.trim())
     .filter(Boolean)
 
+/** `host` or `host:port` entries as clients send them in a Host header, host names lower-cased. */
+const hostList: Parser<string[]> = (raw) =>
+  list(raw).map((entry) => {
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(`http://${entry}`)
+    } catch {}
+    const port = /:(\d+)$/.exec(entry)?.[1]
+    const plain = parsed && /^([a-z0-9._~-]+|\[[0-9a-f:.]+\])$/.test(parsed.hostname) && parsed.pathname === '/' && !parsed.username && !parsed.search && !parsed.hash
+    if (!parsed || !plain) throw new Error(`entries must be host or host:port (no scheme, path or wildcard), got "${entry}"`)
+    return port === undefined ? parsed.hostname : `${parsed.hostname}:${port}`
+  })
+
+/** Browser origins (`https://app.example.com`, scheme, host and port only), or `*` alone. */
+const originList: Parser<string[]> = (raw) => {
+  const entries = list(raw)
+  if (entries.includes('*')) {
+    if (entries.length > 1) throw new Error('must be * alone or a list of origins, not both')
+    return entries
+  }
+  return entries.map((entry) => {
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(entry)
+    } catch {}
+    const plain = parsed && /^https?:$/.test(parsed.protocol) && parsed.pathname === '/' && !parsed.username && !parsed.password && !parsed.search && !parsed.hash
+    if (!parsed || !plain || /^https?:\/\/.*\/./.test(entry))
+      throw new Error(`entries must be http or https origins such as https://app.example.com (no path), got "${entry}"`)
+    // As browsers send it in Origin: lower case, no default port, no trailing slash.
+    return parsed.origin
+  })
+}
+
+const role: Parser<Role> = (raw) => {
+  if (!isRole(raw)) throw new Error(`must be one of ${ROLES.join(', ')}, got "${raw}"`)
+  return raw
+}
+
+const roleList: Parser<Role[]> = (raw) => list(raw).map(role)
+
+/** Scopes an external token gets without claiming any: `none`, or a list without the privileged ones. */
+const unclaimedScopes: Parser<Scope[]> = (raw) => {
+  if (raw.trim() === 'none') return []
+  return list(raw).map((scope) => {
+    if (!isScope(scope)) throw new Error(`must list scopes of ${SCOPES.join(', ')} (or be none), got "${scope}"`)
+    if (PRIVILEGED_SCOPES.includes(scope)) throw new Error(`must not list ${scope}: a token gets ${PRIVILEGED_SCOPES.join(', ')} only by claiming them`)
+    return scope
+  })
+}
+
+/** `key=value` pairs separated by commas, values URL-encoded (the OTLP exporter's headers format). */
+const keyValueList: Parser<Record<string, string>> = (raw) =>
+  Object.fromEntries(
+    list(raw).map((pair) => {
+      const at = pair.indexOf('=')
+      const key = pair.slice(0, at).trim()
+      if (at < 1 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(key)) throw new Error(`entries must be key=value with a header name as key, got "${pair}"`)
+      try {
+        return [key, decodeURIComponent(pair.slice(at + 1).trim())]
+      } catch {
+        throw new Error(`the value of "${key}" is not valid URL encoding`)
+      }
+    }),
+  )
+
 const boolean: Parser<boolean> = (raw) => {
   if (/^(1|true|yes|on)$/i.test(raw)) return true
   if (/^(0|false|no|off)$/i.test(raw)) return false
@@ -128,6 +194,25 @@ const variables = {
     parse: list,
     fallback: [] as string[],
   },
+  CORS_ORIGINS: {
+    doc: 'Comma-separated origins (https://app.example.com) whose browser pages may call the API and open /ws/agent, or `*` for any; credentials are never allowed (the API takes bearer tokens). Empty sends no CORS headers',
+    parse: originList,
+    fallback: [] as string[],
+  },
+  METRICS_TOKEN: {
+    doc: 'Bearer token (at least 32 characters) that opens GET /metrics on the main port; unset, /metrics is not routed there (404)',
+    parse: secret,
+  },
+  METRICS_PORT: {
+    doc: 'Port of a second listener, on 127.0.0.1 only, that serves GET /metrics (asking for METRICS_TOKEN too when it is set); unset starts none',
+    parse: integer(0, 65535),
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    doc: 'Base URL of an OTLP/HTTP collector (http://collector:4318): each request becomes a trace span, model calls its child spans, exported as JSON to ENDPOINT/v1/traces; unset, no tracing code runs',
+    parse: url('http:', 'https:'),
+  },
+  OTEL_EXPORTER_OTLP_HEADERS: { doc: 'Headers sent with every trace export, as comma-separated key=value pairs with URL-encoded values (api-key=abc)', parse: keyValueList },
+  OTEL_SERVICE_NAME: { doc: 'service.name of the exported spans', parse: text, fallback: 'realtime-ai-backend' },
   JWT_SECRET: { doc: 'HS256 key for access tokens (generated into DATA_DIR when unset)', parse: secret },
   TOKEN_ENCRYPTION_KEY: { doc: 'AES-256 key for stored provider tokens: base64 of 32 bytes, or a passphrase (32+ characters) stretched with HKDF (generated when unset)', parse: secret },
   ACCESS_TOKEN_TTL_SECONDS: { doc: 'Lifetime of access tokens', parse: integer(30, 86_400), fallback: 900 },
@@ -136,11 +221,36 @@ const variables = {
   JWT_AUDIENCE: { doc: 'aud claim of tokens this service issues', parse: text, fallback: 'realtime-ai-backend-api' },
   ADMIN_EMAIL: { doc: 'Email of the first owner, created at start-up when no user exists', parse: text },
   ADMIN_PASSWORD: { doc: 'Password of the first owner (at least 12 characters)', parse: text },
+  SETUP_CODE_TTL_SECONDS: {
+    doc: 'How long the one-time setup code logged at start-up (while no user exists) can create the first owner at /setup',
+    parse: integer(60, 7 * 86_400),
+    fallback: 3600,
+  },
   ALLOW_REGISTRATION: { doc: 'Enables POST /auth/register', parse: boolean, fallback: false },
   OIDC_ISSUER: { doc: 'External identity provider issuer URL; enables its tokens', parse: url('http:', 'https:') },
   OIDC_AUDIENCE: { doc: 'Audience expected in external tokens', parse: text },
   OIDC_SCOPES_CLAIM: { doc: 'Claim listing scopes in external tokens', parse: text, fallback: 'scope' },
   OIDC_ROLE_CLAIM: { doc: 'Claim naming the role in external tokens', parse: text, fallback: 'role' },
+  OIDC_DEFAULT_SCOPES: {
+    doc: 'Scopes of an external token without a scope claim, always limited to what its role grants; none grants nothing. billing:manage, usage:read and audit:read cannot be listed: a token gets those only by claiming them',
+    parse: unclaimedScopes,
+    fallback: ['chat:write', 'integrations:read', 'integrations:write', 'search:read', 'agents:run'] as Scope[],
+  },
+  OIDC_DEFAULT_ROLE: { doc: 'Role of the user created by the first token of an external subject (admin users set-role changes it later)', parse: role, fallback: 'member' as Role },
+  OIDC_CLAIMABLE_ROLES: {
+    doc: 'Roles the role claim of an external token may choose; a claim naming another (owner, by default) is ignored and the stored role applies',
+    parse: roleList,
+    fallback: ['member', 'viewer'] as Role[],
+  },
+  OIDC_ORG_CLAIM: {
+    doc: 'Claim naming the organisation of an external user (org_id, say): a new user joins the organisation linked to that issuer, claim and value (admin orgs link), or a new one when OIDC_CREATE_ORGS allows',
+    parse: text,
+  },
+  OIDC_CREATE_ORGS: {
+    doc: 'Lets the first token of an external subject whose organisation is not linked here, or not named, create one; otherwise it is refused (403 forbidden) and no account is created',
+    parse: boolean,
+    fallback: false,
+  },
   PLANS: { doc: 'Plan ids organisations can have; the first is the default for new ones', parse: list, fallback: ['free', 'pro', 'team', 'enterprise'] },
   ENTERPRISE_PLANS: { doc: 'Plans that unlock /api/usage and unlimited /api/search', parse: list, fallback: ['enterprise'] },
   PLAN_PRICES: { doc: 'Payment price id of each paid plan, as plan=price pairs (pro=price_123,team=price_456)', parse: list, fallback: [] as string[] },
@@ -260,6 +370,11 @@ const variables = {
   CODE_INDEX_SNAPSHOT_DELAY_MS: { doc: 'Quiet time after a code index change before its snapshot is written to DATA_DIR (an import also saves when it ends)', parse: integer(0, 600_000), fallback: 2000 },
   CODE_INDEX_REFRESH_MS: { doc: 'How often a search checks the database for a newer code index snapshot saved by another process', parse: integer(0, 600_000), fallback: 2000 },
   DOCS_MCP_URL: { doc: 'Public URL of the hosted MCP server the documentation menu hands out; default PUBLIC_BASE_URL/mcp', parse: url('http:', 'https:') },
+  MCP_ALLOWED_HOSTS: {
+    doc: "Comma-separated Host values /mcp accepts besides PUBLIC_BASE_URL's host, each host or host:port exactly as clients send it (an internal name, a proxy that rewrites Host); pages there may call it too. Any other Host or Origin is refused with 403 (DNS rebinding)",
+    parse: hostList,
+    fallback: (env: Env) => ['localhost', '127.0.0.1', '[::1]'].map((name) => `${name}:${env.PORT || 3000}`),
+  },
 } satisfies Record<string, Variable<unknown>>
 
 type Variables = typeof variables
@@ -282,6 +397,12 @@ export interface Config {
   readonly bodyLimitBytes: number
   readonly shutdownTimeoutMs: number
   readonly trustedProxies: readonly string[]
+  /** CORS_ORIGINS: origins of the browser pages allowed to call the API and open agent connections, or `*`. */
+  readonly corsOrigins: readonly string[]
+  /** GET /metrics: on the main port behind `token`, and/or on a loopback listener at `port`; collected only when either is set. */
+  readonly metrics: { readonly token: string | undefined; readonly port: number | undefined }
+  /** OpenTelemetry traces over OTLP/HTTP; undefined when OTEL_EXPORTER_OTLP_ENDPOINT is unset. */
+  readonly tracing: { readonly endpoint: string; readonly headers: Readonly<Record<string, string>>; readonly serviceName: string } | undefined
   readonly plans: { readonly ids: readonly string[]; readonly enterprise: readonly string[]; readonly prices: Readonly<Record<string, string>> }
   readonly rateLimits: {
     readonly chatPerMinute: number
@@ -299,8 +420,23 @@ export interface Config {
     readonly accessTtlSeconds: number
     readonly refreshTtlSeconds: number
   }
-  readonly oidc: { readonly issuer: string; readonly audience: string; readonly scopesClaim: string; readonly roleClaim: string } | undefined
+  readonly oidc:
+    | {
+        readonly issuer: string
+        readonly audience: string
+        readonly scopesClaim: string
+        readonly roleClaim: string
+        /** Scopes of a token without a scope claim, before its role limits them; never a privileged one. */
+        readonly defaultScopes: readonly Scope[]
+        readonly defaultRole: Role
+        readonly claimableRoles: readonly Role[]
+        readonly orgClaim: string | undefined
+        readonly createOrgs: boolean
+      }
+    | undefined
   readonly admin: { readonly email: string; readonly password: string } | undefined
+  /** First run: while no user exists, each start logs a one-time code that creates the first owner at /setup. */
+  readonly setup: { readonly codeTtlSeconds: number }
   readonly allowRegistration: boolean
   /** Limits of each sandboxed code run (see src/sandbox); requests may only lower them. */
   readonly sandbox: { readonly timeoutMs: number; readonly memoryMb: number; readonly maxOutputBytes: number; readonly maxProcesses: number }
@@ -367,6 +503,8 @@ export interface Config {
   }
   /** The documentation site at /docs. */
   readonly docs: { readonly mcpUrl: string }
+  /** The hosted MCP server at /mcp: Host values it accepts besides PUBLIC_BASE_URL's. */
+  readonly mcp: { readonly allowedHosts: readonly string[] }
   readonly codeSearch: {
     readonly embeddings: EmbeddingsSettings
     readonly snapshotDelayMs: number
@@ -565,6 +703,10 @@ export function loadConfig(env: Env = process.env): Config {
   })
   const oauthProviders = parseGenericProviders(values.OAUTH_PROVIDERS, ['github', 'supabase'])
   problems.push(...oauthProviders.problems)
+  if (values.METRICS_PORT !== undefined && values.METRICS_PORT !== 0 && values.METRICS_PORT === values.PORT)
+    problems.push(`METRICS_PORT must differ from PORT (both are ${values.PORT})`)
+  if (values.OTEL_EXPORTER_OTLP_HEADERS && !values.OTEL_EXPORTER_OTLP_ENDPOINT)
+    problems.push('OTEL_EXPORTER_OTLP_HEADERS is set but OTEL_EXPORTER_OTLP_ENDPOINT is not; set the collector to send them to')
   if (problems.length > 0) throw new ConfigError(problems)
 
   const dataDir = resolve(values.DATA_DIR)
@@ -583,6 +725,15 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: values.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
     trustedProxies: Object.freeze([...values.TRUSTED_PROXIES]),
+    corsOrigins: Object.freeze([...values.CORS_ORIGINS]),
+    metrics: Object.freeze({ token: values.METRICS_TOKEN, port: values.METRICS_PORT }),
+    tracing: values.OTEL_EXPORTER_OTLP_ENDPOINT
+      ? Object.freeze({
+          endpoint: values.OTEL_EXPORTER_OTLP_ENDPOINT,
+          headers: Object.freeze({ ...values.OTEL_EXPORTER_OTLP_HEADERS }),
+          serviceName: values.OTEL_SERVICE_NAME,
+        })
+      : undefined,
     plans: Object.freeze({ ids: values.PLANS, enterprise: values.ENTERPRISE_PLANS, prices: Object.freeze(prices) }),
     rateLimits: Object.freeze({
       chatPerMinute: values.RATE_LIMIT_CHAT_PER_MINUTE,
@@ -606,9 +757,15 @@ export function loadConfig(env: Env = process.env): Config {
           audience: values.OIDC_AUDIENCE!,
           scopesClaim: values.OIDC_SCOPES_CLAIM,
           roleClaim: values.OIDC_ROLE_CLAIM,
+          defaultScopes: Object.freeze([...values.OIDC_DEFAULT_SCOPES]),
+          defaultRole: values.OIDC_DEFAULT_ROLE,
+          claimableRoles: Object.freeze([...values.OIDC_CLAIMABLE_ROLES]),
+          orgClaim: values.OIDC_ORG_CLAIM,
+          createOrgs: values.OIDC_CREATE_ORGS,
         })
       : undefined,
     admin: values.ADMIN_EMAIL && values.ADMIN_PASSWORD ? Object.freeze({ email: values.ADMIN_EMAIL, password: values.ADMIN_PASSWORD }) : undefined,
+    setup: Object.freeze({ codeTtlSeconds: values.SETUP_CODE_TTL_SECONDS }),
     allowRegistration: values.ALLOW_REGISTRATION,
     sandbox: Object.freeze({
       timeoutMs: values.SANDBOX_TIMEOUT_MS,
@@ -690,6 +847,7 @@ export function loadConfig(env: Env = process.env): Config {
       heartbeatMs: values.IMPORT_HEARTBEAT_MS,
     }),
     docs: Object.freeze({ mcpUrl: values.DOCS_MCP_URL ?? `${values.PUBLIC_BASE_URL}/mcp` }),
+    mcp: Object.freeze({ allowedHosts: Object.freeze([...values.MCP_ALLOWED_HOSTS]) }),
     codeSearch: Object.freeze({
       embeddings: Object.freeze(embeddings),
       snapshotDelayMs: values.CODE_INDEX_SNAPSHOT_DELAY_MS,

@@ -2,6 +2,7 @@ import { AccountStore } from './auth/account-store.ts'
 import { createAccessService, type AccessService, type ExternalVerifier } from './auth/access-service.ts'
 import { createAccessTokens } from './auth/access-tokens.ts'
 import { createExternalTokenVerifier } from './auth/external-tokens.ts'
+import { revokedSessionsInDatabase, revokedSessionsInRedis } from './auth/revoked-sessions.ts'
 import { createPlanDirectory, type PlanDirectory } from './auth/plans.ts'
 import type { Config } from './config.ts'
 import { createHttpClient } from './http.ts'
@@ -34,6 +35,14 @@ import { createConnectionHub, type ConnectionHub } from '../plugins/agents/conne
 import { createAgentService, type AgentService } from '../plugins/agents/service.ts'
 import { createMemoryTaskLog, createRedisTaskLog } from '../plugins/agents/task-log.ts'
 import { classPolicies, policiesFromConfig } from './rate-limit/plugin.ts'
+import { createServiceMetrics, type ServiceMetrics } from './observability/metrics.ts'
+import { combineModelCallObservers } from './observability/observers.ts'
+import type { Tracing } from './observability/tracing.ts'
+import { pingRedis, reach } from './reachability.ts'
+import { openSseStreams } from './sse.ts'
+import { observedProvider } from '../plugins/chat/observed-provider.ts'
+import pkg from '../package.json' with { type: 'json' }
+import { createSetupService, type SetupService } from '../plugins/setup/index.ts'
 
 /** Process state shared by the health checks and shutdown. */
 export interface Lifecycle {
@@ -89,8 +98,14 @@ export interface Dependencies {
   readonly agents: AgentService
   /** The open agent WebSocket connections of this process. */
   readonly agentConnections: ConnectionHub
+  /** First run: the one-time setup code and the creation of the first owner at /setup. */
+  readonly setup: SetupService
   /** Readiness checks beyond the database, by name; each rejects when unhealthy. */
   readonly readinessChecks: Record<string, () => Promise<unknown>>
+  /** Prometheus metrics; undefined unless METRICS_TOKEN or METRICS_PORT is set. */
+  readonly metrics: ServiceMetrics | undefined
+  /** OpenTelemetry tracing; undefined unless OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  readonly tracing: Tracing | undefined
   close(): Promise<void>
 }
 
@@ -107,7 +122,18 @@ export interface DependencyOverrides {
 
 export async function buildDependencies(config: Config, overrides: DependencyOverrides = {}): Promise<Dependencies> {
   const logger = overrides.logger ?? createLogger(config.log)
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, sqliteFile: overrides.sqliteFile })
+  const { databaseUrl, redisUrl } = config
+  const openStorage = () => openDatabase({ databaseUrl, dataDir: config.dataDir, sqliteFile: overrides.sqliteFile })
+  // PostgreSQL and Redis that do not answer stop start-up here, named, before anything else is built on them.
+  const db = databaseUrl ? await reach('DATABASE_URL', databaseUrl, 'PostgreSQL', openStorage) : await openStorage()
+  if (redisUrl) await reach('REDIS_URL', redisUrl, 'Redis', () => pingRedis(redisUrl))
+  const metrics = config.metrics.token !== undefined || config.metrics.port !== undefined ? createServiceMetrics() : undefined
+  // Loaded only when configured: without an endpoint no OpenTelemetry code is even imported.
+  const tracing = config.tracing
+    ? (await import('./observability/tracing.ts')).createTracing({ ...config.tracing, serviceVersion: pkg.version, logger })
+    : undefined
+  const modelCalls = combineModelCallObservers([metrics?.modelCalls, tracing?.modelCalls])
+  const observed = (provider: ModelProvider | undefined) => (provider && modelCalls ? observedProvider(provider, modelCalls) : provider)
   await migrate(db, migrations, logger)
 
   const accounts = new AccountStore(db)
@@ -118,6 +144,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     ttlSeconds: config.tokens.accessTtlSeconds,
   })
   const oidc = config.oidc
+  // Loaded before the first request, so a token signed out before this process started is refused here too.
+  const revoked = config.redisUrl ? revokedSessionsInRedis(config.redisUrl, { logger }) : revokedSessionsInDatabase(db, { logger })
+  await revoked.start()
   const access = createAccessService({
     accounts,
     tokens,
@@ -126,18 +155,19 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     refreshTtlSeconds: config.tokens.refreshTtlSeconds,
     defaultPlan: config.plans.ids[0]!,
     login: config.login,
+    revoked,
     external: oidc && {
+      ...oidc,
       verifier: overrides.externalVerifier ?? createExternalTokenVerifier({ issuer: oidc.issuer, audience: oidc.audience }),
-      issuer: oidc.issuer,
-      scopesClaim: oidc.scopesClaim,
-      roleClaim: oidc.roleClaim,
     },
   })
   await access.ensureFirstOwner(config.admin)
+  const setup = createSetupService({ db, access, accounts, logger, codeTtlSeconds: config.setup.codeTtlSeconds })
 
-  const limiter =
+  const baseLimiter =
     overrides.limiter ??
     (config.redisUrl ? createRedisRateLimiter({ url: config.redisUrl, keyPrefix: 'rl:', onStoreError: 'open', logger }) : createMemoryRateLimiter())
+  const limiter = metrics ? metrics.countRefusals(baseLimiter) : baseLimiter
   const meter = createUsageMeter({ db, logger })
   const searchProvider = config.webSearch.provider
   const webSearch = createWebSearchService({
@@ -162,15 +192,16 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const chat = createChatService({
     db,
     logger,
-    provider:
+    provider: observed(
       overrides.modelProvider ??
-      (chatConfig.provider &&
-        createOpenAiProvider({
-          apiKey: chatConfig.provider.apiKey,
-          baseUrl: chatConfig.provider.baseUrl,
-          timeoutMs: chatConfig.upstreamTimeoutMs,
-          idleMs: chatConfig.upstreamIdleMs,
-        })),
+        (chatConfig.provider &&
+          createOpenAiProvider({
+            apiKey: chatConfig.provider.apiKey,
+            baseUrl: chatConfig.provider.baseUrl,
+            timeoutMs: chatConfig.upstreamTimeoutMs,
+            idleMs: chatConfig.upstreamIdleMs,
+          })),
+    ),
     webSearch,
     codeIndex,
     meter,
@@ -195,12 +226,15 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   // Closed in reverse: chat first, since its generations store their answers through the database and meter.
   const closers: (() => Promise<void>)[] = [
     () => db.close(),
+    () => revoked.close(),
     () => meter.close(),
     () => limiter.close(),
     () => webSearch.close(),
     async () => sandbox?.close(),
     () => chat.close(),
   ]
+  // Closed last, so the spans of everything closed before it are sent.
+  if (tracing) closers.unshift(() => tracing.shutdown())
   const plans = createPlanDirectory(accounts, { enterprise: config.plans.enterprise, fallbackPlan: config.plans.ids[0] })
   const payments = createPaymentsService({ db, accounts, plans, logger, settings: config.payments, planIds: config.plans.ids })
   // Applies payment events a crash left stored but unapplied, and plans that lapsed while down.
@@ -208,7 +242,17 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   closers.push(() => payments.close())
   // Closed before the database: it saves pending snapshots and records their versions.
   closers.push(() => codeIndex.close())
-  const imports = createImportService({ db, codeIndex, dataDir: config.dataDir, settings: config.imports, heartbeatMs: config.imports.heartbeatMs, tokens: integrations, logger, meter })
+  const imports = createImportService({
+    db,
+    codeIndex,
+    dataDir: config.dataDir,
+    settings: config.imports,
+    heartbeatMs: config.imports.heartbeatMs,
+    tokens: integrations,
+    logger,
+    meter,
+    onImportEnd: metrics && ((status) => metrics.importEnded(status)),
+  })
   // Closed before the code index: running imports stop and are recorded as interrupted.
   closers.push(() => imports.close())
   const publisher = createPublisher({
@@ -254,6 +298,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     meter,
     taskTimeoutSeconds: agentSettings.taskTimeoutSeconds,
     maxRunningTasksPerUser: agentSettings.maxRunningTasksPerUser,
+    onTaskEnd: metrics && ((command, status) => metrics.agentTaskEnded(command, status)),
     redisUrl: config.redisUrl,
   })
   // Closed before imports and chat, which its running tasks use.
@@ -261,6 +306,12 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   // Agent commands spend what POST /api/chat spends, failing closed or open as its class is configured.
   const commandPolicies = classPolicies({ policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }, 'chat').all
   const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: { limiter, policies: commandPolicies } })
+  metrics?.watch({
+    sseStreams: openSseStreams,
+    webSockets: () => agentConnections.size,
+    agentTasks: () => agents.runningCount,
+    imports: () => imports.runningCount,
+  })
   const readinessChecks: Record<string, () => Promise<unknown>> = {}
   if (config.redisUrl) {
     const redis = createRedisConnection(config.redisUrl, { timeoutMs: 1000, name: 'readiness probe' })
@@ -287,7 +338,10 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     imports,
     agents,
     agentConnections,
+    setup,
     readinessChecks,
+    metrics,
+    tracing,
     async close() {
       for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))
     },

@@ -1,22 +1,22 @@
 import { createApp } from './app.ts'
-import { ConfigError, loadConfig } from './config.ts'
+import { EXIT, VERSION_TEXT, configurationFailure, parseServerArgs, serverUsage } from './command-line.ts'
+import { loadConfig } from './config.ts'
 import { buildDependencies } from './dependencies.ts'
 import { startServer } from './server.ts'
+import { announceSetupCode, setupUrl } from '../plugins/setup/index.ts'
 
 /** load config -> build dependencies -> createApp -> listen; SIGTERM/SIGINT -> drain and stop. */
 async function main() {
-  let config
+  let config, deps
   try {
     config = loadConfig()
+    deps = await buildDependencies(config)
   } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message)
-      process.exit(78) // EX_CONFIG
-    }
-    throw err
+    const message = configurationFailure(err)
+    if (message === undefined) throw err
+    console.error(message)
+    process.exit(EXIT.config)
   }
-
-  const deps = await buildDependencies(config)
   const running = startServer(createApp(deps), deps)
   for (const part of config.unconfigured) deps.logger.warn('not configured', { part })
   for (const name of config.generatedSecrets)
@@ -25,12 +25,27 @@ async function main() {
   const stop = (signal: string) => void running.shutdown(signal).then(() => process.exit(0))
   process.on('SIGTERM', () => stop('SIGTERM'))
   process.on('SIGINT', () => stop('SIGINT'))
+  // First run: while no user exists, a one-time code to create the first owner at /setup, as the last start-up line.
+  await announceSetupCode(deps.setup, deps.logger, setupUrl(config.publicBaseUrl, running.server.port!))
 }
 
-// `server admin <command>` runs an operator command instead of the server.
-if (process.argv[2] === 'admin') {
-  const cli = await import('./cli.ts')
-  process.exit(await cli.main(process.argv.slice(3)))
-} else {
-  await main()
+// argv[0] is the runtime and argv[1] the script, in the executable too.
+const command = parseServerArgs(process.argv.slice(2))
+switch (command.run) {
+  case 'serve':
+    await main()
+    break
+  case 'admin': {
+    const cli = await import('./cli.ts')
+    process.exit(await cli.main(command.args))
+  }
+  case 'help':
+    console.log(serverUsage())
+    process.exit(EXIT.ok)
+  case 'version':
+    console.log(VERSION_TEXT)
+    process.exit(EXIT.ok)
+  case 'usage-error':
+    console.error(`error: ${command.message}\nRun with --help for usage.`)
+    process.exit(EXIT.usage)
 }

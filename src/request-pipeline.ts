@@ -1,5 +1,5 @@
 import { Elysia, ValidationError } from 'elysia'
-import { isJsonContentType, parseJsonBody, readBodyText } from './body.ts'
+import { isFormContentType, isJsonContentType, parseFormBody, parseJsonBody, readBodyText } from './body.ts'
 import { AppError, problemResponse } from './errors.ts'
 import type { RouteGuards } from './guards.ts'
 import type { Logger } from './log.ts'
@@ -43,13 +43,17 @@ export function clientAddress(peer: string | undefined, forwardedFor: string | n
   return direct
 }
 
-/** Lists the methods registered for a path, for 405 answers. */
+/** Lists the methods registered for a path, for 405 answers, and the routes that take HTML forms. */
 export class RouteIndex {
   private patterns: { regex: RegExp; methods: Set<string> }[] = []
+  private formRoutes = new Set<string>()
 
-  load(routes: readonly { method: string; path: string }[]): void {
+  load(routes: readonly { method: string; path: string; hooks?: { parse?: unknown } }[]): void {
+    // A route takes application/x-www-form-urlencoded only when it says so: `parse: ['json', 'urlencoded']`.
+    this.formRoutes = new Set(routes.filter((r) => declaresParser(r.hooks?.parse, 'urlencoded')).map((r) => `${r.method} ${r.path}`))
     const byPath = new Map<string, Set<string>>()
-    for (const r of routes) {
+    // OPTIONS routes are the CORS preflight's catch-all (`/*`), answered before routing: they say nothing of a path.
+    for (const r of routes.filter((route) => route.method !== 'OPTIONS')) {
       if (!byPath.has(r.path)) byPath.set(r.path, new Set())
       byPath.get(r.path)!.add(r.method)
     }
@@ -59,12 +63,21 @@ export class RouteIndex {
     }))
   }
 
+  takesForm(method: string, route: string): boolean {
+    return this.formRoutes.has(`${method} ${route}`)
+  }
+
   allowed(pathname: string): string[] {
     const methods = new Set<string>()
     for (const p of this.patterns) if (p.regex.test(pathname)) for (const m of p.methods) methods.add(m)
     if (methods.has('GET')) methods.add('HEAD')
     return [...methods].filter((m) => m !== 'WS' && m !== 'ALL').sort()
   }
+}
+
+function declaresParser(parse: unknown, name: string): boolean {
+  const listed = Array.isArray(parse) ? parse : parse ? [parse] : []
+  return listed.some((p) => p === name || (p as { fn?: unknown })?.fn === name)
 }
 
 export interface RequestPipelineOptions {
@@ -77,6 +90,16 @@ export interface RequestPipelineOptions {
   routeIndex: RouteIndex
   /** The routes' guard hooks, run before the body is read; filled by createApp once every route is registered. */
   routeGuards?: RouteGuards
+  /** Told of every request (metrics, tracing); unset, nothing is called. */
+  observer?: RequestObserver
+}
+
+/** Hears of each request as it arrives and once its response is handed to the server. */
+export interface RequestObserver {
+  /** Before any route code runs: tracing opens the request's span here. */
+  started?(request: Request): void
+  /** `route` is the matched pattern (`/api/chat/:id`), empty when none matched. */
+  finished(request: Request, route: string, status: number, durationMs: number): void
 }
 
 /** Longest request target (path and query) served; longer ones answer 414. */
@@ -133,7 +156,8 @@ function toAppError(code: string | number, error: unknown, request: Request, rou
  * Registered first so that every route behind it gets the same treatment.
  */
 export function requestPipeline(options: RequestPipelineOptions) {
-  const { logger, bodyLimitBytes, routeIndex, routeGuards } = options
+  const { logger, bodyLimitBytes, routeIndex, routeGuards, observer } = options
+  const observeStart = observer?.started?.bind(observer)
   const trusted = options.trustedProxies ?? []
   const runGuards = (context: { request: Request; route: string }) => {
     const pending = routeGuards?.run(context)
@@ -181,6 +205,7 @@ export function requestPipeline(options: RequestPipelineOptions) {
       set.headers['x-content-type-options'] = 'nosniff'
       // Oversized heads are refused after the route's guards, so a guarded route still answers 401 first.
       meta.headProblem = headProblem(request)
+      if (observeStart) observeStart(request)
     })
     // The route's guards come first: nothing of the body is read, and nothing said about it, before them.
     .onParse({ as: 'global' }, async (context) => {
@@ -190,11 +215,15 @@ export function requestPipeline(options: RequestPipelineOptions) {
       refuseOversizedHead(request)
       if (!request.body) return null
       if (!isJsonContentType(contentType)) {
+        const takesForm = routeIndex.takesForm(request.method, context.route)
+        // An HTML form posted to a route that declares it takes one (a page that works without script).
+        if (takesForm && isFormContentType(contentType)) return parseFormBody(await readBodyText(request, bodyLimitBytes))
         // An empty body with no content type is simply no body.
         const text = await readBodyText(request, bodyLimitBytes)
         if (text === '' && !contentType) return null
-        throw new AppError('unsupported_media_type', `Content-Type must be application/json, got "${contentType || 'none'}"`, {
-          errors: [{ field: 'content-type', message: 'expected application/json' }],
+        const expected = takesForm ? 'application/json or application/x-www-form-urlencoded' : 'application/json'
+        throw new AppError('unsupported_media_type', `Content-Type must be ${expected}, got "${contentType || 'none'}"`, {
+          errors: [{ field: 'content-type', message: `expected ${expected}` }],
         })
       }
       const text = await readBodyText(request, bodyLimitBytes)
@@ -210,13 +239,16 @@ export function requestPipeline(options: RequestPipelineOptions) {
     .onError({ as: 'global' }, ({ code, error, request }) => answerError(code, error, request))
     .onAfterResponse({ as: 'global' }, ({ request, set, route, path }) => {
       const meta = requestMeta(request)
+      const status = meta.errorStatus ?? (typeof set.status === 'number' ? set.status : 200)
+      const durationMs = performance.now() - meta.startedAt
+      if (observer) observer.finished(request, route, status, durationMs)
       logger.info('request', {
         requestId: meta.id,
         method: request.method,
         route: route || undefined,
         path,
-        status: meta.errorStatus ?? (typeof set.status === 'number' ? set.status : 200),
-        durationMs: Math.round((performance.now() - meta.startedAt) * 100) / 100,
+        status,
+        durationMs: Math.round(durationMs * 100) / 100,
         ip: meta.clientIp,
         userId: meta.principal?.userId,
       })

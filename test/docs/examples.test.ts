@@ -7,6 +7,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { externalOrgKey } from '../../src/auth/access-service.ts'
 import { startFakeOpenAi, tokensOf, type CompletionScript } from '../fakes/openai.ts'
 import { startOidcIssuer } from '../fakes/oidc-issuer.ts'
 import { startFakeSearxng } from '../fakes/search-providers.ts'
@@ -57,6 +58,7 @@ const world = await startWorld('sqlite', {
   SEARXNG_URL: searxng.url,
   OIDC_ISSUER: idp.url,
   OIDC_AUDIENCE: 'realtime-ai-backend-api',
+  OIDC_ORG_CLAIM: 'org_id',
   ...payments,
 })
 const { t } = world
@@ -66,6 +68,8 @@ const owner = await world.connectedMember('owner')
 await t.deps.accounts.setPlan(owner.orgId, 'enterprise')
 t.deps.plans.forget(owner.orgId)
 const viewer = await world.member('viewer')
+// The identity provider's users of organisation "example-labs" join the reader's organisation.
+await t.deps.accounts.linkOrganization(owner.orgId, externalOrgKey(idp.url, 'org_id', 'example-labs'))
 
 world.git.createRepository('octo-dev/hello-api', {
   'README.md': '# hello-api\n\nA small HTTP API that receives payment webhooks and serves a status page.\n',
@@ -92,7 +96,9 @@ world.git.createRepository('octo-dev/hello-api', {
 const values: Record<string, string> = {
   token: owner.token,
   viewerToken: viewer.token,
-  externalToken: await idp.token({ claims: { aud: 'realtime-ai-backend-api', sub: 'idp|4711', role: 'member', scope: 'chat:write search:read' } }),
+  externalToken: await idp.token({
+    claims: { aud: 'realtime-ai-backend-api', sub: 'idp|4711', role: 'member', scope: 'chat:write search:read', org_id: 'example-labs' },
+  }),
 }
 
 /** Upstream behaviour an example needs beyond the defaults above, by a pattern over its request line and body. */
@@ -139,7 +145,8 @@ async function send(exchange: Exchange): Promise<Response> {
   const { method, path } = exchange.request
   for (const step of arrange) if (step.when.test(`${method} ${path}\n${exchange.request.body}`)) step.then()
   const body = exchange.request.body ? substitute(exchange.request.body, false) : undefined
-  const headers = new Headers()
+  // What every HTTP client sends, unless the example names another Host.
+  const headers = new Headers({ host: new URL(t.config.publicBaseUrl).host })
   for (const [name, value] of exchange.request.headers) {
     // Signed over the exact bytes sent, as the payment provider does.
     if (name.toLowerCase() === 'stripe-signature' && value.includes('<signature>')) headers.set(name, await signature(body ?? ''))

@@ -112,7 +112,13 @@ interface Operation {
 
 function needsCell(operation: Operation): string {
   const scope = operation['x-required-scope']
-  if (scope === undefined) return operation.security?.some((s) => 'bearer' in s) ? 'optional token' : 'none'
+  if (scope === undefined) {
+    // A route that checks its token itself (the agent upgrade) names the scope in `security` alone.
+    const security = operation.security ?? []
+    const scopes = security.flatMap((s) => s.bearer ?? [])
+    if (scopes.length > 0 && !security.some((s) => Object.keys(s).length === 0)) return scopes.map((s) => `\`${s}\``).join(', ')
+    return security.some((s) => 'bearer' in s) ? 'optional token' : 'none'
+  }
   const what = scope === 'any' ? 'any token' : `\`${scope}\``
   return operation['x-required-plan'] ? `${what} on an ${operation['x-required-plan']} plan` : what
 }

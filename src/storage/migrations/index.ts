@@ -1,3 +1,5 @@
+// The .sql imports' type, named here so the app's type also checks in projects that import it (Eden clients).
+/// <reference path="../sql.d.ts" />
 import type { Migration } from '../migrate.ts'
 import accounts from './001_accounts.sql' with { type: 'text' }
 import usage from './002_usage.sql' with { type: 'text' }
@@ -6,6 +8,8 @@ import billing from './004_billing.sql' with { type: 'text' }
 import integrations from './005_integrations.sql' with { type: 'text' }
 import imports from './006_imports.sql' with { type: 'text' }
 import codeIndex from './007_code_index.sql' with { type: 'text' }
+import identity from './008_identity.sql' with { type: 'text' }
+import setup from './009_setup.sql' with { type: 'text' }
 
 // Imported as text so `bun build --compile` embeds them in the executable.
 export const migrations: readonly Migration[] = [
@@ -16,4 +20,6 @@ export const migrations: readonly Migration[] = [
   { version: 5, name: 'integrations', sql: integrations },
   { version: 6, name: 'imports', sql: imports },
   { version: 7, name: 'code_index', sql: codeIndex },
+  { version: 8, name: 'identity', sql: identity },
+  { version: 9, name: 'setup', sql: setup },
 ]
