@@ -4,40 +4,57 @@
  * Elysia parses the body and validates params, query and body before any route hook runs, so a guard in
  * `resolve` or `beforeHandle` alone would let an anonymous caller learn a route's schema from its 400, 415
  * and 422 answers. A guard macro wraps its hook with `guard()` and lists it twice: as `transform` (which
- * runs before validation) and at its own place (`resolve` or `beforeHandle`); the request pipeline also runs
- * the routes' guard hooks at the parse stage, before the body is read. The hook runs once per request; later
- * calls return its first result.
+ * runs before validation, via `.early`) and at its own place (`resolve` or `beforeHandle`); the request
+ * pipeline also runs the routes' guard hooks at the parse stage, before the body is read. The hook runs once
+ * per request; later calls return its first result.
  */
 
 const GUARD = Symbol('guard')
-const RESULTS = Symbol('guardResults')
+const HELD = Symbol('heldRefusal')
 
-type Hook = (context: any) => unknown
-type GuardHook = ((context: any) => Promise<void>) & { [GUARD]: true }
-type WithResults = Request & { [RESULTS]?: Map<Hook, unknown> }
+type GuardHook = ((context: any) => Promise<unknown>) & { [GUARD]: true }
+/** What a guard may read: the request, and `set` for the headers it adds (RateLimit). */
+export interface GuardContext {
+  request: Request
+  set: { headers: Record<string, unknown> }
+}
+type GuardedRequest = Request & { [HELD]?: Error }
 
 /**
- * A guard hook that runs once per request however often it is called; `early` is the same check for the
- * transform stage (it returns nothing, so nothing is merged into the context there).
+ * A guard hook that runs once per request however often it is called. `early` is the same function typed for
+ * the transform stage: Elysia merges what it resolves into the context there, which the later call repeats.
  */
 export function guard<F extends (context: any) => Promise<unknown>>(hook: F): F & { early: (context: any) => Promise<void> } {
-  // async, so Elysia awaits it at every place it is listed.
-  const guarded = (async (context: { request: Request }) => {
-    const request = context.request as WithResults
-    const results = (request[RESULTS] ??= new Map())
-    let result = results.get(guarded)
+  // async, so Elysia awaits it at every place it is listed. The context is destructured, never passed whole:
+  // Elysia reads hooks' source to learn what a route uses, and a whole context would make it parse cookies,
+  // query and headers on every request.
+  // Each guard keeps its result on the request under a symbol of its own: cheaper than a map per request.
+  const slot = Symbol('guardResult')
+  const guarded = (async ({ request, set }: GuardContext) => {
+    const results = request as unknown as Record<symbol, Promise<unknown> | undefined>
+    let result = results[slot]
     if (result === undefined) {
-      result = hook(context)
-      results.set(guarded, result)
+      result = hook({ request, set })
+      const held = (request as GuardedRequest)[HELD]
+      if (held)
+        result = result.then(() => {
+          throw held
+        })
+      results[slot] = result
     }
     return result
-  }) as unknown as F & { early: GuardHook }
-  const early = (async (context: { request: Request }) => {
-    await guarded(context)
-  }) as GuardHook
-  early[GUARD] = true
-  guarded.early = early
+  }) as unknown as GuardHook & F & { early: (context: any) => Promise<void> }
+  guarded[GUARD] = true
+  guarded.early = guarded as unknown as (context: any) => Promise<void>
   return guarded
+}
+
+/**
+ * Holds a refusal of the request itself (an oversized head) until the route's guards have passed, so a
+ * guarded route still answers an anonymous caller 401 first.
+ */
+export function holdUntilGuarded(request: Request, refusal: Error): void {
+  ;(request as GuardedRequest)[HELD] = refusal
 }
 
 interface RouteHooks {
@@ -49,27 +66,42 @@ interface RouteHooks {
 /** The guard hooks of every route, in their declared order, looked up by method and route pattern. */
 export class RouteGuards {
   private byRoute = new Map<string, GuardHook[]>()
+  private patterns: { method: string; regex: RegExp }[] = []
 
   load(routes: readonly RouteHooks[]): void {
     this.byRoute.clear()
+    this.patterns = []
     for (const route of routes) {
       const listed = route.hooks.transform
       const hooks = (Array.isArray(listed) ? listed : listed ? [listed] : [])
-        .map((h: Hook | { fn: Hook }) => (typeof h === 'function' ? h : h.fn))
+        .map((h: GuardHook | { fn: GuardHook }) => (typeof h === 'function' ? h : h.fn))
         .filter((h): h is GuardHook => typeof h === 'function' && GUARD in h)
-      if (hooks.length > 0) this.byRoute.set(`${route.method} ${route.path}`, hooks)
+      if (hooks.length === 0) continue
+      this.byRoute.set(`${route.method} ${route.path}`, hooks)
+      this.patterns.push({ method: route.method, regex: routePattern(route.path) })
     }
   }
 
-  /** Runs the route's guards; synchronous (undefined) for routes that have none. */
-  run(context: { request: Request; route: string }): Promise<void> | undefined {
+  /** Runs the guards of `route`; synchronous (undefined) for routes that have none. */
+  run(route: string, context: GuardContext): Promise<void> | undefined {
     const method = context.request.method
-    const hooks = this.byRoute.get(`${method} ${context.route}`) ?? (method === 'HEAD' ? this.byRoute.get(`GET ${context.route}`) : undefined)
+    const hooks = this.byRoute.get(`${method} ${route}`) ?? (method === 'HEAD' ? this.byRoute.get(`GET ${route}`) : undefined)
     if (!hooks) return undefined
     return runInOrder(hooks, context)
   }
+
+  /** Whether a request to this method and path may reach a guarded route (before routing; used rarely). */
+  mayBeGuarded(method: string, pathname: string): boolean {
+    const wanted = method === 'HEAD' ? 'GET' : method
+    return this.patterns.some((p) => p.method === wanted && p.regex.test(pathname))
+  }
 }
 
-async function runInOrder(hooks: GuardHook[], context: unknown): Promise<void> {
+/** A route path (`/api/chat/:id/stream`, `/docs/*`) as a regular expression over request paths. */
+export function routePattern(path: string): RegExp {
+  return new RegExp('^' + path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*') + '/?$')
+}
+
+async function runInOrder(hooks: GuardHook[], context: GuardContext): Promise<void> {
   for (const hook of hooks) await hook(context)
 }

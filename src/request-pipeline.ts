@@ -1,7 +1,7 @@
 import { Elysia, ValidationError } from 'elysia'
 import { isFormContentType, isJsonContentType, parseFormBody, parseJsonBody, readBodyText } from './body.ts'
 import { AppError, problemResponse } from './errors.ts'
-import type { RouteGuards } from './guards.ts'
+import { holdUntilGuarded, routePattern, type GuardContext, type RouteGuards } from './guards.ts'
 import type { Logger } from './log.ts'
 import { summarise, validationProblems } from './validation.ts'
 
@@ -15,8 +15,6 @@ export interface RequestMeta {
   rawBody?: string
   /** Status of an error response, for the access log. */
   errorStatus?: number
-  /** A request head over the limits, answered once the route's guards have had their say. */
-  headProblem?: AppError
   /** Who made the request, once authenticated; filled by the access layer. */
   principal?: { userId: string; orgId: string }
 }
@@ -58,7 +56,7 @@ export class RouteIndex {
       byPath.get(r.path)!.add(r.method)
     }
     this.patterns = [...byPath].map(([path, methods]) => ({
-      regex: new RegExp('^' + path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*') + '/?$'),
+      regex: routePattern(path),
       methods,
     }))
   }
@@ -159,16 +157,13 @@ export function requestPipeline(options: RequestPipelineOptions) {
   const { logger, bodyLimitBytes, routeIndex, routeGuards, observer } = options
   const observeStart = observer?.started?.bind(observer)
   const trusted = options.trustedProxies ?? []
-  const runGuards = (context: { request: Request; route: string }) => {
-    const pending = routeGuards?.run(context)
+  const runGuards = (route: string, context: GuardContext) => {
+    const pending = routeGuards?.run(route, context)
     return pending?.catch((err) => {
       throw new GuardFailure('guard refused the request', { cause: err })
     })
   }
-  const refuseOversizedHead = (request: Request) => {
-    const problem = requestMeta(request).headProblem
-    if (problem) throw problem
-  }
+
 
   // When mapping an error throws too (a value too deep or odd to describe), the answer is still a problem body.
   const answerError = (code: string | number, error: unknown, request: Request): Response => {
@@ -203,19 +198,22 @@ export function requestPipeline(options: RequestPipelineOptions) {
       ;(request as WithMeta)[META] = meta
       set.headers['x-request-id'] = meta.id
       set.headers['x-content-type-options'] = 'nosniff'
-      // Oversized heads are refused after the route's guards, so a guarded route still answers 401 first.
-      meta.headProblem = headProblem(request)
+      const oversized = headProblem(request)
+      if (oversized) {
+        // Refused after the route's guards, so a guarded route still answers an anonymous caller 401 first.
+        if (routeGuards?.mayBeGuarded(request.method, new URL(request.url).pathname)) holdUntilGuarded(request, oversized)
+        else throw oversized
+      }
       if (observeStart) observeStart(request)
     })
     // The route's guards come first: nothing of the body is read, and nothing said about it, before them.
-    .onParse({ as: 'global' }, async (context) => {
-      const { request, contentType } = context
-      const guarded = runGuards(context)
+    // Destructured, not passed whole: Elysia reads global hooks' source to learn what every route uses.
+    .onParse({ as: 'global' }, async ({ request, contentType, route, set }) => {
+      const guarded = runGuards(route, { request, set })
       if (guarded) await guarded
-      refuseOversizedHead(request)
       if (!request.body) return null
       if (!isJsonContentType(contentType)) {
-        const takesForm = routeIndex.takesForm(request.method, context.route)
+        const takesForm = routeIndex.takesForm(request.method, route)
         // An HTML form posted to a route that declares it takes one (a page that works without script).
         if (takesForm && isFormContentType(contentType)) return parseFormBody(await readBodyText(request, bodyLimitBytes))
         // An empty body with no content type is simply no body.
@@ -229,12 +227,6 @@ export function requestPipeline(options: RequestPipelineOptions) {
       const text = await readBodyText(request, bodyLimitBytes)
       requestMeta(request).rawBody = text
       return parseJsonBody(text)
-    })
-    // Requests without a body skip the parse stage: guards, then the head's limits, before anything is validated.
-    .onTransform({ as: 'global' }, async (context) => {
-      const guarded = runGuards(context)
-      if (guarded) await guarded
-      refuseOversizedHead(context.request)
     })
     .onError({ as: 'global' }, ({ code, error, request }) => answerError(code, error, request))
     .onAfterResponse({ as: 'global' }, ({ request, set, route, path }) => {
