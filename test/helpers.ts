@@ -110,6 +110,16 @@ export function forEachBackend(body: (backend: { name: 'sqlite' | 'postgres'; op
   else announceSkip('PostgreSQL variants of the storage suites', 'DATABASE_URL')
 }
 
+/** Budgets so high that a test sending thousands of requests reaches validation and handlers, not only 429s. */
+export const UNLIMITED_BUDGETS = {
+  RATE_LIMIT_BURST: '1000000',
+  RATE_LIMIT_CHAT_PER_MINUTE: '1000000',
+  RATE_LIMIT_INTEGRATIONS_PER_MINUTE: '1000000',
+  RATE_LIMIT_SEARCH_PER_MINUTE: '1000000',
+  RATE_LIMIT_ASSISTANT_PER_MINUTE: '1000000',
+  LOGIN_MAX_FAILURES: '1000',
+}
+
 export const ADMIN = { email: 'owner@example.com', password: 'owner-password-1234' }
 
 /** Signs in and answers the token pair. */

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { errorCodes } from '../../src/errors.ts'
-import { BASE } from '../helpers.ts'
+import { BASE, UNLIMITED_BUDGETS } from '../helpers.ts'
 import { callers, type Callers } from './callers.ts'
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 5000)
@@ -135,14 +135,7 @@ const anonymousKinds = new Set<string>(['none', 'garbage', 'basic scheme', 'expi
 
 beforeAll(async () => {
   // Budgets high enough that the fuzzer reaches validation and handlers rather than only 429s.
-  c = await callers({
-    RATE_LIMIT_BURST: '1000000',
-    RATE_LIMIT_CHAT_PER_MINUTE: '1000000',
-    RATE_LIMIT_INTEGRATIONS_PER_MINUTE: '1000000',
-    RATE_LIMIT_SEARCH_PER_MINUTE: '1000000',
-    RATE_LIMIT_ASSISTANT_PER_MINUTE: '1000000',
-    LOGIN_MAX_FAILURES: '1000',
-  })
+  c = await callers(UNLIMITED_BUDGETS)
   const doc = await (await c.t.request('/swagger/json')).json()
   operations = []
   for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>))

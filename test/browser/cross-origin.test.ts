@@ -4,15 +4,13 @@
  * WebSocket. A page on an origin not in CORS_ORIGINS can read nothing and connect to nothing.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
+import { chromiumAvailable, launchChromium } from '../chromium.ts'
 import { join } from 'node:path'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { ADMIN, makeApp, type TestApp } from '../helpers.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-if (!available) console.warn(`[skip] cross-origin browser test: ${CHROMIUM} is missing`)
+const available = chromiumAvailable('cross-origin browser test')
 
 /** A server on its own port of 127.0.0.1, so its own origin, serving `html` and the bundled page script. */
 function serveOrigin(html: () => string, script: string) {
@@ -60,11 +58,7 @@ describe.skipIf(!available)('a useChat front end on another origin', () => {
     })
     t.app.listen({ hostname: '127.0.0.1', port: 0 })
     api = `http://127.0.0.1:${t.app.server!.port}`
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    })
+    browser = await launchChromium()
     context = await browser.newContext()
     page = await context.newPage()
   })

@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { chromiumAvailable, launchChromium } from '../chromium.ts'
+import { type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { makeApp, type TestApp } from '../helpers.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-if (!available) console.warn(`[skip] browser test of the documentation menu: ${CHROMIUM} is missing`)
+const available = chromiumAvailable('browser test of the documentation menu')
 
 /** The contextual menu driven in a real browser: one launch, one page, every entry checked. */
 describe.skipIf(!available)('documentation menu in a browser', () => {
@@ -28,11 +26,7 @@ describe.skipIf(!available)('documentation menu in a browser', () => {
     model = startFakeOpenAi()
     t = await makeApp({ PUBLIC_BASE_URL: origin, OPENAI_BASE_URL: model.baseUrl })
     handle = (request) => t.app.handle(request)
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    })
+    browser = await launchChromium()
     context = await browser.newContext()
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin })
     page = await context.newPage()

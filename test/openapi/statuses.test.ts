@@ -5,17 +5,10 @@
  */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { MAX_HEADER_BYTES, MAX_URL_BYTES } from '../../src/request-pipeline.ts'
-import { BASE, userWithRole } from '../helpers.ts'
+import { BASE, UNLIMITED_BUDGETS, userWithRole } from '../helpers.ts'
 import { operationsOf, served, type Operation } from './support.ts'
 
-const { t, openapi } = await served({
-  RATE_LIMIT_BURST: '1000000',
-  RATE_LIMIT_CHAT_PER_MINUTE: '1000000',
-  RATE_LIMIT_INTEGRATIONS_PER_MINUTE: '1000000',
-  RATE_LIMIT_SEARCH_PER_MINUTE: '1000000',
-  RATE_LIMIT_ASSISTANT_PER_MINUTE: '1000000',
-  LOGIN_MAX_FAILURES: '1000',
-})
+const { t, openapi } = await served(UNLIMITED_BUDGETS)
 afterAll(() => t.close())
 
 const enterprise = await t.deps.accounts.createOrganization('Enterprise Co', 'enterprise')

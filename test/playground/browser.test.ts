@@ -1,15 +1,13 @@
 /** The playground driven in Chromium: sign in, chat, enhanced chat, and agent tasks run and cancelled. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import { chromiumAvailable, launchChromium } from '../chromium.ts'
+import { type Browser, type Page } from 'playwright-core'
 import { eventually } from '../chat/helpers.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { startFakeSearxng, type FakeSearchEngine } from '../fakes/search-providers.ts'
 import { ADMIN, makeApp, type TestApp } from '../helpers.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-if (!available) console.warn(`[skip] browser test of the playground: ${CHROMIUM} is missing`)
+const available = chromiumAvailable('browser test of the playground')
 
 const addTests = `import { expect, test } from 'bun:test'
 import { add } from './main'
@@ -52,11 +50,7 @@ describe.skipIf(!available)('the playground in a browser', () => {
     // Listening for real: the agent panel needs the WebSocket upgrade.
     t.app.listen({ hostname: '127.0.0.1', port: 0 })
     origin = `http://127.0.0.1:${t.app.server!.port}`
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    })
+    browser = await launchChromium()
     page = await (await browser.newContext()).newPage()
     page.on('console', (message) => {
       if (message.type() === 'error') problems.push(message.text())

@@ -3,16 +3,14 @@
  * configuration, prints a setup code; Chromium opens the logged URL, fills the form, and signs in.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync } from 'node:fs'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import { chromiumAvailable, launchChromium } from '../chromium.ts'
+import { type Browser, type Page } from 'playwright-core'
 import { SETUP_LOG_MESSAGE } from '../../plugins/setup/service.ts'
 import { tempDir } from '../helpers.ts'
 import { startServiceProcess, type LogLine, type ServiceProcess } from '../scale-out/cluster.ts'
 import { OWNER } from './support.ts'
 
-const CHROMIUM = '/usr/bin/chromium'
-const available = existsSync(CHROMIUM)
-if (!available) console.warn(`[skip] browser test of the first run: ${CHROMIUM} is missing`)
+const available = chromiumAvailable('browser test of the first run')
 
 describe.skipIf(!available)('first run of a real process, in a browser', () => {
   const dataDir = tempDir('svc-first-run-')
@@ -27,11 +25,7 @@ describe.skipIf(!available)('first run of a real process, in a browser', () => {
     // Nothing but a data directory: no ADMIN_EMAIL, no secrets, SQLite.
     service = await startServiceProcess('first-run', { DATA_DIR: dataDir.path })
     codeLine = await service.waitForLog((line) => line.msg === SETUP_LOG_MESSAGE)
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    })
+    browser = await launchChromium()
     page = await (await browser.newContext()).newPage()
     page.on('console', (message) => {
       if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text())
