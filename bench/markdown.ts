@@ -1,4 +1,7 @@
-/** Prints a results file of `npm run bench` (bench/results/*.json) as the README's Markdown table, with the machine it ran on. */
+/**
+ * Prints a results file of `npm run bench` (bench/results/*.json) as the table of docs/benchmarks.mdx, "The latest
+ * `npm run bench`", with the machine it ran on: paste the output over that section's run line and table.
+ */
 import { readFileSync } from 'node:fs'
 import { markdownTable, type Row } from './lib/report.ts'
 

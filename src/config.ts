@@ -13,7 +13,7 @@ type Env = Record<string, string | undefined>
 type Parser<T> = (raw: string) => T
 
 interface Variable<T> {
-  /** What the variable controls, shown in README and in error messages. */
+  /** What the variable controls, shown in docs/configuration.mdx and in error messages. */
   doc: string
   parse: Parser<T>
   /** Value used when the variable is unset; `undefined` means optional and unset. */
@@ -524,7 +524,7 @@ export class ConfigError extends Error {
   }
 }
 
-/** Every documented variable with its default, for README generation and `--help`. */
+/** Every documented variable with its default, for docs/configuration.mdx (checked by its tests) and `--help`. */
 export function describeVariables(): { name: string; doc: string; fallback: string }[] {
   return Object.entries(variables).map(([name, v]) => {
     const f = 'fallback' in v ? v.fallback : undefined

@@ -7,7 +7,7 @@ import { t, type TSchema } from 'elysia'
  */
 export const integer = (options?: IntegerOptions) => Type.Integer(options)
 
-/** Request bodies reject unknown fields (see README, "Unknown fields are rejected"). */
+/** Request bodies reject unknown fields (see docs/http.mdx, "Unknown fields are refused"). */
 export const strictObject = <T extends Record<string, TSchema>>(properties: T, options: { description?: string } = {}) =>
   t.Object(properties, { additionalProperties: false, ...options })
 

@@ -52,9 +52,10 @@ export function printTable(rows: Row[]): void {
   for (const r of rows) if (r.warning) console.log(`!! ${r.bench ? `${r.bench}: ` : ''}${r.figure}: ${r.warning.toUpperCase()}`)
 }
 
-/** The same table as Markdown (no footnotes), for the README. */
+/** The same table as Markdown (no footnotes), for docs/benchmarks.mdx. */
 export function markdownTable(rows: Row[]): string {
-  const cell = (text: string) => text.replace(/\|/g, '\\|')
+  // The page is MDX, where a bare `<` or `{` would start JSX or an expression.
+  const cell = (text: string) => text.replace(/\|/g, '\\|').replaceAll('<', '&lt;').replaceAll('{', '&#123;').replaceAll('}', '&#125;')
   const lines = ['| bench | figure | baseline | value | ratio | target | |', '|---|---|---|---|---|---|---|']
   for (const r of rows) {
     const unit = r.unit === 'count' ? '' : ` ${r.unit}`
