@@ -11,6 +11,8 @@
 
 const GUARD = Symbol('guard')
 const HELD = Symbol('heldRefusal')
+const RESULTS = Symbol('guardResults')
+let guardCount = 0
 
 type GuardHook = ((context: any) => Promise<unknown>) & { [GUARD]: true }
 /** What a guard may read: the request, and `set` for the headers it adds (RateLimit). */
@@ -18,7 +20,7 @@ export interface GuardContext {
   request: Request
   set: { headers: Record<string, unknown> }
 }
-type GuardedRequest = Request & { [HELD]?: Error }
+type GuardedRequest = Request & { [HELD]?: Error; [RESULTS]?: Promise<unknown>[] }
 
 /**
  * A guard hook that runs once per request however often it is called. `early` is the same function typed for
@@ -28,10 +30,10 @@ export function guard<F extends (context: any) => Promise<unknown>>(hook: F): F 
   // async, so Elysia awaits it at every place it is listed. The context is destructured, never passed whole:
   // Elysia reads hooks' source to learn what a route uses, and a whole context would make it parse cookies,
   // query and headers on every request.
-  // Each guard keeps its result on the request under a symbol of its own: cheaper than a map per request.
-  const slot = Symbol('guardResult')
+  // Each guard keeps its result in one array on the request, at an index of its own: one property per request.
+  const slot = guardCount++
   const guarded = (async ({ request, set }: GuardContext) => {
-    const results = request as unknown as Record<symbol, Promise<unknown> | undefined>
+    const results = ((request as GuardedRequest)[RESULTS] ??= [])
     let result = results[slot]
     if (result === undefined) {
       result = hook({ request, set })

@@ -111,7 +111,9 @@ class GuardFailure extends Error {}
 
 function headerBytes(request: Request, url: string): number {
   let total = url.length
-  for (const [name, value] of request.headers) total += name.length + value.length + 4
+  request.headers.forEach((value, name) => {
+    total += name.length + value.length + 4
+  })
   return total
 }
 
