@@ -166,7 +166,6 @@ export function requestPipeline(options: RequestPipelineOptions) {
     })
   }
 
-
   // When mapping an error throws too (a value too deep or odd to describe), the answer is still a problem body.
   const answerError = (code: string | number, error: unknown, request: Request): Response => {
     const meta = requestMeta(request)
