@@ -25,7 +25,7 @@
  */
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
-import { startBareBaseline, startService, type Running } from './lib/processes.ts'
+import { accessTokenFor, startBareBaseline, startService, type Running } from './lib/processes.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
 const IDLE_CONNECTIONS = 10_000
@@ -429,11 +429,6 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!
 }
 
-async function logIn(url: string): Promise<string> {
-  const response = await fetch(`${url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
-  if (!response.ok) throw new Error(`login answered ${response.status}: ${await response.text()}`)
-  return ((await response.json()) as { accessToken: string }).accessToken
-}
 
 export async function run(): Promise<Row[]> {
   const upstream = startUpstream()
@@ -458,7 +453,7 @@ export async function run(): Promise<Row[]> {
     running.push(elysia)
     const bun = await startBareBaseline('ws-bare-bun.ts')
     running.push(bun)
-    const headers = { authorization: `Bearer ${await logIn(service.url)}` }
+    const headers = { authorization: `Bearer ${await accessTokenFor(service.url, { email, password })}` }
     const wsOf = (server: Running) => `${server.url.replace(/^http/, 'ws')}/ws/agent`
     console.log(`agents: service ${service.url} (${JSON.stringify(service.facts)}), bare Elysia ${elysia.url}, bare Bun ${bun.url}, upstream ${upstream.url}`)
 

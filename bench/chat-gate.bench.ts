@@ -7,7 +7,7 @@
  */
 import { startFakeOpenAi } from '../test/fakes/openai.ts'
 import { startFakeSearxng } from '../test/fakes/search-providers.ts'
-import { startService, type Running } from './lib/processes.ts'
+import { accessTokenFor, startService, type Running } from './lib/processes.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
 const TOKEN_MS = 100
@@ -82,8 +82,7 @@ export async function run(): Promise<Row[]> {
       RATE_LIMIT_CHAT_PER_MINUTE: '10000',
       LOG_LEVEL: 'info',
     })
-    const login = await fetch(`${service.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
-    const { accessToken } = (await login.json()) as { accessToken: string }
+    const accessToken = await accessTokenFor(service.url, { email, password })
     const auth = { authorization: `Bearer ${accessToken}` }
     console.log(`chat-gate: service ${service.url} (${JSON.stringify(service.facts)}), upstream ${model.url} at ${TOKEN_MS} ms a token, search ${search.url}`)
 

@@ -3,7 +3,7 @@
  * Bun SSE relay (bench/baseline/sse-relay.ts), same upstream, same machine, same run. Prints time to first
  * byte and to first token, and events per second, for both.
  */
-import { startBareBaseline, startService, type Running } from './lib/processes.ts'
+import { accessTokenFor, startBareBaseline, startService, type Running } from './lib/processes.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
 const TOKENS = 10_000
@@ -95,8 +95,7 @@ export async function run(): Promise<Row[]> {
     running.push(service)
     const bare = await startBareBaseline('sse-relay.ts', { UPSTREAM_URL: upstream.url })
     running.push(bare)
-    const login = await fetch(`${service.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
-    const { accessToken } = (await login.json()) as { accessToken: string }
+    const accessToken = await accessTokenFor(service.url, { email, password })
     const auth = { authorization: `Bearer ${accessToken}` }
     console.log(`chat: service ${service.url} (${JSON.stringify(service.facts)}), bare relay ${bare.url}, upstream ${upstream.url}, ${TOKENS} tokens`)
 

@@ -3,7 +3,7 @@
  * /auth/me (pipeline + token verification + the in-memory rate limiter), same machine, same run.
  */
 import { load, type LoadResult } from './lib/load.ts'
-import { startBareBaseline, startService, type Running } from './lib/processes.ts'
+import { accessTokenFor, startBareBaseline, startService, type Running } from './lib/processes.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
 const email = 'bench@example.com'
@@ -33,7 +33,7 @@ export async function run(): Promise<Row[]> {
     console.log(`http: service ${service.url} (${JSON.stringify(service.facts)}), bare Bun.serve ${bare.url}`)
     console.log(`http: ${limiterNote}`)
 
-    const authorization = `Bearer ${await logIn(service.url)}`
+    const authorization = `Bearer ${await accessTokenFor(service.url, { email, password })}`
     const rows: Row[] = []
     for (const route of routes) {
       const headers = route.path === '/auth/me' ? { Authorization: authorization } : undefined
@@ -55,15 +55,6 @@ export async function run(): Promise<Row[]> {
   }
 }
 
-async function logIn(url: string): Promise<string> {
-  const res = await fetch(`${url}/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email, password }),
-  })
-  if (!res.ok) throw new Error(`login answered ${res.status}: ${await res.text()}`)
-  return ((await res.json()) as { accessToken: string }).accessToken
-}
 
 const latencyNote = 'autocannon records latency in whole milliseconds: 0 means under 1 ms'
 const generatorBoundNote =

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { load, type LoadResult } from './lib/load.ts'
-import { startService, type Running } from './lib/processes.ts'
+import { accessTokenFor, startService, type Running } from './lib/processes.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
 const email = 'bench@example.com'
@@ -31,8 +31,8 @@ export async function run(): Promise<Row[]> {
     const on = await startService({ ...env, METRICS_TOKEN: metricsToken })
     running.push(on)
     console.log(`metrics: off ${off.url}, on ${on.url} (METRICS_TOKEN set)`)
-    const headersOff = { Authorization: `Bearer ${await logIn(off.url)}` }
-    const headersOn = { Authorization: `Bearer ${await logIn(on.url)}` }
+    const headersOff = { Authorization: `Bearer ${await accessTokenFor(off.url, { email, password })}` }
+    const headersOn = { Authorization: `Bearer ${await accessTokenFor(on.url, { email, password })}` }
 
     const baselines: LoadResult[] = []
     const measures: LoadResult[] = []
@@ -146,11 +146,6 @@ async function countedRequests(url: string): Promise<number> {
   return [...text.matchAll(/^http_request_duration_seconds_count\{[^}]*route="\/auth\/me"[^}]*status="200"[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
 }
 
-async function logIn(url: string): Promise<string> {
-  const res = await fetch(`${url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) })
-  if (!res.ok) throw new Error(`login answered ${res.status}: ${await res.text()}`)
-  return ((await res.json()) as { accessToken: string }).accessToken
-}
 
 function median(results: LoadResult[]): LoadResult {
   return [...results].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(results.length / 2)]!

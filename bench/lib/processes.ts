@@ -111,3 +111,10 @@ export async function startBareBaseline(script = 'bare-server.ts', env: Record<s
     clearTimeout(timeout)
   }
 }
+
+/** Signs in to a running service and answers the access token; a refused sign-in stops the benchmark. */
+export async function accessTokenFor(url: string, credentials: { email: string; password: string }): Promise<string> {
+  const res = await fetch(`${url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(credentials) })
+  if (!res.ok) throw new Error(`login answered ${res.status}: ${await res.text()}`)
+  return ((await res.json()) as { accessToken: string }).accessToken
+}
