@@ -4,9 +4,9 @@
  * METRICS_TOKEN set (one histogram observation per request, refusals counted through the limiter), same machine,
  * same run, rounds alternating. Also the cost of one observation alone, in process.
  */
-import { createApp } from '../src/app.ts'
+import { createApp } from '../src/main/app.ts'
 import { loadConfig } from '../src/config.ts'
-import { buildDependencies } from '../src/dependencies.ts'
+import { buildDependencies } from '../src/main/dependencies.ts'
 import { createLogger } from '../src/log.ts'
 import { createServiceMetrics } from '../src/observability/metrics.ts'
 import { mkdtempSync, rmSync } from 'node:fs'

@@ -11,18 +11,18 @@ import { create, insert, search, type AnyOrama } from '@orama/orama'
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createApp } from '../src/app.ts'
+import { createApp } from '../src/main/app.ts'
 import { loadConfig } from '../src/config.ts'
-import { buildDependencies } from '../src/dependencies.ts'
+import { buildDependencies } from '../src/main/dependencies.ts'
 import { createLogger } from '../src/log.ts'
-import { chunkFile } from '../plugins/search/chunker.ts'
-import { createHashedEmbeddings, hashedVector } from '../plugins/search/embeddings/hashed.ts'
-import { createEmbeddings } from '../plugins/search/embeddings/index.ts'
-import { orgDirName } from '../plugins/search/persistence.ts'
-import { createCodeIndex } from '../plugins/search/service.ts'
-import { codeIndexFromConfig } from '../plugins/search/setup.ts'
-import type { RepositoryFile, SearchMode } from '../plugins/search/types.ts'
-import { corpus as labelledCorpus, identifierQueries, labelledQueries } from '../test/search/fixtures.ts'
+import { chunkFile } from '../plugins/code-search/chunker.ts'
+import { createHashedEmbeddings, hashedVector } from '../plugins/code-search/embeddings/hashed.ts'
+import { createEmbeddings } from '../plugins/code-search/embeddings/index.ts'
+import { orgDirName } from '../plugins/code-search/persistence.ts'
+import { createCodeIndex } from '../plugins/code-search/service.ts'
+import { codeIndexFromConfig } from '../plugins/code-search/setup.ts'
+import type { RepositoryFile, SearchMode } from '../plugins/code-search/types.ts'
+import { corpus as labelledCorpus, identifierQueries, labelledQueries } from '../test/code-search/fixtures.ts'
 import { loadCodeCorpus } from './lib/code-corpus.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
@@ -284,7 +284,7 @@ async function fusionQuality(): Promise<Row[]> {
       baseline: oramaFound,
       value: oursFound,
       ratio: ratioOf(oursFound, oramaFound),
-      notes: [`${questions.length} questions over test/search/fixtures.ts; ours fuses by reciprocal rank, Orama alone by its weighted min-max hybrid`],
+      notes: [`${questions.length} questions over test/code-search/fixtures.ts; ours fuses by reciprocal rank, Orama alone by its weighted min-max hybrid`],
     })
   }
   await ours.close()

@@ -18,9 +18,9 @@ export const EXIT = {
 
 export const VERSION_TEXT = `${pkg.name} ${pkg.version} (Bun ${Bun.version})`
 
-/** How the program was started, for usage lines: the executable's name, or `bun src/index.ts` from source. */
+/** How the program was started, for usage lines: the executable's name, or `bun src/main/index.ts` from source. */
 export function programName(): string {
-  return Bun.main.startsWith('/$bunfs/') ? basename(process.execPath) : 'bun src/index.ts'
+  return Bun.main.startsWith('/$bunfs/') ? basename(process.execPath) : 'bun src/main/index.ts'
 }
 
 export function serverUsage(program = programName()): string {

@@ -10,7 +10,7 @@ test('bun build --compile produces one executable that serves /health and the pl
   const dir = tempDir('compile-')
   afterAll(() => dir.remove())
   const outfile = join(dir.path, 'server')
-  const build = Bun.spawnSync([process.execPath, 'build', '--compile', 'src/index.ts', '--outfile', outfile], { cwd: root })
+  const build = Bun.spawnSync([process.execPath, 'build', '--compile', 'src/main/index.ts', '--outfile', outfile], { cwd: root })
   expect(build.exitCode, build.stderr.toString()).toBe(0)
 
   const proc = Bun.spawn([outfile], {

@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { createApp } from '../src/app.ts'
+import { createApp } from '../src/main/app.ts'
 import { loadConfig } from '../src/config.ts'
-import { buildDependencies } from '../src/dependencies.ts'
+import { buildDependencies } from '../src/main/dependencies.ts'
 import { memoryLogger } from '../src/log.ts'
-import { startServer } from '../src/server.ts'
+import { startServer } from '../src/main/server.ts'
 import { tempDir } from './helpers.ts'
 
 describe('server lifecycle', () => {

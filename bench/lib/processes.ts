@@ -14,7 +14,7 @@ export interface Running {
 }
 
 /**
- * Starts `bun src/index.ts` on 127.0.0.1 with a fresh DATA_DIR. Its logs go to a file rather than a pipe: at
+ * Starts `bun src/main/index.ts` on 127.0.0.1 with a fresh DATA_DIR. Its logs go to a file rather than a pipe: at
  * info level it writes one line per request, and a pipe nobody reads would stall it mid-benchmark.
  */
 export async function startService(env: Record<string, string> = {}): Promise<Running> {
@@ -24,7 +24,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Ru
   const logPath = join(dir, 'stdout.log')
   const errPath = join(dir, 'stderr.log')
   // --no-env-file: a developer's .env (a REDIS_URL, say) must not change what is measured.
-  const proc = Bun.spawn([process.execPath, '--no-env-file', 'src/index.ts'], {
+  const proc = Bun.spawn([process.execPath, '--no-env-file', 'src/main/index.ts'], {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',

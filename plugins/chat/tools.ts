@@ -1,5 +1,5 @@
 /** Tools the model can call that run on the server. */
-import type { CodeIndex } from '../search/types.ts'
+import type { CodeIndex } from '../code-search/types.ts'
 import type { WebSearchService } from '../web-search/service.ts'
 import type { Emit } from './generations.ts'
 import type { ModelProvider, ModelTool } from './provider.ts'

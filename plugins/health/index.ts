@@ -1,5 +1,5 @@
 import { Elysia } from 'elysia'
-import type { Lifecycle } from '../../src/dependencies.ts'
+import type { Lifecycle } from '../../src/lifecycle.ts'
 import type { Database } from '../../src/storage/database.ts'
 import { liveness, readiness } from './model.ts'
 

@@ -9,7 +9,7 @@ import type { RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { bundledDocsSite } from '../docs/bundle.ts' with { type: 'macro' }
 import { loadDocsSite } from '../docs/site.ts'
-import type { CodeIndex } from '../search/types.ts'
+import type { CodeIndex } from '../code-search/types.ts'
 import { mcpAddresses } from './addresses.ts'
 import { callerGuards } from './caller.ts'
 import { createDocsIndex } from './docs-index.ts'

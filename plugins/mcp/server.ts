@@ -5,8 +5,8 @@ import type { Principal } from '../../src/auth/access-service.ts'
 import type { Scope } from '../../src/auth/roles.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { pageMarkdown } from '../docs/render.ts'
-import { MAX_LIMIT, MAX_QUERY_LENGTH } from '../search/service.ts'
-import type { CodeIndex } from '../search/types.ts'
+import { MAX_LIMIT, MAX_QUERY_LENGTH } from '../code-search/service.ts'
+import type { CodeIndex } from '../code-search/types.ts'
 import type { DocsIndex } from './docs-index.ts'
 
 /** The scope POST /api/search requires; search_code is listed only for tokens carrying it. */

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createConnectionHub, type ConnectionHubOptions } from '../../plugins/agents/connections.ts'
 import type { AgentService } from '../../plugins/agents/service.ts'
-import { createApp } from '../../src/app.ts'
+import { createApp } from '../../src/main/app.ts'
 import { memoryLogger } from '../../src/log.ts'
 import { eventually } from '../chat/helpers.ts'
 import { agentHarness, type AgentClient, type AgentHarness } from './helpers.ts'

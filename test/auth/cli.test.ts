@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { runCli } from '../../src/cli.ts'
+import { runCli } from '../../src/main/cli.ts'
 import { bearer, login, makeApp } from '../helpers.ts'
 
 describe('operator command line', async () => {

@@ -1,7 +1,7 @@
 /** How an identity provider's tokens become users, organisations, roles and scopes: least privilege unless configured. */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { externalOrgKey } from '../../src/auth/access-service.ts'
-import { runCli } from '../../src/cli.ts'
+import { runCli } from '../../src/main/cli.ts'
 import { loadConfig } from '../../src/config.ts'
 import { startOidcIssuer } from '../fakes/oidc-issuer.ts'
 import { billingApp } from '../payments/harness.ts'

@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { loadDocsSite } from '../../plugins/docs/site.ts'
-import { startServer } from '../../src/server.ts'
+import { startServer } from '../../src/main/server.ts'
 import { startFakeOpenAi } from '../fakes/openai.ts'
 import { makeApp } from '../helpers.ts'
 import { parseSse } from './exchanges.ts'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
-import { createApp } from '../../src/app.ts'
+import { createApp } from '../../src/main/app.ts'
 import { createHttpClient } from '../../src/http.ts'
 import { createSecretBox } from '../../src/secret-box.ts'
 import { codeChallenge } from '../../plugins/integrations/oauth.ts'

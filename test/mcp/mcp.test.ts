@@ -7,7 +7,7 @@ import pkg from '../../package.json' with { type: 'json' }
 import { loadDocsSite } from '../../plugins/docs/site.ts'
 import { splitSections } from '../../plugins/mcp/sections.ts'
 import { bearer, makeApp, userWithRole } from '../helpers.ts'
-import { corpus } from '../search/fixtures.ts'
+import { corpus } from '../code-search/fixtures.ts'
 
 // The server starts first so its address can be one /mcp accepts; the links stay on PUBLIC_BASE_URL.
 let handle: (request: Request) => Response | Promise<Response> = () => new Response('starting', { status: 503 })

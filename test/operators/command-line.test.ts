@@ -12,7 +12,7 @@ const unreachable = { DATA_DIR: join(dir.path, 'data'), DATABASE_URL: `postgres:
 
 beforeAll(() => {
   // As `npm run build` makes it.
-  const build = Bun.spawnSync([process.execPath, 'build', '--compile', '--compile-exec-argv=--max-http-header-size=65536', 'src/index.ts', '--outfile', executable], {
+  const build = Bun.spawnSync([process.execPath, 'build', '--compile', '--compile-exec-argv=--max-http-header-size=65536', 'src/main/index.ts', '--outfile', executable], {
     cwd: ROOT,
   })
   if (build.exitCode !== 0) throw new Error(build.stderr.toString())
@@ -20,7 +20,7 @@ beforeAll(() => {
 afterAll(() => dir.remove())
 
 const variants = [
-  { name: 'bun src/index.ts', command: (args: string[]) => fromSource(args), program: 'bun src/index.ts' },
+  { name: 'bun src/main/index.ts', command: (args: string[]) => fromSource(args), program: 'bun src/main/index.ts' },
   { name: 'the compiled executable', command: (args: string[]) => [executable, ...args], program: 'server' },
 ]
 
@@ -71,8 +71,8 @@ for (const variant of variants)
     })
   })
 
-describe('npm run admin (bun src/cli.ts)', () => {
-  const admin = (args: string[]) => runToEnd(fromSource(args, 'src/cli.ts'), unreachable)
+describe('npm run admin (bun src/main/cli.ts)', () => {
+  const admin = (args: string[]) => runToEnd(fromSource(args, 'src/main/cli.ts'), unreachable)
 
   test('--help prints the commands and exit codes and exits 0, with no stack trace and no storage opened', async () => {
     const run = await admin(['--help'])

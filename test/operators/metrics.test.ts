@@ -1,7 +1,7 @@
 /** GET /metrics: closed unless configured, Prometheus text format, and each figure it promises. */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { createApp } from '../../src/app.ts'
-import { startServer } from '../../src/server.ts'
+import { createApp } from '../../src/main/app.ts'
+import { startServer } from '../../src/main/server.ts'
 import { agentHarness, isFinal } from '../agents/helpers.ts'
 import { chatHarness, eventually, readEvents } from '../chat/helpers.ts'
 import { startGitServer } from '../fakes/git-server.ts'

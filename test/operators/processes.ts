@@ -4,8 +4,8 @@ import { join } from 'node:path'
 
 export const ROOT = join(import.meta.dir, '..', '..')
 
-/** `bun src/index.ts ARGS`, or `bun src/cli.ts ARGS` with `script: 'src/cli.ts'`. */
-export const fromSource = (args: string[], script = 'src/index.ts') => [process.execPath, '--no-env-file', join(ROOT, script), ...args]
+/** `bun src/main/index.ts ARGS`, or `bun src/main/cli.ts ARGS` with `script: 'src/main/cli.ts'`. */
+export const fromSource = (args: string[], script = 'src/main/index.ts') => [process.execPath, '--no-env-file', join(ROOT, script), ...args]
 
 /** Only what is given: no developer's DATABASE_URL or REDIS_URL leaks in. */
 export function environment(env: Record<string, string>): Record<string, string> {

@@ -125,8 +125,8 @@ test('without the endpoint no tracing code is loaded and nothing is exported', a
     await Bun.write(
       script,
       `import { loadConfig } from '${join(ROOT, 'src/config.ts')}'
-import { buildDependencies } from '${join(ROOT, 'src/dependencies.ts')}'
-import { createApp } from '${join(ROOT, 'src/app.ts')}'
+import { buildDependencies } from '${join(ROOT, 'src/main/dependencies.ts')}'
+import { createApp } from '${join(ROOT, 'src/main/app.ts')}'
 const deps = await buildDependencies(loadConfig(), { sqliteFile: ':memory:' })
 await createApp(deps).handle(new Request('http://localhost/health'))
 console.log(JSON.stringify({ tracing: deps.tracing !== undefined, modules: Object.keys(require.cache).filter((k) => /@opentelemetry[\\\\/](sdk-trace|exporter-trace-otlp-http|otlp-|resources)/.test(k)).length }))
@@ -159,7 +159,7 @@ test('the compiled executable carries the exporter: its spans reach the collecto
   const collector = startFakeCollector()
   try {
     const executable = join(dir.path, 'server')
-    const build = Bun.spawnSync([process.execPath, 'build', '--compile', 'src/index.ts', '--outfile', executable], { cwd: ROOT })
+    const build = Bun.spawnSync([process.execPath, 'build', '--compile', 'src/main/index.ts', '--outfile', executable], { cwd: ROOT })
     expect(build.exitCode, build.stderr.toString()).toBe(0)
     const service = await startService([executable], { DATA_DIR: join(dir.path, 'data'), OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint })
     expect((await fetch(`${service.url}/health`)).status).toBe(200)
@@ -173,7 +173,7 @@ test('the compiled executable carries the exporter: its spans reach the collecto
   }
 })
 
-test('bun src/index.ts sends the spans of a request answered just before SIGTERM', async () => {
+test('bun src/main/index.ts sends the spans of a request answered just before SIGTERM', async () => {
   const dir = tempDir('operators-tracing-src-')
   const collector = startFakeCollector()
   try {

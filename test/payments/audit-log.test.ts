@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { appendAudit, canonicalJson, verifyAuditChain } from '../../plugins/payments/audit-log.ts'
-import { runCli } from '../../src/cli.ts'
+import { runCli } from '../../src/main/cli.ts'
 import type { Database } from '../../src/storage/database.ts'
 import { bearer, forEachBackend, userWithRole, type BackendDatabase } from '../helpers.ts'
 import { billingApp } from './harness.ts'

@@ -8,7 +8,7 @@ import pkg from '../../package.json' with { type: 'json' }
 import { freshPostgres, tempDir } from '../helpers.ts'
 
 const projectRoot = join(import.meta.dir, '../..')
-// `bun <flags> src/index.ts`, as the start script has it.
+// `bun <flags> src/main/index.ts`, as the start script has it.
 const startArguments = pkg.scripts.start.split(/\s+/).slice(1)
 
 export interface LogLine {

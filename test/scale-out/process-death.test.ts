@@ -160,7 +160,7 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
       const [record] = await db`SELECT seats, status, plan FROM billing_subscriptions WHERE id = ${subscriptionId}`
       expect(record).toMatchObject({ seats: 30, status: 'active', plan: 'pro' })
       // The audit chain is still whole after the kill.
-      const verify = Bun.spawnSync([process.execPath, 'src/index.ts', 'admin', 'audit', 'verify'], {
+      const verify = Bun.spawnSync([process.execPath, 'src/main/index.ts', 'admin', 'audit', 'verify'], {
         cwd: `${import.meta.dir}/../..`,
         env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...cluster.env },
       })

@@ -1,5 +1,5 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
-import { createApp } from '../../src/app.ts'
+import { createApp } from '../../src/main/app.ts'
 import { createHttpClient } from '../../src/http.ts'
 import { queryUsage } from '../../src/usage/meter.ts'
 import { OPENAPI_JSON_PATH } from '../../plugins/docs/index.ts'

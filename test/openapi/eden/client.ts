@@ -4,7 +4,7 @@
  * test/openapi/eden.test.ts typechecks this file as a project outside src/ would and runs it against the app.
  */
 import { treaty, type Treaty } from '@elysiajs/eden'
-import type { App } from '../../../src/app.ts'
+import type { App } from '../../../src/main/app.ts'
 
 export type Api = Treaty.Create<App>
 

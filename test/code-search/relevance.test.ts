@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from 'bun:test'
-import { createHashedEmbeddings } from '../../plugins/search/embeddings/hashed.ts'
-import { createCodeIndex } from '../../plugins/search/service.ts'
+import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
+import { createCodeIndex } from '../../plugins/code-search/service.ts'
 import { corpus, identifierQueries, labelledQueries } from './fixtures.ts'
 
 const index = createCodeIndex({ embeddings: createHashedEmbeddings() })

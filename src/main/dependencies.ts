@@ -1,71 +1,49 @@
-import { AccountStore } from './auth/account-store.ts'
-import { createAccessService, type AccessService, type ExternalVerifier } from './auth/access-service.ts'
-import { createAccessTokens } from './auth/access-tokens.ts'
-import { createExternalTokenVerifier } from './auth/external-tokens.ts'
-import { revokedSessionsInDatabase, revokedSessionsInRedis } from './auth/revoked-sessions.ts'
-import { createPlanDirectory, type PlanDirectory } from './auth/plans.ts'
-import type { Config } from './config.ts'
-import { createHttpClient } from './http.ts'
-import { createLogger, type Logger } from './log.ts'
-import { createRedisConnection } from './redis.ts'
-import type { RateLimiter } from './rate-limit/index.ts'
-import { createMemoryRateLimiter } from './rate-limit/memory.ts'
-import { createRedisRateLimiter } from './rate-limit/redis.ts'
-import { openDatabase, type Database } from './storage/database.ts'
-import { migrate } from './storage/migrate.ts'
-import { migrations } from './storage/migrations/index.ts'
-import { createUsageMeter, type UsageMeter } from './usage/meter.ts'
-import { createMemorySearchCache, createRedisSearchCache } from '../plugins/web-search/cache.ts'
-import { createSearchProvider } from '../plugins/web-search/providers/index.ts'
-import { createWebSearchService, type WebSearchService } from '../plugins/web-search/service.ts'
-import { createPaymentsService, type PaymentsService } from '../plugins/payments/service.ts'
-import { providersFromConfig } from '../plugins/integrations/providers/index.ts'
-import { createIntegrationsService, type IntegrationsService } from '../plugins/integrations/service.ts'
-import { createPublisher, type Publisher } from '../plugins/publish/service.ts'
-import { createSecretBox } from './secret-box.ts'
-import { createOpenAiProvider, type ModelProvider } from '../plugins/chat/provider.ts'
-import { createChatService, type ChatService } from '../plugins/chat/service.ts'
-import { createMemoryStreamLog, createRedisStreamLog } from '../plugins/chat/stream-log.ts'
-import { createSandbox, type Sandbox } from './sandbox/index.ts'
-import { codeIndexFromConfig } from '../plugins/search/setup.ts'
-import type { CodeIndex } from '../plugins/search/types.ts'
-import { createImportService, type ImportService } from '../plugins/codehost/import-service.ts'
-import { createCommands } from '../plugins/agents/commands.ts'
-import { createConnectionHub, type ConnectionHub } from '../plugins/agents/connections.ts'
-import { createAgentService, type AgentService } from '../plugins/agents/service.ts'
-import { createMemoryTaskLog, createRedisTaskLog } from '../plugins/agents/task-log.ts'
-import { classPolicies, policiesFromConfig } from './rate-limit/plugin.ts'
-import { createServiceMetrics, type ServiceMetrics } from './observability/metrics.ts'
-import { combineModelCallObservers } from './observability/observers.ts'
-import type { Tracing } from './observability/tracing.ts'
-import { pingRedis, reach } from './reachability.ts'
-import { openSseStreams } from './sse.ts'
-import { observedProvider } from '../plugins/chat/observed-provider.ts'
-import pkg from '../package.json' with { type: 'json' }
-import { createSetupService, type SetupService } from '../plugins/setup/index.ts'
-
-/** Process state shared by the health checks and shutdown. */
-export interface Lifecycle {
-  /** Set on SIGTERM: readiness fails so load balancers stop sending traffic. */
-  draining: boolean
-  readonly startedAt: number
-  /** Aborted when draining starts: streams another process can serve end with a reconnect hint. */
-  readonly drain: AbortSignal
-  startDraining(): void
-}
-
-export function createLifecycle(): Lifecycle {
-  const drain = new AbortController()
-  return {
-    draining: false,
-    startedAt: Date.now(),
-    drain: drain.signal,
-    startDraining() {
-      this.draining = true
-      drain.abort()
-    },
-  }
-}
+import { AccountStore } from '../auth/account-store.ts'
+import { createAccessService, type AccessService, type ExternalVerifier } from '../auth/access-service.ts'
+import { createAccessTokens } from '../auth/access-tokens.ts'
+import { createExternalTokenVerifier } from '../auth/external-tokens.ts'
+import { revokedSessionsInDatabase, revokedSessionsInRedis } from '../auth/revoked-sessions.ts'
+import { createPlanDirectory, type PlanDirectory } from '../auth/plans.ts'
+import type { Config } from '../config.ts'
+import { createHttpClient } from '../http.ts'
+import { createLogger, type Logger } from '../log.ts'
+import { createRedisConnection } from '../redis.ts'
+import type { RateLimiter } from '../rate-limit/index.ts'
+import { createMemoryRateLimiter } from '../rate-limit/memory.ts'
+import { createRedisRateLimiter } from '../rate-limit/redis.ts'
+import { openDatabase, type Database } from '../storage/database.ts'
+import { migrate } from '../storage/migrate.ts'
+import { migrations } from '../storage/migrations/index.ts'
+import { createUsageMeter, type UsageMeter } from '../usage/meter.ts'
+import { createMemorySearchCache, createRedisSearchCache } from '../../plugins/web-search/cache.ts'
+import { createSearchProvider } from '../../plugins/web-search/providers/index.ts'
+import { createWebSearchService, type WebSearchService } from '../../plugins/web-search/service.ts'
+import { createPaymentsService, type PaymentsService } from '../../plugins/payments/service.ts'
+import { providersFromConfig } from '../../plugins/integrations/providers/index.ts'
+import { createIntegrationsService, type IntegrationsService } from '../../plugins/integrations/service.ts'
+import { createPublisher, type Publisher } from '../../plugins/publish/service.ts'
+import { createSecretBox } from '../secret-box.ts'
+import { createOpenAiProvider, type ModelProvider } from '../../plugins/chat/provider.ts'
+import { createChatService, type ChatService } from '../../plugins/chat/service.ts'
+import { createMemoryStreamLog, createRedisStreamLog } from '../../plugins/chat/stream-log.ts'
+import { createSandbox, type Sandbox } from '../sandbox/index.ts'
+import { codeIndexFromConfig } from '../../plugins/code-search/setup.ts'
+import type { CodeIndex } from '../../plugins/code-search/types.ts'
+import { createImportService, type ImportService } from '../../plugins/imports/import-service.ts'
+import { createCommands } from '../../plugins/agents/commands.ts'
+import { createConnectionHub, type ConnectionHub } from '../../plugins/agents/connections.ts'
+import { createAgentService, type AgentService } from '../../plugins/agents/service.ts'
+import { createMemoryTaskLog, createRedisTaskLog } from '../../plugins/agents/task-log.ts'
+import { classPolicies, policiesFromConfig } from '../rate-limit/plugin.ts'
+import { createServiceMetrics, type ServiceMetrics } from '../observability/metrics.ts'
+import { combineModelCallObservers } from '../observability/observers.ts'
+import type { Tracing } from '../observability/tracing.ts'
+import { pingRedis, reach } from '../reachability.ts'
+import { openSseStreams } from '../sse.ts'
+import { observedProvider } from '../../plugins/chat/observed-provider.ts'
+import { createLifecycle, type Lifecycle } from '../lifecycle.ts'
+import pkg from '../../package.json' with { type: 'json' }
+import { createSetupService, type SetupService } from '../../plugins/setup/index.ts'
 
 /** Everything the plugins are built from. Tests build their own with fakes. */
 export interface Dependencies {
@@ -130,7 +108,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const metrics = config.metrics.token !== undefined || config.metrics.port !== undefined ? createServiceMetrics() : undefined
   // Loaded only when configured: without an endpoint no OpenTelemetry code is even imported.
   const tracing = config.tracing
-    ? (await import('./observability/tracing.ts')).createTracing({ ...config.tracing, serviceVersion: pkg.version, logger })
+    ? (await import('../observability/tracing.ts')).createTracing({ ...config.tracing, serviceVersion: pkg.version, logger })
     : undefined
   const modelCalls = combineModelCallObservers([metrics?.modelCalls, tracing?.modelCalls])
   const observed = (provider: ModelProvider | undefined) => (provider && modelCalls ? observedProvider(provider, modelCalls) : provider)

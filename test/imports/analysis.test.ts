@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
-import { detectLicense, summariseReadme } from '../../plugins/codehost/analysis/documents.ts'
-import { countLines, isBinary, languageOf } from '../../plugins/codehost/analysis/languages.ts'
-import { isLockFile, isManifestFile, readManifest } from '../../plugins/codehost/analysis/manifests.ts'
-import { wantsEventStream } from '../../plugins/codehost/index.ts'
+import { detectLicense, summariseReadme } from '../../plugins/imports/analysis/documents.ts'
+import { countLines, isBinary, languageOf } from '../../plugins/imports/analysis/languages.ts'
+import { isLockFile, isManifestFile, readManifest } from '../../plugins/imports/analysis/manifests.ts'
+import { wantsEventStream } from '../../plugins/imports/index.ts'
 
 describe('languages', () => {
   test.each([

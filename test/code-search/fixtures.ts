@@ -2,7 +2,7 @@
  * A small multi-language repository for relevance tests, and the questions a developer would ask of
  * it with the file that answers each one.
  */
-import type { RepositoryFile } from '../../plugins/search/types.ts'
+import type { RepositoryFile } from '../../plugins/code-search/types.ts'
 
 export const corpus: RepositoryFile[] = [
   {

@@ -1,9 +1,9 @@
 import { createApp } from './app.ts'
-import { EXIT, VERSION_TEXT, configurationFailure, parseServerArgs, serverUsage } from './command-line.ts'
-import { loadConfig } from './config.ts'
+import { EXIT, VERSION_TEXT, configurationFailure, parseServerArgs, serverUsage } from '../command-line.ts'
+import { loadConfig } from '../config.ts'
 import { buildDependencies } from './dependencies.ts'
 import { startServer } from './server.ts'
-import { announceSetupCode, setupUrl } from '../plugins/setup/index.ts'
+import { announceSetupCode, setupUrl } from '../../plugins/setup/index.ts'
 
 /** load config -> build dependencies -> createApp -> listen; SIGTERM/SIGINT -> drain and stop. */
 async function main() {

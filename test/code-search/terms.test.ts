@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
-import { createHashedEmbeddings, hashedVector } from '../../plugins/search/embeddings/hashed.ts'
-import { buildSnippet, snippetTerms } from '../../plugins/search/snippet.ts'
-import { forEachWordSpan, queryTerms, termsOf } from '../../plugins/search/terms.ts'
-import { VectorStore } from '../../plugins/search/vectors.ts'
+import { createHashedEmbeddings, hashedVector } from '../../plugins/code-search/embeddings/hashed.ts'
+import { buildSnippet, snippetTerms } from '../../plugins/code-search/snippet.ts'
+import { forEachWordSpan, queryTerms, termsOf } from '../../plugins/code-search/terms.ts'
+import { VectorStore } from '../../plugins/code-search/vectors.ts'
 
 describe('terms', () => {
   test('identifiers split into their words in every spelling, the compound kept without separators', () => {

@@ -1,29 +1,29 @@
 import { Elysia } from 'elysia'
 import type { Dependencies } from './dependencies.ts'
-import { policiesFromConfig, type RateLimitingOptions } from './rate-limit/plugin.ts'
-import { RouteGuards } from './guards.ts'
-import { RouteIndex, requestPipeline } from './request-pipeline.ts'
-import { corsPlugin } from './cors.ts'
-import { combineRequestObservers } from './observability/observers.ts'
-import { metricsPlugin } from '../plugins/metrics/index.ts'
-import { authPlugin } from '../plugins/auth/index.ts'
-import { openApiPlugin } from '../plugins/docs/index.ts'
-import { docsSitePlugin } from '../plugins/docs/site-plugin.ts'
-import { healthPlugin } from '../plugins/health/index.ts'
-import { usagePlugin } from '../plugins/usage/index.ts'
-import { webSearchPlugin } from '../plugins/web-search/index.ts'
-import { codeSearchPlugin } from '../plugins/search/index.ts'
-import { paymentsPlugin } from '../plugins/payments/index.ts'
-import { integrationsPlugin } from '../plugins/integrations/index.ts'
-import { chatPlugin } from '../plugins/chat/index.ts'
-import { PROVIDER_VARIABLES } from '../plugins/chat/service.ts'
-import { enhancedChatPlugin } from '../plugins/enhanced-chat/index.ts'
-import { publishPlugin } from '../plugins/publish/index.ts'
-import { codehostPlugin } from '../plugins/codehost/index.ts'
-import { agentsPlugin } from '../plugins/agents/index.ts'
-import { mcpPlugin } from '../plugins/mcp/index.ts'
-import { setupPlugin } from '../plugins/setup/index.ts'
-import { playgroundPlugin } from '../plugins/playground/index.ts'
+import { policiesFromConfig, type RateLimitingOptions } from '../rate-limit/plugin.ts'
+import { RouteGuards } from '../guards.ts'
+import { RouteIndex, requestPipeline } from '../request-pipeline.ts'
+import { corsPlugin } from '../cors.ts'
+import { combineRequestObservers } from '../observability/observers.ts'
+import { metricsPlugin } from '../../plugins/metrics/index.ts'
+import { authPlugin } from '../../plugins/auth/index.ts'
+import { openApiPlugin } from '../../plugins/docs/index.ts'
+import { docsSitePlugin } from '../../plugins/docs/site-plugin.ts'
+import { healthPlugin } from '../../plugins/health/index.ts'
+import { usagePlugin } from '../../plugins/usage/index.ts'
+import { webSearchPlugin } from '../../plugins/web-search/index.ts'
+import { codeSearchPlugin } from '../../plugins/code-search/index.ts'
+import { paymentsPlugin } from '../../plugins/payments/index.ts'
+import { integrationsPlugin } from '../../plugins/integrations/index.ts'
+import { chatPlugin } from '../../plugins/chat/index.ts'
+import { PROVIDER_VARIABLES } from '../../plugins/chat/service.ts'
+import { enhancedChatPlugin } from '../../plugins/enhanced-chat/index.ts'
+import { publishPlugin } from '../../plugins/publish/index.ts'
+import { importsPlugin } from '../../plugins/imports/index.ts'
+import { agentsPlugin } from '../../plugins/agents/index.ts'
+import { mcpPlugin } from '../../plugins/mcp/index.ts'
+import { setupPlugin } from '../../plugins/setup/index.ts'
+import { playgroundPlugin } from '../../plugins/playground/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
@@ -105,7 +105,7 @@ export function createApp(deps: Dependencies) {
     .use(chatPlugin({ chat: deps.chat, access, plans, rateLimits, drain: streamDrain }))
     .use(enhancedChatPlugin({ chat: deps.chat, checker: deps.sandbox, limits: config.enhancedChat, access, plans, rateLimits, drain: streamDrain }))
     .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
-    .use(codehostPlugin({ imports: deps.imports, access, plans, rateLimits }))
+    .use(importsPlugin({ imports: deps.imports, access, plans, rateLimits }))
     .use(agentsPlugin({ hub: deps.agentConnections, access, origins }))
     .use(
       mcpPlugin({

@@ -1,6 +1,6 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
-import { createGuardedGitHttp } from '../../plugins/codehost/guarded-git-http.ts'
-import { guardRepositoryUrl, locateRepository } from '../../plugins/codehost/repository-url.ts'
+import { createGuardedGitHttp } from '../../plugins/imports/guarded-git-http.ts'
+import { guardRepositoryUrl, locateRepository } from '../../plugins/imports/repository-url.ts'
 import { AppError } from '../../src/errors.ts'
 import { startFakeServer } from '../fakes/server.ts'
 import { startImportHarness } from './helpers.ts'

@@ -58,7 +58,7 @@ const notFound = () => new AppError('not_found', 'No such import in this organis
  * GET /api/codehost/imports/:id reads it, or follows it by SSE. Imports are per organisation: another
  * organisation's import is 404.
  */
-export function codehostPlugin(options: CodehostPluginOptions) {
+export function importsPlugin(options: CodehostPluginOptions) {
   const { imports } = options
   const stream = async (orgId: string, importId: string, request: Request, headers: Record<string, string> = {}) => {
     const events = await imports.follow(orgId, importId, { after: lastEventId(request), signal: request.signal })
@@ -66,7 +66,7 @@ export function codehostPlugin(options: CodehostPluginOptions) {
     return sseResponse(asSse(events), { signal: request.signal, heartbeatMs: options.heartbeatMs, headers: { 'x-import-id': importId, ...headers } })
   }
 
-  return new Elysia({ name: 'codehost', detail: { tags: ['code hosting'] } })
+  return new Elysia({ name: 'imports', detail: { tags: ['code hosting'] } })
     .use(accessControl(options))
     .use(rateLimiting(options.rateLimits))
     .post(

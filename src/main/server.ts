@@ -1,7 +1,7 @@
 import type { Server } from 'bun'
 import type { AnyElysia } from 'elysia'
 import type { Dependencies } from './dependencies.ts'
-import { startMetricsListener } from '../plugins/metrics/index.ts'
+import { startMetricsListener } from '../../plugins/metrics/index.ts'
 
 export interface RunningServer {
   readonly server: Server<unknown>

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { AppError } from '../../src/errors.ts'
-import { createHashedEmbeddings } from '../../plugins/search/embeddings/hashed.ts'
-import { createCodeIndex } from '../../plugins/search/service.ts'
-import type { RepositoryFile } from '../../plugins/search/types.ts'
+import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
+import { createCodeIndex } from '../../plugins/code-search/service.ts'
+import type { RepositoryFile } from '../../plugins/code-search/types.ts'
 import { corpus } from './fixtures.ts'
 
 const newIndex = () => createCodeIndex({ embeddings: createHashedEmbeddings() })

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { existsSync, lstatSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { analyseTree } from '../../plugins/codehost/analysis/analyse.ts'
-import { assertSafePath } from '../../plugins/codehost/workspace.ts'
+import { analyseTree } from '../../plugins/imports/analysis/analyse.ts'
+import { assertSafePath } from '../../plugins/imports/workspace.ts'
 import { startImportHarness } from './helpers.ts'
 
 const h = await startImportHarness()

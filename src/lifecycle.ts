@@ -1,0 +1,22 @@
+/** Process state shared by the health checks and shutdown. */
+export interface Lifecycle {
+  /** Set on SIGTERM: readiness fails so load balancers stop sending traffic. */
+  draining: boolean
+  readonly startedAt: number
+  /** Aborted when draining starts: streams another process can serve end with a reconnect hint. */
+  readonly drain: AbortSignal
+  startDraining(): void
+}
+
+export function createLifecycle(): Lifecycle {
+  const drain = new AbortController()
+  return {
+    draining: false,
+    startedAt: Date.now(),
+    drain: drain.signal,
+    startDraining() {
+      this.draining = true
+      drain.abort()
+    },
+  }
+}
