@@ -4,13 +4,10 @@
  * answer as server-sent events.
  */
 import { Elysia, t } from 'elysia'
-import { openApiExtension } from '../../src/auth/plugin.ts'
 import { AppError } from '../../src/errors.ts'
-import { guard } from '../../src/guards.ts'
 import type { Logger } from '../../src/log.ts'
 import { problem, strictObject } from '../../src/models.ts'
-import { classPolicies, spendOrRefuse, type RateLimitingOptions, type RouteClass } from '../../src/rate-limit/plugin.ts'
-import { requestMeta } from '../../src/request-pipeline.ts'
+import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { sseResponse, type SseEvent } from '../../src/sse.ts'
 import { upstreamFailure, type ModelMessage, type ModelProvider } from '../chat/provider.ts'
 import type { DocsIndex } from '../mcp/docs-index.ts'
@@ -64,24 +61,6 @@ const streamDoc = {
   },
 } as const
 
-/** `{ addressRateLimit: 'assistant' }`: the class's budget and the burst ceiling, keyed by client address alone. */
-function addressRateLimit(rateLimits: RateLimitingOptions) {
-  return new Elysia({ name: 'docs-assistant-rate-limit' }).macro({
-    addressRateLimit: (routeClass: RouteClass) => {
-      const { all } = classPolicies(rateLimits, routeClass)
-      const spend = guard(async ({ request, set }: { request: Request; set: { headers: Record<string, unknown> } }) => {
-          const key = `ip:${requestMeta(request).clientIp}`
-          await spendOrRefuse(
-            rateLimits.limiter,
-            all.map((policy) => ({ key, policy })),
-            set,
-          )
-      })
-      return { detail: openApiExtension({ 'x-rate-limit': all, 'x-rate-limit-key': 'client address' }), transform: spend.early, beforeHandle: spend }
-    },
-  })
-}
-
 const event = (name: string, data: unknown): SseEvent => ({ event: name, data: JSON.stringify(data) })
 
 /** The model's answer as `text` events, then the sources and `done`; a failure becomes one `error` event. */
@@ -108,7 +87,7 @@ async function* answerEvents(
 /** The assistant's route. No token is needed (the documentation is public); questions are rate limited per client address. */
 export function docsAssistantPlugin(options: DocsAssistantOptions) {
   const { index, models } = options
-  return new Elysia({ name: 'docs-assistant', detail: { tags: ['documentation'] } }).use(addressRateLimit(options.rateLimits)).post(
+  return new Elysia({ name: 'docs-assistant', detail: { tags: ['documentation'] } }).use(rateLimiting(options.rateLimits)).post(
     DOCS_ASSISTANT_PATH,
     async ({ body, request }) => {
       const provider = models.provider()
@@ -124,7 +103,7 @@ export function docsAssistantPlugin(options: DocsAssistantOptions) {
     },
     {
       body: assistantRequest,
-      addressRateLimit: 'assistant',
+      rateLimit: { spend: 'assistant', by: 'address' },
       response: { 404: problem, 413: problem, 415: problem, 422: problem, 429: problem, 503: problem },
       detail: {
         summary: 'Ask the documentation assistant a question, with the page being read as context; the answer is streamed',

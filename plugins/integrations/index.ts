@@ -2,11 +2,8 @@ import { Elysia } from 'elysia'
 import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
-import { AppError } from '../../src/errors.ts'
 import { problem } from '../../src/models.ts'
-import { rateLimitHeaders } from '../../src/rate-limit/index.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
-import { requestMeta } from '../../src/request-pipeline.ts'
 import {
   callbackQuery,
   callbackRedirect,
@@ -52,7 +49,6 @@ export function integrationsPlugin(options: IntegrationsPluginOptions) {
   const secure = options.publicBaseUrl.startsWith('https:') ? '; Secure' : ''
   const cookie = (provider: string, value: string, maxAge: number) =>
     `${flowCookie(provider)}=${value}; Path=/api/integrations/${provider}/callback; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure}`
-  const perAddress = { ...rateLimits.policies.integrations, onStoreError: rateLimits.failClosed.includes('integrations') ? ('closed' as const) : ('open' as const) }
 
   return new Elysia({ name: 'integrations', detail: { tags: ['integrations'] } })
     .use(accessControl(options))
@@ -101,14 +97,6 @@ export function integrationsPlugin(options: IntegrationsPluginOptions) {
     .get(
       '/api/integrations/:provider/callback',
       async ({ params, query, request, set }) => {
-        const decision = await rateLimits.limiter.check([{ key: `ip:${requestMeta(request).clientIp}`, policy: perAddress }])
-        if (!decision.allowed) {
-          const headers = rateLimitHeaders(decision)
-          throw new AppError('rate_limited', `Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`, {
-            headers,
-            extensions: { policy: decision.refusedBy, retryAfterSeconds: decision.retryAfterSeconds },
-          })
-        }
         const binding = cookieValue(request.headers.get('cookie'), flowCookie(params.provider))
         const outcome = await integrations.complete(params.provider, { state: query.state, code: query.code, error: query.error }, binding)
         set.status = 303
@@ -121,6 +109,7 @@ export function integrationsPlugin(options: IntegrationsPluginOptions) {
       {
         params: providerParams,
         query: callbackQuery,
+        rateLimit: { spend: 'integrations', by: 'address' },
         response: { 303: callbackRedirect, 404: problem, 429: problem },
         detail: {
           summary: "The provider's redirect back after authorisation; answers 303 to the front-end with the outcome",

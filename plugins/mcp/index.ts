@@ -5,7 +5,7 @@ import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { AppError, type ErrorCode } from '../../src/errors.ts'
 import { integer, problem } from '../../src/models.ts'
-import type { RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
+import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { bundledDocsSite } from '../docs/bundle.ts' with { type: 'macro' }
 import { loadDocsSite } from '../docs/site.ts'
@@ -105,6 +105,7 @@ export function mcpPlugin(options: McpPluginOptions) {
     detail: { tags: ['mcp'] },
   })
     .use(callerGuards(options.rateLimits))
+    .use(rateLimiting(options.rateLimits))
     .post(
       '/mcp',
       async ({ body, request, caller, set }) => {
@@ -125,7 +126,7 @@ export function mcpPlugin(options: McpPluginOptions) {
       {
         body: jsonRpcMessage,
         optionalAuth: true,
-        callerRateLimit: 'search',
+        rateLimit: { spend: 'search', by: 'caller' },
         response: {
           200: t.Unknown({ description: 'The JSON-RPC response (or batch of responses), application/json' }),
           202: t.Undefined({ description: 'Only notifications or responses were sent; nothing to answer' }),

@@ -4,6 +4,7 @@ import type { PlanDirectory } from '../auth/plans.ts'
 import { authenticateRequest, openApiExtension } from '../auth/plugin.ts'
 import { AppError } from '../errors.ts'
 import { guard } from '../guards.ts'
+import { requestMeta } from '../request-pipeline.ts'
 import { definePolicy, rateLimitHeaders, type RateCheck, type RateLimiter, type RatePolicy } from './index.ts'
 
 /** Route classes a route names in `{ rateLimit: ... }`; `default` is the burst ceiling alone. */
@@ -56,25 +57,47 @@ export async function spendOrRefuse(limiter: RateLimiter, checks: RateCheck[], s
     })
 }
 
+/** Whose budget a request spends: the signed-in user's, the client address's, or the user's when a token is given and the address's otherwise. */
+export type RateLimitKey = 'user' | 'address' | 'caller'
+
+/** A route's `rateLimit` option: a class spent per user, or a class with the key it is spent by. */
+export type RateLimitOption = RouteClass | { spend: RouteClass; by: RateLimitKey }
+
+const KEY_DESCRIPTIONS: Record<RateLimitKey, string | undefined> = {
+  user: undefined,
+  address: 'client address',
+  caller: 'user, or client address without a token',
+}
+
 /**
- * `{ rateLimit: 'chat' }` on a route: per user, the route class's budget and the burst
- * ceiling are spent together in one check. Enterprise organisations skip the search budget.
+ * `{ rateLimit: 'chat' }` on a route: per user, the route class's budget and the burst ceiling are spent
+ * together in one check. `{ rateLimit: { spend: 'assistant', by: 'address' } }` spends them per client address
+ * (public routes), `by: 'caller'` per user when a token is given and per address otherwise. Enterprise
+ * organisations skip the search budget.
  */
 export function rateLimiting(options: RateLimitingOptions) {
   const { limiter, access, plans } = options
   return new Elysia({ name: 'rate-limiting' }).macro({
-    rateLimit: (routeClass: RouteClass) => {
+    rateLimit: (option: RateLimitOption) => {
+      const { spend: routeClass, by } = typeof option === 'string' ? { spend: option, by: 'user' as const } : option
       // Built once per route: the policies this class spends, with its store-failure behaviour.
       const { burst, own, all } = classPolicies(options, routeClass)
       const exemptWhenEnterprise = routeClass === 'search'
+      const principalOf = (request: Request) =>
+        by === 'user' ? authenticateRequest(access, request) : by === 'caller' && request.headers.has('authorization') ? authenticateRequest(access, request) : undefined
       const spend = guard(async ({ request, set }: { request: Request; set: { headers: Record<string, unknown> } }) => {
-          const principal = await authenticateRequest(access, request)
-          const key = `user:${principal.userId}`
-          const checks: RateCheck[] = [{ key, policy: burst }]
-          if (own && !(exemptWhenEnterprise && (await plans.isEnterprise(principal.orgId)))) checks.push({ key, policy: own })
-          await spendOrRefuse(limiter, checks, set)
+        const principal = await principalOf(request)
+        const key = principal ? `user:${principal.userId}` : `ip:${requestMeta(request).clientIp}`
+        const checks: RateCheck[] = [{ key, policy: burst }]
+        if (own && !(exemptWhenEnterprise && principal && (await plans.isEnterprise(principal.orgId)))) checks.push({ key, policy: own })
+        await spendOrRefuse(limiter, checks, set)
       })
-      return { detail: openApiExtension({ 'x-rate-limit': all }), transform: spend.early, beforeHandle: spend }
+      const keyDescription = KEY_DESCRIPTIONS[by]
+      return {
+        detail: openApiExtension({ 'x-rate-limit': all, ...(keyDescription && { 'x-rate-limit-key': keyDescription }) }),
+        transform: spend.early,
+        beforeHandle: spend,
+      }
     },
   })
 }
