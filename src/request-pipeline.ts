@@ -3,6 +3,7 @@ import { isFormContentType, isJsonContentType, parseFormBody, parseJsonBody, rea
 import { AppError, problemResponse } from './errors.ts'
 import { holdUntilGuarded, routePattern, type GuardContext, type RouteGuards } from './guards.ts'
 import type { Logger } from './log.ts'
+import type { Caller } from './auth/caller.ts'
 import { summarise, validationProblems } from './validation.ts'
 
 /** What the pipeline knows about a request, kept beside it rather than on the context. */
@@ -16,7 +17,7 @@ export interface RequestMeta {
   /** Status of an error response, for the access log. */
   errorStatus?: number
   /** Who made the request, once authenticated; filled by the access layer. */
-  principal?: { userId: string; orgId: string }
+  principal?: Caller
 }
 
 // Kept on the request itself: a symbol-keyed property is cheaper than a WeakMap on the hot path.

@@ -257,9 +257,9 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       }
     },
 
-    /** Closes every connection with `code` (1001 on shutdown: reconnect and subscribe again). */
-    closeAll(code: number, reason: string): void {
-      for (const connection of connections) connection.socket.close(code, reason)
+    /** On shutdown: closes every connection with 1001, which tells clients to reconnect (to another process) and subscribe again. */
+    closeForShutdown(): void {
+      for (const connection of connections) connection.socket.close(CLOSE_GOING_AWAY, 'server shutting down; reconnect and subscribe')
     },
   }
 }

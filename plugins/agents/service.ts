@@ -10,11 +10,10 @@ import type { UsageMeter } from '../../src/usage/meter.ts'
 import { StepProgress } from './eta.ts'
 import { FINISHED_STATUSES, type CommandName } from './model.ts'
 import type { TaskListener, TaskLog, TaskMeta, TaskWriter } from './task-log.ts'
+import type { Caller } from '../../src/auth/caller.ts'
 
-export interface AgentCaller {
-  userId: string
-  orgId: string
-}
+/** The caller a task runs for. */
+export type AgentCaller = Caller
 
 /** What a command's code gets: its checked params, a signal, and ways to report. */
 export interface CommandContext {

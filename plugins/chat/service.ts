@@ -15,6 +15,7 @@ import type { ModelProvider } from './provider.ts'
 import { ChatStore, type Chat } from './store.ts'
 import type { GenerationMeta, StreamLog } from './stream-log.ts'
 import { runTurn, type ChatSettings, type Turn, type TurnServices } from './turn.ts'
+import type { Caller } from '../../src/auth/caller.ts'
 
 export interface ChatServiceOptions {
   db: Database
@@ -30,10 +31,7 @@ export interface ChatServiceOptions {
   redisUrl?: string
 }
 
-export interface Caller {
-  userId: string
-  orgId: string
-}
+export type { Caller }
 
 export const PROVIDER_VARIABLES = ['OPENAI_API_KEY', 'OPENAI_BASE_URL']
 

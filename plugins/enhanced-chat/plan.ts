@@ -1,7 +1,5 @@
 /** Reading what the model writes: its plan, and the code blocks in its answers. */
 
-export const MAX_PLAN_STEPS = 10
-
 /**
  * The steps of a plan answered as JSON (`{"steps": [...]}` or a bare array, possibly fenced) or, failing
  * that, as a numbered or bulleted list. At most `limit` steps; never empty.

@@ -20,6 +20,7 @@ import { ACTIVE_STATUSES, type ImportBody, type ImportStatus, type ImportView } 
 import { ProgressLog, ProgressReporter } from './progress-log.ts'
 import { guardRepositoryUrl, locateRepository, type UrlPolicy } from './repository-url.ts'
 import { workspaceFor } from './workspace.ts'
+import type { Caller } from '../../src/auth/caller.ts'
 
 export type { TokenSource } from './import-job.ts'
 
@@ -51,10 +52,7 @@ export interface ImportServiceOptions {
   onImportEnd?: (status: 'succeeded' | 'failed') => void
 }
 
-export interface Caller {
-  orgId: string
-  userId: string
-}
+export type { Caller }
 
 export interface ImportEvent {
   id: number

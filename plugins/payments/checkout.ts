@@ -13,6 +13,7 @@ import type { ReceiptMeta } from './event-store.ts'
 import type { BillingInterval } from './model.ts'
 import type { PaymentProvider } from './provider.ts'
 import { entitlementOf } from './subscription-state.ts'
+import type { Caller } from '../../src/auth/caller.ts'
 
 /** Repeating the same checkout within this window answers the same session (a double click, a retry). */
 export const CHECKOUT_REUSE_WINDOW_MS = 10 * 60_000
@@ -25,10 +26,7 @@ export interface CheckoutDeps {
   now: () => number
 }
 
-export interface Caller {
-  orgId: string
-  userId: string
-}
+export type { Caller }
 
 export interface CheckoutRequest {
   plan: string

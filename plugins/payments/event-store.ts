@@ -68,26 +68,3 @@ export async function pendingEvents(sql: SQL, options: { maxAttempts: number; li
   return rows.map((r: { id: string }) => r.id)
 }
 
-export interface StoredEventStatus {
-  id: string
-  type: string
-  receivedAt: number
-  processedAt: number | null
-  result: string | null
-  attempts: number
-  lastError: string | null
-}
-
-export async function eventStatus(sql: SQL, id: string): Promise<StoredEventStatus | undefined> {
-  const [row] = await sql`SELECT id, type, received_at, processed_at, result, attempts, last_error FROM payment_events WHERE id = ${id}`
-  if (!row) return undefined
-  return {
-    id: row.id,
-    type: row.type,
-    receivedAt: toNumber(row.received_at),
-    processedAt: row.processed_at === null ? null : toNumber(row.processed_at),
-    result: row.result ?? null,
-    attempts: toNumber(row.attempts),
-    lastError: row.last_error ?? null,
-  }
-}

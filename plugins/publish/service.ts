@@ -17,6 +17,7 @@ import { normaliseDirectory } from '../imports/import-files.ts'
 import type { ImportService } from '../imports/import-service.ts'
 import { parseTarget, publicUrl, type PublishTarget } from './target.ts'
 import type { HttpClient as GitHttpClient } from 'isomorphic-git'
+import type { Caller } from '../../src/auth/caller.ts'
 
 export interface PublisherOptions {
   /** Where the user's GitHub token comes from. */
@@ -37,10 +38,7 @@ export interface PublisherOptions {
   gitHttp?: GitHttpClient
 }
 
-export interface Caller {
-  userId: string
-  orgId: string
-}
+export type { Caller }
 
 /** Receives each step as it is done; a returned promise is waited for before the next step. */
 export type ProgressListener = (event: ProgressEvent) => void | Promise<void>

@@ -43,8 +43,7 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
       // Readiness fails, and chat streams that another process can serve end with a reconnect hint.
       deps.lifecycle.startDraining()
       logger.info('shutting down', { reason, timeoutMs: config.shutdownTimeoutMs })
-      // 1001 tells agent clients to reconnect (to another process) and subscribe to their tasks again.
-      deps.agentConnections.closeAll(1001, 'server shutting down; reconnect and subscribe')
+      deps.agentConnections.closeForShutdown()
       if (!(await untilDeadline(server.stop(false)))) {
         logger.warn('in-flight requests still running at the shutdown timeout; closing them')
         await server.stop(true)
