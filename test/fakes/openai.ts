@@ -33,6 +33,13 @@ export interface CompletionScript {
   /** Answer with this HTTP status (and an OpenAI error body) instead of a stream. */
   status?: number
   retryAfter?: string
+  /** Answers only a request this accepts; a queue shared by independent callers (a chat and an agent) stays unmixed. */
+  when?: (body: Record<string, any>) => boolean
+}
+
+/** Accepts a request whose messages contain `text`. */
+export function asking(text: string): (body: Record<string, any>) => boolean {
+  return (body) => JSON.stringify(body.messages ?? []).includes(text)
 }
 
 export interface FakeOpenAi {
@@ -46,7 +53,7 @@ export interface FakeOpenAi {
   readonly abandoned: number
   /** Streams still being written. */
   readonly open: number
-  /** Scripts answered in order; when empty, `fallback` answers. */
+  /** Scripts answered in order (the first whose `when` accepts the request); when none fits, `fallback` answers. */
   queue: CompletionScript[]
   fallback: (body: Record<string, any>) => CompletionScript
   image: { b64: string; status?: number }
@@ -154,7 +161,8 @@ export function startFakeOpenAi(): FakeOpenAi {
     if (request.method === 'POST' && path === '/v1/chat/completions') {
       const body = JSON.parse(recorded.body)
       completions.push(body)
-      const script = state.queue.shift() ?? state.fallback(body)
+      const index = state.queue.findIndex((script) => !script.when || script.when(body))
+      const script = index >= 0 ? state.queue.splice(index, 1)[0]! : state.fallback(body)
       if (script.status) return errorResponse(script.status, script.retryAfter)
       if (!body.stream) return errorResponse(400)
       return stream(request, body, script)

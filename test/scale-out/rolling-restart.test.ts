@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { connectAgent, expectContiguous, isFinal } from '../agents/helpers.ts'
-import { eventually, expectWholeAnswer, readEvents, type StreamEvent } from '../chat/helpers.ts'
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
+import { expectWholeAnswer, readEvents, type StreamEvent } from '../chat/helpers.ts'
+import { asking, startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { announceSkip, postgresUrl, redisUrl } from '../helpers.ts'
 import { createCluster, json, signIn, type Cluster, type ServiceProcess } from './cluster.ts'
 
@@ -48,16 +48,18 @@ describe.skipIf(!ready)('rolling restart of one of two processes', () => {
 
   test('SSE and WebSocket clients are handed over and the stopping process finishes their work before it exits', async () => {
     const words = Array.from({ length: 120 }, (_, i) => `r${i} `)
-    model.queue = [{ text: words, delayMs: 20 }]
+    // Each answer is scripted for its own asker: the chat's and the agent's model requests may arrive in any order.
+    model.queue = [{ text: words, delayMs: 20, when: asking('a long one') }]
     const chatId = crypto.randomUUID()
     const chat = await stopping.request('/api/chat', json({ id: chatId, messages: [{ role: 'user', content: 'a long one' }] }, token))
     expect(chat.status).toBe(200)
     const chatRead = readToEnd(chat)
-    // The fake answers whoever asks first, and the 200 can come before the chat's model request does:
-    // the agent's answers are scripted only once the chat has taken its own.
-    await eventually(() => model.completions.length > 0, "the chat's model request")
-
-    model.queue = [{ text: '{"steps": ["Trace", "Fix"]}' }, { text: 'one two three four five six', delayMs: 60 }, { text: 'seven eight nine', delayMs: 60 }]
+    const debugging = asking('RangeError: index out of range')
+    model.queue.push(
+      { text: '{"steps": ["Trace", "Fix"]}', when: debugging },
+      { text: 'one two three four five six', delayMs: 60, when: debugging },
+      { text: 'seven eight nine', delayMs: 60, when: debugging },
+    )
     const agent = await connectAgent(`${stopping.url.replace('http', 'ws')}/ws/agent`, token)
     agent.send({ type: 'agent_command', id: 'go', command: 'debug', params: { error: 'RangeError: index out of range' } })
     const taskId = (await agent.next((m) => m.id === 'go')).taskId as string
@@ -84,6 +86,8 @@ describe.skipIf(!ready)('rolling restart of one of two processes', () => {
     expect((await follower.next(isFinal(taskId), 20_000)).type).toBe('result')
     expectContiguous([...seen, ...follower.taskMessages(taskId)])
     follower.close()
+    // Every scripted answer went to the request it was written for.
+    expect(model.queue).toEqual([])
 
     // The stopping process let both finish, then exited cleanly.
     expect(await exited).toBe(0)
