@@ -3,6 +3,7 @@ import { isFormContentType, isJsonContentType, parseFormBody, parseJsonBody, rea
 import { AppError, problemResponse } from './errors.ts'
 import { holdUntilGuarded, routePattern, type GuardContext, type RouteGuards } from './guards.ts'
 import type { Logger } from './log.ts'
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './storage/outage.ts'
 import type { Caller } from './auth/caller.ts'
 import { summarise, validationProblems } from './validation.ts'
 
@@ -149,6 +150,12 @@ function toAppError(code: string | number, error: unknown, request: Request, rou
       })
     return new AppError('not_found', `No route for ${request.method} ${path}`)
   }
+  // An outage, not a bug: clients and load balancers may try again once the database is back.
+  if (isDatabaseUnavailable(error))
+    return new AppError('unavailable', 'The database is not answering; try again shortly', {
+      headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+      cause: error,
+    })
   return undefined
 }
 
