@@ -168,13 +168,19 @@ describe.skipIf(Boolean(privatePostgresMissing))('a PostgreSQL outage', () => {
       await pg.kill()
       const closed = await inFlight
       const refused = await thrown(() => sql`SELECT 1`)
-      const outages = [adminShutdown, closed, refused]
+      // A server that takes the connection and never answers, as behind a dropped route.
+      const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+      const unanswered = new SQL(`postgres://postgres@127.0.0.1:${silent.port}/postgres`, { max: 1, connectionTimeout: 1 })
+      const timedOut = await thrown(() => unanswered`SELECT 1`)
+      silent.stop(true)
+      const outages = [adminShutdown, closed, refused, timedOut]
       expect(outages.map((e) => (e as { errno?: string; code?: string }).errno ?? (e as { code?: string }).code)).toEqual([
         '57P01',
         'ERR_POSTGRES_CONNECTION_CLOSED',
         'ERR_POSTGRES_CONNECTION_REFUSED',
+        'ERR_POSTGRES_CONNECTION_TIMEOUT',
       ])
-      expect(outages.map(isDatabaseUnavailable)).toEqual([true, true, true])
+      expect(outages.map(isDatabaseUnavailable)).toEqual([true, true, true, true])
       // Wrapped by a caller, it is still recognised.
       expect(isDatabaseUnavailable(new Error('loading the account failed', { cause: refused }))).toBe(true)
     } finally {
