@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { connectAgent, expectContiguous, isFinal } from '../agents/helpers.ts'
-import { eventually, expectWholeAnswer, readEvents, type StreamEvent } from '../chat/helpers.ts'
+import { expectWholeAnswer, readEvents, type StreamEvent } from '../chat/helpers.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { announceSkip, postgresUrl, redisUrl } from '../helpers.ts'
 import { createCluster, json, signIn, type Cluster, type ServiceProcess } from './cluster.ts'
@@ -48,16 +48,21 @@ describe.skipIf(!ready)('rolling restart of one of two processes', () => {
 
   test('SSE and WebSocket clients are handed over and the stopping process finishes their work before it exits', async () => {
     const words = Array.from({ length: 120 }, (_, i) => `r${i} `)
-    model.queue = [{ text: words, delayMs: 20 }]
+    // Each answer goes to the conversation it is written for, whichever request reaches the fake first: a queue
+    // in arrival order hands the agent's plan to the chat when the chat's model request (or a retry of it)
+    // comes after the agent's first one.
+    const agentAnswers = [{ text: 'one two three four five six', delayMs: 60 }, { text: 'seven eight nine', delayMs: 60 }]
+    model.fallback = (body) => {
+      const conversation = JSON.stringify(body.messages)
+      if (!conversation.includes('RangeError')) return { text: words, delayMs: 20 }
+      if (String(body.messages.at(-1)?.content).includes('Reply with JSON only')) return { text: '{"steps": ["Trace", "Fix"]}' }
+      return agentAnswers.shift() ?? { text: 'nothing more to say' }
+    }
     const chatId = crypto.randomUUID()
     const chat = await stopping.request('/api/chat', json({ id: chatId, messages: [{ role: 'user', content: 'a long one' }] }, token))
     expect(chat.status).toBe(200)
     const chatRead = readToEnd(chat)
-    // The fake answers whoever asks first, and the 200 can come before the chat's model request does:
-    // the agent's answers are scripted only once the chat has taken its own.
-    await eventually(() => model.completions.length > 0, "the chat's model request")
 
-    model.queue = [{ text: '{"steps": ["Trace", "Fix"]}' }, { text: 'one two three four five six', delayMs: 60 }, { text: 'seven eight nine', delayMs: 60 }]
     const agent = await connectAgent(`${stopping.url.replace('http', 'ws')}/ws/agent`, token)
     agent.send({ type: 'agent_command', id: 'go', command: 'debug', params: { error: 'RangeError: index out of range' } })
     const taskId = (await agent.next((m) => m.id === 'go')).taskId as string
