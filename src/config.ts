@@ -189,6 +189,11 @@ const variables = {
   LOG_FORMAT: { doc: 'json (one line per event) or pretty (for development)', parse: oneOf('json', 'pretty'), fallback: 'json' as const },
   BODY_LIMIT_BYTES: { doc: 'Largest request body accepted, in bytes', parse: integer(1024, 512 * 1024 * 1024), fallback: 1024 * 1024 },
   SHUTDOWN_TIMEOUT_MS: { doc: 'How long in-flight requests, chat answers and agent tasks may run after SIGTERM', parse: integer(0, 600_000), fallback: 10_000 },
+  SHUTDOWN_DRAIN_DELAY_MS: {
+    doc: "How long after SIGTERM the process still accepts requests, answering each with Connection: close, before it stops accepting; behind a proxy, longer than the proxy's upstream keepalive_timeout",
+    parse: integer(0, 600_000),
+    fallback: 0,
+  },
   TRUSTED_PROXIES: {
     doc: 'Comma-separated proxy addresses whose X-Forwarded-For is believed; empty trusts none',
     parse: list,
@@ -396,6 +401,8 @@ export interface Config {
   readonly log: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly format: 'json' | 'pretty' }
   readonly bodyLimitBytes: number
   readonly shutdownTimeoutMs: number
+  /** SHUTDOWN_DRAIN_DELAY_MS: accepting on after SIGTERM, with Connection: close, so a proxy's pooled connections end on its side. */
+  readonly shutdownDrainDelayMs: number
   readonly trustedProxies: readonly string[]
   /** CORS_ORIGINS: origins of the browser pages allowed to call the API and open agent connections, or `*`. */
   readonly corsOrigins: readonly string[]
@@ -724,6 +731,7 @@ export function loadConfig(env: Env = process.env): Config {
     log: Object.freeze({ level: values.LOG_LEVEL, format: values.LOG_FORMAT }),
     bodyLimitBytes: values.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainDelayMs: values.SHUTDOWN_DRAIN_DELAY_MS,
     trustedProxies: Object.freeze([...values.TRUSTED_PROXIES]),
     corsOrigins: Object.freeze([...values.CORS_ORIGINS]),
     metrics: Object.freeze({ token: values.METRICS_TOKEN, port: values.METRICS_PORT }),

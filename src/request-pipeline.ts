@@ -2,7 +2,9 @@ import { Elysia, ValidationError } from 'elysia'
 import { isFormContentType, isJsonContentType, parseFormBody, parseJsonBody, readBodyText } from './body.ts'
 import { AppError, problemResponse } from './errors.ts'
 import { holdUntilGuarded, routePattern, type GuardContext, type RouteGuards } from './guards.ts'
+import type { Lifecycle } from './lifecycle.ts'
 import type { Logger } from './log.ts'
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from './storage/outage.ts'
 import type { Caller } from './auth/caller.ts'
 import { summarise, validationProblems } from './validation.ts'
 
@@ -91,6 +93,8 @@ export interface RequestPipelineOptions {
   routeGuards?: RouteGuards
   /** Told of every request (metrics, tracing); unset, nothing is called. */
   observer?: RequestObserver
+  /** While it drains, every response carries `Connection: close`, so a proxy pools no connection the shutdown would close under it. */
+  lifecycle?: Pick<Lifecycle, 'draining'>
 }
 
 /** Hears of each request as it arrives and once its response is handed to the server. */
@@ -149,6 +153,12 @@ function toAppError(code: string | number, error: unknown, request: Request, rou
       })
     return new AppError('not_found', `No route for ${request.method} ${path}`)
   }
+  // An outage, not a bug: clients and load balancers may try again once the database is back.
+  if (isDatabaseUnavailable(error))
+    return new AppError('unavailable', 'The database is not answering; try again shortly', {
+      headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+      cause: error,
+    })
   return undefined
 }
 
@@ -157,7 +167,7 @@ function toAppError(code: string | number, error: unknown, request: Request, rou
  * Registered first so that every route behind it gets the same treatment.
  */
 export function requestPipeline(options: RequestPipelineOptions) {
-  const { logger, bodyLimitBytes, routeIndex, routeGuards, observer } = options
+  const { logger, bodyLimitBytes, routeIndex, routeGuards, observer, lifecycle } = options
   const observeStart = observer?.started?.bind(observer)
   const trusted = options.trustedProxies ?? []
   const runGuards = (route: string, context: GuardContext) => {
@@ -200,6 +210,7 @@ export function requestPipeline(options: RequestPipelineOptions) {
       ;(request as WithMeta)[META] = meta
       set.headers['x-request-id'] = meta.id
       set.headers['x-content-type-options'] = 'nosniff'
+      if (lifecycle?.draining) set.headers.connection = 'close'
       const oversized = headProblem(request)
       if (oversized) {
         // Refused after the route's guards, so a guarded route still answers an anonymous caller 401 first.

@@ -61,6 +61,7 @@ export function createApp(deps: Dependencies) {
         routeIndex,
         routeGuards,
         observer: combineRequestObservers([deps.metrics?.requests, deps.tracing?.requests]),
+        lifecycle: deps.lifecycle,
       }),
     )
     // After the pipeline, so a preflight (answered here, before routing and any guard) carries the request id.

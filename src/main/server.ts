@@ -8,7 +8,10 @@ export interface RunningServer {
   readonly url: string
   /** The METRICS_PORT listener's /metrics URL, when it runs. */
   readonly metricsUrl: string | undefined
-  /** Stops accepting, lets in-flight requests finish up to SHUTDOWN_TIMEOUT_MS, then closes storage. */
+  /**
+   * Drains (readiness fails, responses carry Connection: close), keeps accepting for SHUTDOWN_DRAIN_DELAY_MS,
+   * stops accepting, lets in-flight requests finish up to SHUTDOWN_TIMEOUT_MS, then closes storage.
+   */
   shutdown(reason: string): Promise<void>
 }
 
@@ -38,12 +41,21 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
   let stopping: Promise<void> | undefined
   const shutdown = (reason: string) =>
     (stopping ??= (async () => {
+      logger.info('shutting down', { reason, timeoutMs: config.shutdownTimeoutMs, drainDelayMs: config.shutdownDrainDelayMs })
+      // Stopping closes idle keep-alive connections at once, and a proxy may be writing a request to one at that
+      // moment (a POST it must not resend). So first readiness fails and every response closes its connection,
+      // while requests are still served as usual, until the proxy has ended its idle connections itself (its
+      // upstream keepalive_timeout).
+      if (config.shutdownDrainDelayMs > 0) {
+        deps.lifecycle.draining = true
+        await Bun.sleep(config.shutdownDrainDelayMs)
+      }
+      // Then chat streams that another process can serve end with a reconnect hint, agent clients are told to
+      // reconnect, and new connections are refused (which the proxy retries elsewhere, whatever the method).
+      deps.lifecycle.startDraining()
+      deps.agentConnections.closeForShutdown()
       const deadline = Date.now() + config.shutdownTimeoutMs
       const untilDeadline = <T>(work: Promise<T>) => Promise.race([work.then(() => true), Bun.sleep(Math.max(0, deadline - Date.now())).then(() => false)])
-      // Readiness fails, and chat streams that another process can serve end with a reconnect hint.
-      deps.lifecycle.startDraining()
-      logger.info('shutting down', { reason, timeoutMs: config.shutdownTimeoutMs })
-      deps.agentConnections.closeForShutdown()
       if (!(await untilDeadline(server.stop(false)))) {
         logger.warn('in-flight requests still running at the shutdown timeout; closing them')
         await server.stop(true)

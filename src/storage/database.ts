@@ -22,7 +22,8 @@ export interface DatabaseOptions {
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
-    const sql = new SQL(options.databaseUrl, { max: options.maxConnections ?? 10, idleTimeout: 30 })
+    // A server that drops packets instead of refusing fails a request after 5 s (503 unavailable), not Bun's 30.
+    const sql = new SQL(options.databaseUrl, { max: options.maxConnections ?? 10, idleTimeout: 30, connectionTimeout: 5 })
     const db = wrap('postgres', sql)
     await db.ping()
     return db

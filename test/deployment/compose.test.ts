@@ -72,10 +72,10 @@ test('the replicas share one database, one Redis and one DATA_DIR volume, at the
   expect(Object.keys(compose.volumes ?? {})).toContain('data')
 })
 
-test('the stop grace period outlasts SHUTDOWN_TIMEOUT_MS, so requests in flight finish before SIGKILL', () => {
+test('the stop grace period outlasts SHUTDOWN_DRAIN_DELAY_MS plus SHUTDOWN_TIMEOUT_MS, so requests in flight finish before SIGKILL', () => {
   for (const [, replica] of replicas(compose)) {
-    const shutdownMs = Number(environmentOf(replica).SHUTDOWN_TIMEOUT_MS ?? numericDefault('SHUTDOWN_TIMEOUT_MS'))
-    expect(durationMs(replica.stop_grace_period!)).toBeGreaterThan(shutdownMs)
+    const setting = (name: string) => Number(environmentOf(replica)[name] ?? numericDefault(name))
+    expect(durationMs(replica.stop_grace_period!)).toBeGreaterThan(setting('SHUTDOWN_DRAIN_DELAY_MS') + setting('SHUTDOWN_TIMEOUT_MS'))
   }
 })
 

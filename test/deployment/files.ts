@@ -227,6 +227,8 @@ export function nginxTest(rendered: RenderedNginx): { exitCode: number; output: 
 export interface RunningNginx {
   readonly url: string
   readonly port: number
+  /** nginx's error log so far (upstream failures, retries on the next server). */
+  errorLog(): string
   stop(): Promise<void>
 }
 
@@ -262,6 +264,7 @@ export async function startNginx(options: { upstreams: string[]; extraHttp?: str
   return {
     url,
     port,
+    errorLog: () => readFileSync(join(rendered.dir, 'logs', 'error.log'), 'utf8'),
     async stop() {
       proc.kill('SIGTERM')
       await proc.exited

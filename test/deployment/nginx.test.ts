@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { OPENAPI_JSON_PATH } from '../../plugins/docs/index.ts'
 import { makeApp } from '../helpers.ts'
-import { nginxBinary, nginxTest, numericDefault, readDeploymentFile, renderNginx } from './files.ts'
+import { composeFile, environmentOf, nginxBinary, nginxTest, numericDefault, readDeploymentFile, renderNginx, replicas, unitEnvironment } from './files.ts'
 
 const conf = readDeploymentFile('nginx.conf')
 
@@ -105,4 +105,20 @@ test('only requests that never reached a replica are retried on the other (no no
   expect(retry.split(/\s+/)).not.toContain('non_idempotent')
   // The service's own 502/504 (a provider failed) must not count against a healthy replica.
   expect(retry.split(/\s+/).filter((c) => c.startsWith('http_'))).toEqual([])
+})
+
+test("a refused connection never takes a replica out of rotation, and nginx ends idle connections before a stopping replica would", () => {
+  const upstream = /upstream service \{([^}]*)\}/.exec(conf)![1]!
+  const servers = [...upstream.matchAll(/^\s*server\s+([^;]+);/gm)].map((m) => m[1]!)
+  expect(servers.length).toBe(2)
+  for (const server of servers) expect(server).toContain('max_fails=0')
+  const idleMs = seconds(directive(upstream, 'keepalive_timeout')) * 1000
+  expect(idleMs).toBeGreaterThan(0)
+  // Bun closes an idle connection after 10 s; a stopping replica keeps accepting for SHUTDOWN_DRAIN_DELAY_MS.
+  expect(idleMs).toBeLessThan(10_000)
+  const delays = [
+    ...replicas(composeFile()).map(([, service]) => Number(environmentOf(service).SHUTDOWN_DRAIN_DELAY_MS)),
+    Number(unitEnvironment(readDeploymentFile('realtime-ai-backend.service')).SHUTDOWN_DRAIN_DELAY_MS),
+  ]
+  for (const delay of delays) expect(delay).toBeGreaterThan(idleMs)
 })

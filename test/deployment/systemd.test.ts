@@ -22,10 +22,11 @@ test('DATA_DIR is the state directory systemd creates and hands to the user', ()
   expect(service.get('WorkingDirectory')).toBe(env.DATA_DIR!)
 })
 
-test('stops with SIGTERM and waits longer than SHUTDOWN_TIMEOUT_MS before SIGKILL; restarts on failure, not on a bad configuration', () => {
+test('stops with SIGTERM and waits longer than SHUTDOWN_DRAIN_DELAY_MS plus SHUTDOWN_TIMEOUT_MS before SIGKILL; restarts on failure, not on a bad configuration', () => {
   expect(service.get('KillSignal')).toBe('SIGTERM')
   expect(service.get('KillMode')).toBe('mixed')
-  expect(timeSpanMs(service.get('TimeoutStopSec')!)).toBeGreaterThan(numericDefault('SHUTDOWN_TIMEOUT_MS'))
+  const setting = (name: string) => Number(env[name] ?? numericDefault(name))
+  expect(timeSpanMs(service.get('TimeoutStopSec')!)).toBeGreaterThan(setting('SHUTDOWN_DRAIN_DELAY_MS') + setting('SHUTDOWN_TIMEOUT_MS'))
   expect(service.get('Restart')).toBe('on-failure')
   expect(service.get('RestartPreventExitStatus')).toBe('78')
 })
