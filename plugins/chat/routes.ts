@@ -4,7 +4,8 @@ import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
 import { problem } from '../../src/models.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
-import { sseResponse, type SseOptions } from '../../src/sse.ts'
+import type { SseOptions } from '../../src/sse.ts'
+import { UI_MESSAGE_STREAM_DOC, uiMessageStreamResponse } from '../../src/llm/ui-stream.ts'
 import { cancelAnswer, chatDetail, chatIdParams, chatList, chatRequest, type ChatRequest } from './model.ts'
 import type { ChatService } from './service.ts'
 import { parseEventId } from './stream-log.ts'
@@ -19,30 +20,6 @@ export interface ChatPluginOptions {
   heartbeatMs?: number
   /** Set when another process can serve the streams (shared Redis): shutdown ends them with a reconnect hint. */
   drain?: SseOptions['drain']
-}
-
-/** Headers every chat stream answers with; the first tells AI SDK clients which protocol it is. */
-export const UI_MESSAGE_STREAM_HEADERS = { 'x-vercel-ai-ui-message-stream': 'v1' }
-
-export const streamDoc = {
-  200: {
-    description:
-      'AI SDK UI message stream v1 over text/event-stream: `data:` lines with JSON chunks, each event with `id: <generationId>:<seq>`, closed by `data: [DONE]`',
-    content: { 'text/event-stream': { schema: { type: 'string' } } },
-  },
-} as const
-
-/** A generation's events as an SSE response, from `afterSeq` on, live until its end. */
-export function generationResponse(
-  chat: ChatService,
-  target: { generationId: string; chatId: string; afterSeq: number; signal: AbortSignal; heartbeatMs?: number; drain?: SseOptions['drain'] },
-): Response {
-  return sseResponse(chat.follow(target.generationId, target.afterSeq, target.signal), {
-    heartbeatMs: target.heartbeatMs,
-    signal: target.signal,
-    drain: target.drain,
-    headers: { ...UI_MESSAGE_STREAM_HEADERS, 'x-chat-id': target.chatId, 'x-generation-id': target.generationId },
-  })
 }
 
 /** The parts of a chat request that shape the turn. */
@@ -67,7 +44,7 @@ export function turnOptions(body: Pick<ChatRequest, 'model' | 'options' | 'tools
 export function chatPlugin(options: ChatPluginOptions) {
   const { chat } = options
   const follow = (generationId: string, chatId: string, afterSeq: number, signal: AbortSignal) =>
-    generationResponse(chat, { generationId, chatId, afterSeq, signal, heartbeatMs: options.heartbeatMs, drain: options.drain })
+    uiMessageStreamResponse(chat.follow(generationId, afterSeq, signal), { generationId, chatId, signal, heartbeatMs: options.heartbeatMs, drain: options.drain })
 
   return new Elysia({ name: 'chat', detail: { tags: ['chat'] } })
     .use(accessControl(options))
@@ -88,7 +65,7 @@ export function chatPlugin(options: ChatPluginOptions) {
           description:
             'Accepts the AI SDK transport body ({ id, messages: UIMessage[], trigger, messageId }) or plain { messages: [{ role, content }] }. ' +
             'Messages starting with `!search <query>` or `!image <prompt>` are commands. The answer keeps being generated when the client disconnects; resume it at GET /api/chat/{id}/stream.',
-          responses: streamDoc,
+          responses: UI_MESSAGE_STREAM_DOC,
         },
       },
     )
@@ -113,7 +90,7 @@ export function chatPlugin(options: ChatPluginOptions) {
           description:
             'Without Last-Event-ID: the active generation replayed from its first event. With Last-Event-ID (`<generationId>:<seq>`): only the events after it. ' +
             "204 with no body when there is nothing to resume: no generation running, or a chat id that is unknown or another user's (as the AI SDK's `useChat({ resume: true })` expects).",
-          responses: streamDoc,
+          responses: UI_MESSAGE_STREAM_DOC,
         },
       },
     )
@@ -134,9 +111,8 @@ export function chatPlugin(options: ChatPluginOptions) {
     .get(
       '/api/chats',
       async ({ principal }) => {
-        const chats = await chat.store.chats(principal.userId, 100)
-        const active = await Promise.all(chats.map((c) => chat.hub.active(c.id)))
-        return { chats: chats.map((c, i) => ({ id: c.id, title: c.title, createdAt: c.createdAt, updatedAt: c.updatedAt, active: !!active[i] })) }
+        const chats = await chat.chats(principal, 100)
+        return { chats: chats.map((c) => ({ id: c.id, title: c.title, createdAt: c.createdAt, updatedAt: c.updatedAt, active: c.active })) }
       },
       {
         auth: 'chat:write',
@@ -148,9 +124,8 @@ export function chatPlugin(options: ChatPluginOptions) {
     .get(
       '/api/chat/:id',
       async ({ params, principal }) => {
-        const found = await chat.ownChat(principal, params.id)
-        const [messages, active] = await Promise.all([chat.store.messages(found.id), chat.hub.active(found.id)])
-        return { id: found.id, title: found.title, createdAt: found.createdAt, updatedAt: found.updatedAt, active: !!active, messages }
+        const found = await chat.chatWithMessages(principal, params.id)
+        return { id: found.id, title: found.title, createdAt: found.createdAt, updatedAt: found.updatedAt, active: found.active, messages: found.messages }
       },
       {
         params: chatIdParams,
