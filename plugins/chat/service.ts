@@ -1,11 +1,12 @@
 /**
  * Chat as a service: stores the conversation, starts the generation that answers it, and lets
- * clients follow, resume and cancel it. Enhanced chat and the agents reuse the same pieces.
+ * clients follow, resume and cancel it. Enhanced chat starts its own kind of turn through it.
  */
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import { providerNotConfigured } from '../../src/llm/models.ts'
 import type { ModelProvider } from '../../src/llm/provider.ts'
+import { newMessageId } from '../../src/llm/ui-messages.ts'
 import type { Emit, UiMessage } from '../../src/llm/ui-stream.ts'
 import type { Database } from '../../src/storage/database.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
@@ -13,7 +14,6 @@ import type { CodeIndex } from '../code-search/index.ts'
 import type { WebSearchService } from '../web-search/index.ts'
 import { createGenerationHub } from './generations.ts'
 import { firstChange, mergeHistory, titleFor } from './history.ts'
-import { newMessageId } from '../../src/llm/ui-messages.ts'
 import type { ChatRequest } from './model.ts'
 import { ChatStore, type Chat } from './store.ts'
 import type { GenerationMeta, StreamLog } from './stream-log.ts'
