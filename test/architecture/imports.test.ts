@@ -29,7 +29,7 @@ function pluginOf(path: string): string | undefined {
 }
 
 /** Why `from` may not import `to`, or undefined when it may. Paths are relative to the repository root. */
-export function violation(from: string, to: string): string | undefined {
+function violation(from: string, to: string): string | undefined {
   const target = pluginOf(to)
   const source = pluginOf(from)
   const inCore = from.startsWith('src/') && !from.startsWith('src/main/')
@@ -47,7 +47,7 @@ const STATIC = /(?:^|[\n;])[ \t]*(?:import|export)\s+(?:[^'";]*?\s+from\s*)?['"]
 const CALLED = /\b(?:import|require)\(\s*['"]([^'"\n]+)['"]\s*\)/g
 
 /** The relative specifiers a source text imports. */
-export function specifiers(source: string): string[] {
+function specifiers(source: string): string[] {
   const found: string[] = []
   for (const pattern of [STATIC, CALLED]) for (const m of source.matchAll(pattern)) found.push(m[1]!)
   return found.filter((s) => s.startsWith('./') || s.startsWith('../'))
