@@ -15,13 +15,17 @@ import { createApp } from '../src/main/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { buildDependencies } from '../src/main/dependencies.ts'
 import { createLogger } from '../src/log.ts'
-import { chunkFile } from '../plugins/code-search/chunker.ts'
-import { createHashedEmbeddings, hashedVector } from '../plugins/code-search/embeddings/hashed.ts'
-import { createEmbeddings } from '../plugins/code-search/embeddings/index.ts'
-import { orgDirName } from '../plugins/code-search/persistence.ts'
-import { createCodeIndex } from '../plugins/code-search/service.ts'
-import { codeIndexFromConfig } from '../plugins/code-search/setup.ts'
-import type { RepositoryFile, SearchMode } from '../plugins/code-search/types.ts'
+import {
+  chunkFile,
+  codeIndexFromConfig,
+  createCodeIndex,
+  createEmbeddings,
+  createHashedEmbeddings,
+  hashedVector,
+  orgDirName,
+  type RepositoryFile,
+  type SearchMode,
+} from '../plugins/code-search/index.ts'
 import { corpus as labelledCorpus, identifierQueries, labelledQueries } from '../test/code-search/fixtures.ts'
 import { loadCodeCorpus } from './lib/code-corpus.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'

@@ -3,8 +3,7 @@
  * declaration files, Markdown), read once, in a stable order.
  */
 import { join } from 'node:path'
-import { chunkFile } from '../../plugins/code-search/chunker.ts'
-import type { RepositoryFile } from '../../plugins/code-search/types.ts'
+import { chunkFile, type RepositoryFile } from '../../plugins/code-search/index.ts'
 
 const root = join(import.meta.dir, '..', '..', 'node_modules')
 

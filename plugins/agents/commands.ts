@@ -4,20 +4,22 @@
  * `index` rebuilds an import's search index; `status` reports tasks.
  */
 import { AppError } from '../../src/errors.ts'
-import { newMessageId } from '../chat/history.ts'
-import { streamModelText } from '../chat/model-call.ts'
-import type { UiChunk } from '../chat/model.ts'
-import type { ChatService } from '../chat/service.ts'
-import type { ImportService } from '../imports/import-service.ts'
-import type { ImportView } from '../imports/model.ts'
-import { runEnhancedTurn, type CodeChecker, type EnhancedOptions } from '../enhanced-chat/orchestrator.ts'
-import { extractCode } from '../enhanced-chat/plan.ts'
-import type { CodeIndex } from '../code-search/types.ts'
+import { streamModelText } from '../../src/llm/model-call.ts'
+import type { Models } from '../../src/llm/models.ts'
+import { newMessageId } from '../../src/llm/ui-messages.ts'
+import type { UiChunk } from '../../src/llm/ui-stream.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
+import type { ImportService, ImportView } from '../imports/index.ts'
+import { extractCode, runEnhancedTurn, type CodeChecker, type EnhancedOptions } from '../enhanced-chat/index.ts'
+import type { CodeIndex } from '../code-search/index.ts'
 import type { DebugParams } from './model.ts'
 import { TaskError, type AgentService, type CommandContext, type CommandHandler, type CommandHandlers } from './service.ts'
 
 export interface CommandDependencies {
-  chat: Pick<ChatService, 'services'>
+  /** The model provider `debug` and `analyze` ask; they fail with `not_configured` without one. */
+  models: Models
+  /** Counts the tokens the commands spend. */
+  meter?: Pick<UsageMeter, 'record'>
   checker: CodeChecker
   imports: Pick<ImportService, 'get' | 'reindex'>
   codeIndex: Pick<CodeIndex, 'search'>
@@ -35,10 +37,10 @@ async function succeededImport(imports: CommandDependencies['imports'], context:
   return view
 }
 
-/** The model provider and tools, or the task fails with `not_configured`. */
-function modelServices(chat: CommandDependencies['chat']) {
+/** The model provider, the default model and the meter, or the task fails with `not_configured`. */
+function modelServices(deps: CommandDependencies) {
   try {
-    return chat.services()
+    return { provider: deps.models.provider(), model: deps.models.model, meter: deps.meter }
   } catch (err) {
     if (err instanceof AppError) throw new TaskError(err.code, err.message)
     throw err
@@ -52,7 +54,7 @@ export function debugCommand(deps: CommandDependencies): CommandHandler {
     steps: 4,
     async run(context) {
       const params = context.params as DebugParams
-      const services = modelServices(deps.chat)
+      const services = modelServices(deps)
       context.step(0, 'Gathering context')
       let related = ''
       if (params.importId) {
@@ -133,7 +135,7 @@ export function analyzeCommand(deps: CommandDependencies): CommandHandler {
   return {
     steps: 3,
     async run(context) {
-      const services = modelServices(deps.chat)
+      const services = modelServices(deps)
       context.step(0, 'Reading the import')
       const view = await succeededImport(deps.imports, context, String(context.params.importId))
       const { analysis } = view.summary!
@@ -144,7 +146,7 @@ export function analyzeCommand(deps: CommandDependencies): CommandHandler {
           provider: services.provider,
           meter: services.meter,
           caller: context.caller,
-          model: services.settings.model,
+          model: services.model,
           emit: () => {},
           signal: context.signal,
           nextPartId: (kind) => `${kind}-${context.taskId}`,

@@ -9,6 +9,12 @@ import { CLOSE_POLICY, type AgentConnection, type AgentSocket, type ConnectionHu
 import { handshakeProblem, refusedHandshake } from './handshake.ts'
 import { protocolSchema } from './model.ts'
 
+export { createAgentService, type AgentService } from './service.ts'
+export { createCommands } from './commands.ts'
+export { createConnectionHub, type ConnectionHub } from './connections.ts'
+export { createMemoryTaskLog, createRedisTaskLog } from './task-log.ts'
+export { CLIENT_MESSAGES, COMMAND_PARAMS, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from './model.ts'
+
 export interface AgentsPluginOptions {
   hub: ConnectionHub
   access: AccessService

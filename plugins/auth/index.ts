@@ -8,6 +8,8 @@ import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plu
 import { requestMeta } from '../../src/request-pipeline.ts'
 import { loginBody, me, refreshBody, registerBody, tokenPair } from './model.ts'
 
+export { tokenPair } from './model.ts'
+
 export interface AuthPluginOptions {
   access: AccessService
   plans: PlanDirectory

@@ -5,8 +5,8 @@
  */
 import { RedisClient } from 'bun'
 import type { Logger } from '../../src/log.ts'
-import { serializeChunk, type UiChunk } from './model.ts'
-import { StreamError } from './provider.ts'
+import { serializeChunk, type UiChunk } from '../../src/llm/ui-stream.ts'
+import { StreamError } from '../../src/llm/provider.ts'
 import type { GenerationMeta, StreamLog } from './stream-log.ts'
 
 export type Emit = (chunk: UiChunk) => void

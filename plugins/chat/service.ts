@@ -1,17 +1,20 @@
 /**
  * Chat as a service: stores the conversation, starts the generation that answers it, and lets
- * clients follow, resume and cancel it. Enhanced chat and the agents reuse the same pieces.
+ * clients follow, resume and cancel it. Enhanced chat starts its own kind of turn through it.
  */
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
+import { providerNotConfigured } from '../../src/llm/models.ts'
+import type { ModelProvider } from '../../src/llm/provider.ts'
+import { newMessageId } from '../../src/llm/ui-messages.ts'
+import type { Emit, UiMessage } from '../../src/llm/ui-stream.ts'
 import type { Database } from '../../src/storage/database.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
-import type { CodeIndex } from '../code-search/types.ts'
-import type { WebSearchService } from '../web-search/service.ts'
-import { createGenerationHub, type Emit } from './generations.ts'
-import { firstChange, mergeHistory, newMessageId, titleFor } from './history.ts'
-import type { ChatRequest, UiMessage } from './model.ts'
-import type { ModelProvider } from './provider.ts'
+import type { CodeIndex } from '../code-search/index.ts'
+import type { WebSearchService } from '../web-search/index.ts'
+import { createGenerationHub } from './generations.ts'
+import { firstChange, mergeHistory, titleFor } from './history.ts'
+import type { ChatRequest } from './model.ts'
 import { ChatStore, type Chat } from './store.ts'
 import type { GenerationMeta, StreamLog } from './stream-log.ts'
 import { runTurn, type ChatSettings, type Turn, type TurnServices } from './turn.ts'
@@ -33,8 +36,6 @@ export interface ChatServiceOptions {
 
 export type { Caller }
 
-export const PROVIDER_VARIABLES = ['OPENAI_API_KEY', 'OPENAI_BASE_URL']
-
 const notFound = () => new AppError('not_found', 'No chat with this id')
 
 export function newChatId(): string {
@@ -47,9 +48,7 @@ export function createChatService(options: ChatServiceOptions) {
 
   function requireProvider(): ModelProvider {
     if (options.provider) return options.provider
-    throw new AppError('not_configured', 'Chat has no model provider; set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (any OpenAI-compatible server)', {
-      extensions: { variables: PROVIDER_VARIABLES },
-    })
+    throw providerNotConfigured()
   }
 
   const services = (): TurnServices => ({
@@ -69,10 +68,6 @@ export function createChatService(options: ChatServiceOptions) {
 
   return {
     configured: options.provider !== undefined,
-    store,
-    hub,
-    /** The model provider and tools a turn uses; 503 `not_configured` without a provider (agents run on them too). */
-    services,
 
     /**
      * Stores the request's messages in the chat and starts the generation answering them.
@@ -81,7 +76,7 @@ export function createChatService(options: ChatServiceOptions) {
     async startTurn(
       caller: Caller,
       request: Pick<ChatRequest, 'id' | 'messages'> & { turn?: Partial<Turn> },
-      produce?: (turn: Turn, emit: Emit, signal: AbortSignal, services: TurnServices) => Promise<UiMessage>,
+      produce?: (turn: Turn, emit: Emit, signal: AbortSignal) => Promise<UiMessage>,
     ): Promise<{ chatId: string; generationId: string; done: Promise<void> }> {
       const turnServices = services()
       const chatId = request.id ?? newChatId()
@@ -94,13 +89,30 @@ export function createChatService(options: ChatServiceOptions) {
       options.meter?.record({ ...caller, kind: 'chat_request' })
       const turn: Turn = { ...request.turn, messageId: newMessageId(), orgId: caller.orgId, userId: caller.userId, history }
       const started = await hub.start({ chatId, userId: caller.userId }, async (emit, signal) => {
-        const answer = await (produce ?? ((t, e, s, sv) => runTurn(sv, t, e, s)))(turn, emit, signal, turnServices)
+        const answer = await (produce ?? ((t, e, s) => runTurn(turnServices, t, e, s)))(turn, emit, signal)
         await store.appendAnswer(chatId, history.length, answer)
       })
       return { chatId, ...started }
     },
 
     ownChat,
+
+    /** The caller's chats, most recent first, each saying whether a generation is running for it. */
+    async chats(caller: Caller, limit: number): Promise<(Chat & { active: boolean })[]> {
+      const chats = await store.chats(caller.userId, limit)
+      const active = await Promise.all(chats.map((c) => hub.active(c.id)))
+      return chats.map((c, i) => ({ ...c, active: !!active[i] }))
+    },
+
+    /** The caller's chat with its messages, or 404. */
+    async chatWithMessages(caller: Caller, chatId: string): Promise<Chat & { active: boolean; messages: UiMessage[] }> {
+      const found = await ownChat(caller, chatId)
+      const [messages, active] = await Promise.all([store.messages(found.id), hub.active(found.id)])
+      return { ...found, active: !!active, messages }
+    },
+
+    /** The chat's running generation, wherever it runs. */
+    activeGeneration: (chatId: string) => hub.active(chatId),
 
     /**
      * The generation a resume should follow: the one Last-Event-ID names if it belongs to the chat, else the
@@ -124,6 +136,14 @@ export function createChatService(options: ChatServiceOptions) {
       await ownChat(caller, chatId)
       return hub.cancel(chatId)
     },
+
+    /** Generations running in this process. */
+    get runningCount() {
+      return hub.runningCount
+    },
+
+    /** Resolves once no generation runs here (a draining process lets its answers finish). */
+    idle: () => hub.idle(),
 
     async close() {
       await hub.close()

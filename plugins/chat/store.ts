@@ -1,6 +1,6 @@
 import type { Database } from '../../src/storage/database.ts'
 import { toNumber } from '../../src/storage/database.ts'
-import type { UiMessage } from './model.ts'
+import type { UiMessage } from '../../src/llm/ui-stream.ts'
 
 export interface Chat {
   id: string

@@ -1,9 +1,9 @@
 /** Tools the model can call that run on the server. */
-import type { CodeIndex } from '../code-search/types.ts'
-import type { WebSearchService } from '../web-search/service.ts'
-import type { Emit } from './generations.ts'
-import type { ModelProvider, ModelTool } from './provider.ts'
-import { StreamError } from './provider.ts'
+import type { CodeIndex } from '../code-search/index.ts'
+import type { WebSearchService } from '../web-search/index.ts'
+import type { Emit } from '../../src/llm/ui-stream.ts'
+import type { ModelProvider, ModelTool } from '../../src/llm/provider.ts'
+import { StreamError } from '../../src/llm/provider.ts'
 
 export const SERVER_TOOL_NAMES = ['web_search', 'code_search', 'generate_image'] as const
 export type ServerToolName = (typeof SERVER_TOOL_NAMES)[number]

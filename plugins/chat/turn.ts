@@ -7,12 +7,12 @@
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { commandHelp, parseCommand } from './commands.ts'
 import { createConfidenceGauge, type ConfidenceVerdict } from './confidence.ts'
-import type { Emit } from './generations.ts'
-import { messageText, toModelMessages } from './history.ts'
-import { createMessageBuilder } from './message-builder.ts'
-import { meterModelCall, textPart as sharedTextPart } from './model-call.ts'
-import type { ClientTool, UiMessage } from './model.ts'
-import { StreamError, upstreamFailure, type ModelMessage, type ModelProvider, type ModelTool } from './provider.ts'
+import { createMessageBuilder } from '../../src/llm/message-builder.ts'
+import { meterModelCall, textPart as sharedTextPart } from '../../src/llm/model-call.ts'
+import { StreamError, upstreamFailure, type ModelMessage, type ModelProvider, type ModelTool } from '../../src/llm/provider.ts'
+import { messageText, toModelMessages } from '../../src/llm/ui-messages.ts'
+import type { Emit, UiMessage } from '../../src/llm/ui-stream.ts'
+import type { ClientTool } from './model.ts'
 import { generateImage, serverTools, type ServerToolDependencies, type ServerToolName } from './tools.ts'
 
 export interface ChatSettings {

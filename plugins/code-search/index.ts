@@ -8,6 +8,15 @@ import type { UsageMeter } from '../../src/usage/meter.ts'
 import { codeSearchAnswer, codeSearchBody } from './model.ts'
 import type { CodeIndex } from './types.ts'
 
+export { codeIndexFromConfig } from './setup.ts'
+export { createCodeIndex, MAX_LIMIT, MAX_QUERY_LENGTH } from './service.ts'
+export type { CodeIndex, CodeSearchResult, IndexFilesInput, RepositoryFile, SearchMode } from './types.ts'
+// The index's parts, for measuring it against a plain Orama baseline (bench/search.bench.ts).
+export { chunkFile } from './chunker.ts'
+export { createEmbeddings } from './embeddings/index.ts'
+export { createHashedEmbeddings, hashedVector } from './embeddings/hashed.ts'
+export { orgDirName } from './persistence.ts'
+
 export interface CodeSearchPluginOptions {
   codeIndex: CodeIndex
   access: AccessService

@@ -2,9 +2,9 @@
  * What the documentation assistant asks the model: the reader's page, the sections of the documentation
  * that match the question best, and the question. Plain functions over the documentation index.
  */
-import type { ModelMessage } from '../chat/provider.ts'
-import type { DocsIndex } from '../mcp/docs-index.ts'
-import { splitSections } from '../mcp/sections.ts'
+import type { ModelMessage } from '../../src/llm/provider.ts'
+import type { DocsIndex } from './search-index.ts'
+import { splitSections } from './sections.ts'
 import type { DocsPage } from './site.ts'
 
 /** A page the answer drew on, as the `sources` event lists it. */

@@ -9,29 +9,19 @@ import type { Logger } from '../../src/log.ts'
 import { problem, strictObject } from '../../src/models.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { sseResponse, type SseEvent } from '../../src/sse.ts'
-import { upstreamFailure, type ModelMessage, type ModelProvider } from '../chat/provider.ts'
-import type { DocsIndex } from '../mcp/docs-index.ts'
+import type { Models } from '../../src/llm/models.ts'
+import { upstreamFailure, type ModelMessage, type ModelProvider } from '../../src/llm/provider.ts'
 import { assistantMessages, gatherContext, type AssistantSource } from './assistant-prompt.ts'
 import { DOCS_ASSISTANT_PATH } from './render.ts'
-
-/** The chat model the assistant asks, as the chat itself is configured. */
-export interface AssistantModels {
-  /** False without a model provider: the menu leaves the assistant out and the route answers 503. */
-  readonly configured: boolean
-  /** The provider; throws the 503 `not_configured` problem when there is none. */
-  provider(): ModelProvider
-  /** Model asked (CHAT_MODEL). */
-  readonly model: string
-  /** The settings that configure a provider, named in the start-up warning when there is none. */
-  readonly settings: readonly string[]
-}
+import type { DocsIndex } from './search-index.ts'
 
 export interface DocsAssistantOptions {
-  /** The documentation searched: the same kind of index the MCP server's search_docs uses. */
+  /** The documentation searched: the index the MCP server's search_docs uses too. */
   index: DocsIndex
   /** Named in the instructions to the model. */
   siteName: string
-  models: AssistantModels
+  /** The chat's model provider and model. Without a provider the menu leaves the assistant out and the route answers 503. */
+  models: Models
   /** The `assistant` budget and the burst ceiling, spent per client address. */
   rateLimits: RateLimitingOptions
   /** Told about upstream failures. Default: nobody. */

@@ -4,8 +4,8 @@
  * agent clients' messages and sends the rest. Built from the same schemas that validate and type the messages.
  */
 import type { TSchema } from '@sinclair/typebox'
-import { CLIENT_MESSAGES, COMMAND_PARAMS, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from '../agents/model.ts'
-import { UI_CHUNKS } from '../chat/model.ts'
+import { UI_CHUNKS } from '../../src/llm/ui-stream.ts'
+import { CLIENT_MESSAGES, COMMAND_PARAMS, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from '../agents/index.ts'
 
 type Json = Record<string, unknown>
 

@@ -3,10 +3,9 @@ import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import { problem } from '../../src/models.ts'
 import { bundledDocsSite } from './bundle.ts' with { type: 'macro' }
-import { createDocsIndex } from '../mcp/docs-index.ts'
 import { docsAssistantPlugin, type DocsAssistantOptions } from './assistant.ts'
 import { parseContextualConfig, resolveMenu } from './contextual.ts'
-import { OPENAPI_JSON_PATH } from './index.ts'
+import { OPENAPI_JSON_PATH } from './openapi.ts'
 import { renderMarkdown } from './markdown.ts'
 import { renderPagePdf } from './pdf.ts'
 import { DOCS_CSP, llmsTxt, pageDocument, pageMarkdown, pageUrlPath, type NavigationItem } from './render.ts'
@@ -23,7 +22,7 @@ export interface DocsSitePluginOptions {
    * The documentation assistant (POST /api/docs/assistant and the menu's `assistant` entry). Without it,
    * or without a model provider, the entry is left out of the menu with a warning. Default: none.
    */
-  assistant?: Omit<DocsAssistantOptions, 'index' | 'siteName' | 'logger'>
+  assistant?: Omit<DocsAssistantOptions, 'siteName' | 'logger'>
   /** Told at start-up about menu entries left out, and about assistant failures. Default: nobody. */
   logger?: Logger
 }
@@ -42,6 +41,11 @@ export interface BuiltDocsSite {
   /** Where /docs sends the reader: the first page of the navigation. */
   readonly firstUrl: string
   readonly llmsTxt: string
+}
+
+/** docs.json and its pages as bundled with the service: what the site serves unless given another. */
+export function bundledSite(): DocsSite {
+  return bundledDocsSite()
 }
 
 const API_REFERENCE = [
@@ -169,7 +173,7 @@ export function pdfFileName(slug: string): string {
  * plugin is built, PDFs on first request. With `assistant`, it also mounts POST /api/docs/assistant.
  */
 export function docsSitePlugin(options: DocsSitePluginOptions) {
-  const site = options.site ?? bundledDocsSite()
+  const site = options.site ?? bundledSite()
   const built = buildDocsSite(site, options)
   const pages = new Elysia({ name: 'docs-site', seed: `${options.publicBaseUrl} ${options.mcpUrl} ${site.config.name}`, detail: { tags: ['documentation'] } })
     .get('/docs', ({ redirect }) => redirect(built.firstUrl, 303), {
@@ -213,6 +217,5 @@ export function docsSitePlugin(options: DocsSitePluginOptions) {
       detail: { summary: 'Index of the documentation for language models', hide: true },
     })
   if (!options.assistant) return pages
-  const index = createDocsIndex(site.pages, options.publicBaseUrl)
-  return pages.use(docsAssistantPlugin({ ...options.assistant, index, siteName: site.config.name, logger: options.logger }))
+  return pages.use(docsAssistantPlugin({ ...options.assistant, siteName: site.config.name, logger: options.logger }))
 }

@@ -5,13 +5,23 @@ import { accessControl } from '../../src/auth/plugin.ts'
 import { problem } from '../../src/models.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { SseOptions } from '../../src/sse.ts'
-import { generationResponse, streamDoc } from '../chat/index.ts'
-import type { ChatService } from '../chat/service.ts'
+import type { Models } from '../../src/llm/models.ts'
+import { UI_MESSAGE_STREAM_DOC, uiMessageStreamResponse } from '../../src/llm/ui-stream.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
+import type { ChatService } from '../chat/index.ts'
 import { enhancedChatRequest } from './model.ts'
 import { runEnhancedTurn, type CodeChecker } from './orchestrator.ts'
 
+export { runEnhancedTurn, type CheckVerdict, type CodeChecker, type EnhancedModel, type EnhancedOptions } from './orchestrator.ts'
+export { extractCode, type CodeLanguage } from './plan.ts'
+
 export interface EnhancedChatPluginOptions {
-  chat: ChatService
+  /** Stores the conversation and runs the generation, as for POST /api/chat. */
+  chat: Pick<ChatService, 'startTurn' | 'follow'>
+  /** The model provider the turn asks; 503 `not_configured` without one. */
+  models: Models
+  /** Counts the turn's tokens. */
+  meter?: Pick<UsageMeter, 'record'>
   /** The sandbox code is checked in. */
   checker: CodeChecker
   limits: { maxSteps: number; timeLimitSeconds: number; maxAttempts: number }
@@ -27,7 +37,7 @@ export interface EnhancedChatPluginOptions {
  * cancel, metering) with a plan, step-by-step work and code checked in the sandbox.
  */
 export function enhancedChatPlugin(options: EnhancedChatPluginOptions) {
-  const { chat, checker, limits } = options
+  const { chat, checker, limits, models } = options
   return new Elysia({ name: 'enhanced-chat', detail: { tags: ['chat'] } })
     .use(accessControl(options))
     .use(rateLimiting(options.rateLimits))
@@ -41,12 +51,14 @@ export function enhancedChatPlugin(options: EnhancedChatPluginOptions) {
           maxAttempts: Math.min(o.maxAttempts ?? limits.maxAttempts, limits.maxAttempts),
           tests: body.tests,
         }
+        const model = { provider: models.provider(), model: models.model, meter: options.meter }
         const { chatId, generationId } = await chat.startTurn(
           principal,
           { id: body.id, messages: body.messages, turn: { model: body.model, temperature: o.temperature } },
-          (turn, emit, signal, services) => runEnhancedTurn(services, checker, settings, turn, emit, signal),
+          (turn, emit, signal) => runEnhancedTurn(model, checker, settings, turn, emit, signal),
         )
-        return generationResponse(chat, { generationId, chatId, afterSeq: 0, signal: request.signal, drain: options.drain })
+        const frames = chat.follow(generationId, 0, request.signal)
+        return uiMessageStreamResponse(frames, { generationId, chatId, signal: request.signal, drain: options.drain })
       },
       {
         body: enhancedChatRequest,
@@ -59,7 +71,7 @@ export function enhancedChatPlugin(options: EnhancedChatPluginOptions) {
             'Streams a `data-plan` part (the steps and their status), then each step as its own start-step/finish-step with a `data-step` part; ' +
             'code (TypeScript or JavaScript) is transpiled and run, or tested with the given `tests`, in the sandbox, each attempt streamed as a `data-check` part, ' +
             'and failures are sent back to the model for repair. Resume at GET /api/chat/{id}/stream, cancel at POST /api/chat/{id}/cancel.',
-          responses: streamDoc,
+          responses: UI_MESSAGE_STREAM_DOC,
         },
       },
     )

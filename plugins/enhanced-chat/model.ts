@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { integer, strictObject } from '../../src/models.ts'
-import { chatRequest } from '../chat/model.ts'
+import { chatRequest } from '../chat/index.ts'
 
 export const enhancedOptions = strictObject(
   {

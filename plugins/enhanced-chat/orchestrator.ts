@@ -4,14 +4,14 @@
  * back to the model for repair up to a number of attempts. Streamed as AI SDK UI message chunks, with
  * `data-plan`, `data-step` and `data-check` parts a UI can draw as a checklist.
  */
+import { createMessageBuilder } from '../../src/llm/message-builder.ts'
+import { streamModelText, textPart, type ModelCallContext } from '../../src/llm/model-call.ts'
+import { StreamError, upstreamFailure, type ModelMessage, type ModelProvider } from '../../src/llm/provider.ts'
+import { toModelMessages } from '../../src/llm/ui-messages.ts'
+import type { Emit, UiMessage } from '../../src/llm/ui-stream.ts'
 import type { SandboxVerdict } from '../../src/sandbox/index.ts'
-import type { Emit } from '../chat/generations.ts'
-import { toModelMessages } from '../chat/history.ts'
-import { createMessageBuilder } from '../chat/message-builder.ts'
-import { streamModelText, textPart, type ModelCallContext } from '../chat/model-call.ts'
-import type { UiMessage } from '../chat/model.ts'
-import { StreamError, upstreamFailure, type ModelMessage } from '../chat/provider.ts'
-import type { Turn, TurnServices } from '../chat/turn.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
+import type { Turn } from '../chat/index.ts'
 import { extractCode, parsePlan, trimOutput, type CodeLanguage } from './plan.ts'
 
 /** The sandbox's verdicts, and two of the orchestration's own: no code in a repair, no sandbox on this machine. */
@@ -40,6 +40,14 @@ export interface EnhancedOptions {
   tests?: string
 }
 
+/** The model the turn asks, and where its tokens are counted. */
+export interface EnhancedModel {
+  provider: ModelProvider
+  /** Asked unless the turn names another model. */
+  model: string
+  meter?: Pick<UsageMeter, 'record'>
+}
+
 type StepStatus = 'pending' | 'running' | 'done' | 'passed' | 'failed' | 'skipped'
 
 const PLAN_PROMPT = (max: number) =>
@@ -57,7 +65,7 @@ const REPAIR_PROMPT = (verdict: string, output: string) =>
   'Find the fault and answer with the complete corrected program in ONE fenced ts (or js) block.'
 
 export async function runEnhancedTurn(
-  services: TurnServices,
+  services: EnhancedModel,
   checker: CodeChecker,
   options: EnhancedOptions,
   turn: Turn,
@@ -78,7 +86,7 @@ export async function runEnhancedTurn(
     provider: services.provider,
     meter: services.meter,
     caller: { orgId: turn.orgId, userId: turn.userId },
-    model: turn.model ?? services.settings.model,
+    model: turn.model ?? services.model,
     emit,
     signal,
     nextPartId: (kind) => `${kind}-${turn.messageId}-${++partCounter}`,

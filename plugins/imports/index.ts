@@ -9,6 +9,10 @@ import { sseResponse, type SseEvent } from '../../src/sse.ts'
 import type { ImportEvent, ImportService } from './import-service.ts'
 import { importAccepted, importBody, importParams, importView, progressStreamDescription, type ImportView } from './model.ts'
 
+export { createImportService, type ImportEvent, type ImportService } from './import-service.ts'
+export { normaliseDirectory } from './import-files.ts'
+export type { ImportView } from './model.ts'
+
 export interface CodehostPluginOptions {
   imports: ImportService
   access: AccessService

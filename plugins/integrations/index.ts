@@ -17,6 +17,9 @@ import {
 } from './model.ts'
 import type { IntegrationsService } from './service.ts'
 
+export { createIntegrationsService, type IntegrationsService } from './service.ts'
+export { providersFromConfig } from './providers/index.ts'
+
 export interface IntegrationsPluginOptions {
   integrations: IntegrationsService
   access: AccessService

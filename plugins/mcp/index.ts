@@ -7,12 +7,10 @@ import { AppError, type ErrorCode } from '../../src/errors.ts'
 import { integer, problem } from '../../src/models.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
-import { bundledDocsSite } from '../docs/bundle.ts' with { type: 'macro' }
-import { loadDocsSite } from '../docs/site.ts'
-import type { CodeIndex } from '../code-search/types.ts'
+import type { CodeIndex } from '../code-search/index.ts'
+import type { DocsIndex } from '../docs/index.ts'
 import { mcpAddresses } from './addresses.ts'
 import { callerGuards } from './caller.ts'
-import { createDocsIndex } from './docs-index.ts'
 import { createMcpServer } from './server.ts'
 
 export interface McpPluginOptions {
@@ -20,6 +18,8 @@ export interface McpPluginOptions {
   plans: PlanDirectory
   rateLimits: RateLimitingOptions
   codeIndex: CodeIndex
+  /** The documentation search_docs and get_page read: the documentation plugin's index. */
+  docs: DocsIndex
   /** Records one `search` event per search_code call. */
   meter?: Pick<UsageMeter, 'record'>
   /**
@@ -32,12 +32,6 @@ export interface McpPluginOptions {
    * `['mcp.internal:3000']`; a page on one of them may call /mcp too. Default: none.
    */
   allowedHosts?: readonly string[]
-  /**
-   * Directory holding docs.json and the pages it lists, read when the plugin is built (a missing docs.json
-   * stops start-up). Default: the project root's documentation, found from the module's location and
-   * carried inside the compiled executable, so it needs no files beside it.
-   */
-  rootDir?: string
 }
 
 const jsonRpcMessage = t.Unknown({
@@ -93,15 +87,13 @@ async function asProblem(response: Response): Promise<Response> {
  * without a standalone stream say so).
  */
 export function mcpPlugin(options: McpPluginOptions) {
-  const site = options.rootDir === undefined ? bundledDocsSite() : loadDocsSite(options.rootDir)
-  const docs = createDocsIndex(site.pages, options.publicBaseUrl)
-  const tools = { serverInfo: { name: pkg.name, version: pkg.version }, docs, codeIndex: options.codeIndex, meter: options.meter }
+  const tools = { serverInfo: { name: pkg.name, version: pkg.version }, docs: options.docs, codeIndex: options.codeIndex, meter: options.meter }
   const addresses = mcpAddresses(options.publicBaseUrl, options.allowedHosts)
   // The transport refuses any other Host, and any other Origin when one is sent (browsers always send it on POST).
   const rebindingProtection = { enableDnsRebindingProtection: true, allowedHosts: [...addresses.hosts], allowedOrigins: [...addresses.origins] }
   return new Elysia({
     name: 'mcp',
-    seed: `${options.publicBaseUrl} ${options.rootDir ?? ''} ${addresses.hosts.join(',')}`,
+    seed: `${options.publicBaseUrl} ${addresses.hosts.join(',')}`,
     detail: { tags: ['mcp'] },
   })
     .use(callerGuards(options.rateLimits))

@@ -4,10 +4,8 @@ import * as z from 'zod/v4'
 import type { Principal } from '../../src/auth/access-service.ts'
 import type { Scope } from '../../src/auth/roles.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
-import { pageMarkdown } from '../docs/render.ts'
-import { MAX_LIMIT, MAX_QUERY_LENGTH } from '../code-search/service.ts'
-import type { CodeIndex } from '../code-search/types.ts'
-import type { DocsIndex } from './docs-index.ts'
+import { MAX_LIMIT, MAX_QUERY_LENGTH, type CodeIndex } from '../code-search/index.ts'
+import { pageMarkdown, type DocsIndex } from '../docs/index.ts'
 
 /** The scope POST /api/search requires; search_code is listed only for tokens carrying it. */
 export const CODE_SEARCH_SCOPE: Scope = 'search:read'

@@ -9,6 +9,8 @@ import { auditRoutes } from './audit-routes.ts'
 import { billingOverview, checkoutBody, checkoutSession, portalLink, webhookReceipt } from './model.ts'
 import type { PaymentsService } from './service.ts'
 
+export { createPaymentsService, type PaymentsService } from './service.ts'
+
 export interface PaymentsPluginOptions {
   payments: PaymentsService
   access: AccessService

@@ -11,6 +11,8 @@ import { sseResponse, type SseEvent } from '../../src/sse.ts'
 import { publishAnswer, publishBody, streamDescription, type PublishAnswer } from './model.ts'
 import type { PublishJob, Publisher } from './service.ts'
 
+export { createPublisher, type Publisher } from './service.ts'
+
 export interface PublishPluginOptions {
   publisher: Publisher
   access: AccessService

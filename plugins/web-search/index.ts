@@ -7,6 +7,10 @@ import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plu
 import { webSearchAnswer, webSearchBody } from './model.ts'
 import type { WebSearchService } from './service.ts'
 
+export { createWebSearchService, type WebSearchService } from './service.ts'
+export { createMemorySearchCache, createRedisSearchCache } from './cache.ts'
+export { createSearchProvider } from './providers/index.ts'
+
 export interface WebSearchPluginOptions {
   webSearch: WebSearchService
   access: AccessService

@@ -7,8 +7,7 @@ import { corsPlugin } from '../cors.ts'
 import { combineRequestObservers } from '../observability/observers.ts'
 import { metricsPlugin } from '../../plugins/metrics/index.ts'
 import { authPlugin } from '../../plugins/auth/index.ts'
-import { openApiPlugin } from '../../plugins/docs/index.ts'
-import { docsSitePlugin } from '../../plugins/docs/site-plugin.ts'
+import { docsSitePlugin, openApiPlugin } from '../../plugins/docs/index.ts'
 import { healthPlugin } from '../../plugins/health/index.ts'
 import { usagePlugin } from '../../plugins/usage/index.ts'
 import { webSearchPlugin } from '../../plugins/web-search/index.ts'
@@ -16,7 +15,6 @@ import { codeSearchPlugin } from '../../plugins/code-search/index.ts'
 import { paymentsPlugin } from '../../plugins/payments/index.ts'
 import { integrationsPlugin } from '../../plugins/integrations/index.ts'
 import { chatPlugin } from '../../plugins/chat/index.ts'
-import { PROVIDER_VARIABLES } from '../../plugins/chat/service.ts'
 import { enhancedChatPlugin } from '../../plugins/enhanced-chat/index.ts'
 import { publishPlugin } from '../../plugins/publish/index.ts'
 import { importsPlugin } from '../../plugins/imports/index.ts'
@@ -73,15 +71,7 @@ export function createApp(deps: Dependencies) {
         mcpUrl: config.docs.mcpUrl,
         logger,
         // The documentation assistant asks the chat's model provider and spends its own budget per client address.
-        assistant: {
-          models: {
-            configured: deps.chat.configured,
-            provider: () => deps.chat.services().provider,
-            model: config.chat.model,
-            settings: PROVIDER_VARIABLES,
-          },
-          rateLimits,
-        },
+        assistant: { models: deps.models, index: deps.docsIndex, rateLimits },
       }),
     )
     .use(setupPlugin({ setup: deps.setup, codeTtlSeconds: config.setup.codeTtlSeconds, publicBaseUrl: config.publicBaseUrl }))
@@ -104,7 +94,19 @@ export function createApp(deps: Dependencies) {
       }),
     )
     .use(chatPlugin({ chat: deps.chat, access, plans, rateLimits, drain: streamDrain }))
-    .use(enhancedChatPlugin({ chat: deps.chat, checker: deps.sandbox, limits: config.enhancedChat, access, plans, rateLimits, drain: streamDrain }))
+    .use(
+      enhancedChatPlugin({
+        chat: deps.chat,
+        models: deps.models,
+        meter: deps.meter,
+        checker: deps.sandbox,
+        limits: config.enhancedChat,
+        access,
+        plans,
+        rateLimits,
+        drain: streamDrain,
+      }),
+    )
     .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
     .use(importsPlugin({ imports: deps.imports, access, plans, rateLimits }))
     .use(agentsPlugin({ hub: deps.agentConnections, access, origins }))
@@ -114,6 +116,7 @@ export function createApp(deps: Dependencies) {
         plans,
         rateLimits,
         codeIndex: deps.codeIndex,
+        docs: deps.docsIndex,
         meter: deps.meter,
         publicBaseUrl: config.publicBaseUrl,
         allowedHosts: config.mcp.allowedHosts,

@@ -15,32 +15,28 @@ import { openDatabase, type Database } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
 import { migrations } from '../storage/migrations/index.ts'
 import { createUsageMeter, type UsageMeter } from '../usage/meter.ts'
-import { createMemorySearchCache, createRedisSearchCache } from '../../plugins/web-search/cache.ts'
-import { createSearchProvider } from '../../plugins/web-search/providers/index.ts'
-import { createWebSearchService, type WebSearchService } from '../../plugins/web-search/service.ts'
-import { createPaymentsService, type PaymentsService } from '../../plugins/payments/service.ts'
-import { providersFromConfig } from '../../plugins/integrations/providers/index.ts'
-import { createIntegrationsService, type IntegrationsService } from '../../plugins/integrations/service.ts'
-import { createPublisher, type Publisher } from '../../plugins/publish/service.ts'
+import { createMemorySearchCache, createRedisSearchCache, createSearchProvider, createWebSearchService, type WebSearchService } from '../../plugins/web-search/index.ts'
+import { createPaymentsService, type PaymentsService } from '../../plugins/payments/index.ts'
+import { createIntegrationsService, providersFromConfig, type IntegrationsService } from '../../plugins/integrations/index.ts'
+import { createPublisher, type Publisher } from '../../plugins/publish/index.ts'
 import { createSecretBox } from '../secret-box.ts'
-import { createOpenAiProvider, type ModelProvider } from '../../plugins/chat/provider.ts'
-import { createChatService, type ChatService } from '../../plugins/chat/service.ts'
-import { createMemoryStreamLog, createRedisStreamLog } from '../../plugins/chat/stream-log.ts'
+import { createModels, type Models } from '../llm/models.ts'
+import { createOpenAiProvider, type ModelProvider } from '../llm/provider.ts'
+import { createChatService, type ChatService } from '../../plugins/chat/index.ts'
+import { createMemoryStreamLog, createRedisStreamLog } from '../../plugins/chat/index.ts'
 import { createSandbox, type Sandbox } from '../sandbox/index.ts'
-import { codeIndexFromConfig } from '../../plugins/code-search/setup.ts'
-import type { CodeIndex } from '../../plugins/code-search/types.ts'
-import { createImportService, type ImportService } from '../../plugins/imports/import-service.ts'
-import { createCommands } from '../../plugins/agents/commands.ts'
-import { createConnectionHub, type ConnectionHub } from '../../plugins/agents/connections.ts'
-import { createAgentService, type AgentService } from '../../plugins/agents/service.ts'
-import { createMemoryTaskLog, createRedisTaskLog } from '../../plugins/agents/task-log.ts'
+import { codeIndexFromConfig, type CodeIndex } from '../../plugins/code-search/index.ts'
+import { bundledSite, createDocsIndex, type DocsIndex } from '../../plugins/docs/index.ts'
+import { createImportService, type ImportService } from '../../plugins/imports/index.ts'
+import { createAgentService, createCommands, createConnectionHub, type AgentService, type ConnectionHub } from '../../plugins/agents/index.ts'
+import { createMemoryTaskLog, createRedisTaskLog } from '../../plugins/agents/index.ts'
 import { classPolicies, policiesFromConfig } from '../rate-limit/plugin.ts'
 import { createServiceMetrics, type ServiceMetrics } from '../observability/metrics.ts'
 import { combineModelCallObservers } from '../observability/observers.ts'
 import type { Tracing } from '../observability/tracing.ts'
 import { pingRedis, reach } from '../reachability.ts'
 import { openSseStreams } from '../sse.ts'
-import { observedProvider } from '../../plugins/chat/observed-provider.ts'
+import { observedProvider } from '../llm/observed-provider.ts'
 import { createLifecycle, type Lifecycle } from '../lifecycle.ts'
 import pkg from '../../package.json' with { type: 'json' }
 import { createSetupService, type SetupService } from '../../plugins/setup/index.ts'
@@ -64,8 +60,12 @@ export interface Dependencies {
   readonly integrations: IntegrationsService
   /** Publishes generated sites to GitHub Pages with the user's GitHub connection. */
   readonly publisher: Publisher
-  /** Conversations, their generations and resumable streams; enhanced chat and agents reuse it. */
+  /** The model provider and default model handed to chat, enhanced chat, the agents and the documentation assistant. */
+  readonly models: Models
+  /** Conversations, their generations and resumable streams; enhanced chat starts its turns through it. */
   readonly chat: ChatService
+  /** The documentation's search index, shared by the documentation assistant and the MCP server. */
+  readonly docsIndex: DocsIndex
   /** Where enhanced chat and the agents run code; created on first use (it probes the machine once). */
   readonly sandbox: Pick<Sandbox, 'run' | 'checkSyntax'>
   /** Imported repositories' code, one index per organisation: POST /api/search, chat's code_search and the agents. */
@@ -167,19 +167,21 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   })
   const codeIndex = codeIndexFromConfig(config, { db, logger })
   const chatConfig = config.chat
+  const modelProvider = observed(
+    overrides.modelProvider ??
+      (chatConfig.provider &&
+        createOpenAiProvider({
+          apiKey: chatConfig.provider.apiKey,
+          baseUrl: chatConfig.provider.baseUrl,
+          timeoutMs: chatConfig.upstreamTimeoutMs,
+          idleMs: chatConfig.upstreamIdleMs,
+        })),
+  )
+  const models = createModels(modelProvider, chatConfig.model)
   const chat = createChatService({
     db,
     logger,
-    provider: observed(
-      overrides.modelProvider ??
-        (chatConfig.provider &&
-          createOpenAiProvider({
-            apiKey: chatConfig.provider.apiKey,
-            baseUrl: chatConfig.provider.baseUrl,
-            timeoutMs: chatConfig.upstreamTimeoutMs,
-            idleMs: chatConfig.upstreamIdleMs,
-          })),
-    ),
+    provider: modelProvider,
     webSearch,
     codeIndex,
     meter,
@@ -261,7 +263,8 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
         })
       : createMemoryTaskLog({ retentionSeconds: agentSettings.taskRetentionSeconds, keptPerUser: agentSettings.maxTasksKeptPerUser }),
     commands: createCommands({
-      chat,
+      models,
+      meter,
       checker: sandboxFacade,
       imports,
       codeIndex,
@@ -308,7 +311,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     limiter,
     meter,
     webSearch,
+    models,
     chat,
+    docsIndex: createDocsIndex(bundledSite().pages, config.publicBaseUrl),
     sandbox: sandboxFacade,
     integrations,
     publisher,

@@ -65,7 +65,7 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
       await new Promise((resolve) => setImmediate(resolve))
       // Answers and tasks with no request left (their clients follow them elsewhere, or left) get the
       // rest of the time to finish; whatever still runs then is stopped and recorded as interrupted.
-      if (!(await untilDeadline(Promise.all([deps.chat.hub.idle(), deps.agents.idle()]))))
+      if (!(await untilDeadline(Promise.all([deps.chat.idle(), deps.agents.idle()]))))
         logger.warn('chat answers or agent tasks still running at the shutdown timeout; interrupting them')
       await metricsListener?.stop()
       await deps.close()

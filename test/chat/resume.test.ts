@@ -51,7 +51,7 @@ test('a chat id with nothing to resume, never used or finished, answers 204 with
   expect(await unknown.text()).toBe('')
   h.model.queue = [{ text: 'done already' }]
   await readEvents(await h.post({ id: 'resume-finished', messages: [{ role: 'user', content: 'quick' }] }))
-  await eventually(async () => !(await h.t.deps.chat.hub.active('resume-finished')), 'the generation to end')
+  await eventually(async () => !(await h.t.deps.chat.activeGeneration('resume-finished')), 'the generation to end')
   const finished = await fetch(`${h.url}/api/chat/resume-finished/stream`, { headers: h.headers })
   expect(finished.status).toBe(204)
   expect(await finished.text()).toBe('')

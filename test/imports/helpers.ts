@@ -5,7 +5,7 @@ import { createApp } from '../../src/main/app.ts'
 import { createImportService, type ImportService, type ImportServiceOptions, type TokenSource } from '../../plugins/imports/import-service.ts'
 import type { ImportView } from '../../plugins/imports/model.ts'
 import { workspaceFor } from '../../plugins/imports/workspace.ts'
-import type { CodeIndex, IndexFilesInput, RepositoryFile } from '../../plugins/code-search/types.ts'
+import type { CodeIndex, IndexFilesInput, RepositoryFile } from '../../plugins/code-search/index.ts'
 import { startGitServer, type GitServer } from '../fakes/git-server.ts'
 import { bearer, makeApp, userWithRole, type TestApp } from '../helpers.ts'
 

@@ -4,8 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import pkg from '../../package.json' with { type: 'json' }
-import { loadDocsSite } from '../../plugins/docs/site.ts'
-import { splitSections } from '../../plugins/mcp/sections.ts'
+import { loadDocsSite, splitSections } from '../../plugins/docs/index.ts'
 import { bearer, makeApp, userWithRole } from '../helpers.ts'
 import { corpus } from '../code-search/fixtures.ts'
 

@@ -4,7 +4,7 @@
  */
 import { Parser } from '@asyncapi/parser'
 import { afterAll, describe, expect, test } from 'bun:test'
-import { CLIENT_MESSAGES, SERVER_MESSAGES } from '../../plugins/agents/model.ts'
+import { CLIENT_MESSAGES, SERVER_MESSAGES } from '../../plugins/agents/index.ts'
 import { served } from './support.ts'
 
 const { t, asyncapi } = await served()

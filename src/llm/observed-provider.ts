@@ -2,7 +2,7 @@
  * A model provider that tells an observer (metrics, tracing) about each call: when it started, its first
  * token, the tokens the provider counted and how it ended. Events pass through untouched, batch by batch.
  */
-import type { ModelCallObserver, ModelCallOutcome } from '../../src/observability/observers.ts'
+import type { ModelCallObserver, ModelCallOutcome } from '../observability/observers.ts'
 import type { ModelEvent, ModelProvider } from './provider.ts'
 
 const answers = (event: ModelEvent) => event.type === 'text' || event.type === 'reasoning' || event.type === 'tool-call'

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { plainText, snippetOf, splitSections } from '../../plugins/mcp/sections.ts'
+import { plainText, snippetOf, splitSections } from '../../plugins/docs/sections.ts'
 
 describe('splitSections', () => {
   test('cuts at ATX headings of any level, keeping the opening as a section without heading', () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { Elysia } from 'elysia'
 import { policiesFromConfig } from '../../src/rate-limit/plugin.ts'
 import { loadDocsSite } from '../../plugins/docs/site.ts'
-import { createDocsIndex } from '../../plugins/mcp/docs-index.ts'
+import { createDocsIndex } from '../../plugins/docs/search-index.ts'
 import { mcpPlugin } from '../../plugins/mcp/index.ts'
 import { makeApp, tempDir } from '../helpers.ts'
 
@@ -60,8 +60,8 @@ describe('createDocsIndex', () => {
   })
 })
 
-describe('mcpPlugin rootDir', () => {
-  test('serves the pages of the directory it is given, and refuses one without docs.json', async () => {
+describe('the index handed to the MCP server', () => {
+  test('is what get_page serves, and a directory without docs.json is refused', async () => {
     const t = await makeApp()
     try {
       const options = {
@@ -71,7 +71,7 @@ describe('mcpPlugin rootDir', () => {
         codeIndex: t.deps.codeIndex,
         publicBaseUrl: 'https://docs.example.com',
       }
-      const app = new Elysia().use(mcpPlugin({ ...options, rootDir: dir.path }))
+      const app = new Elysia().use(mcpPlugin({ ...options, docs: createDocsIndex(site.pages, 'https://docs.example.com') }))
       const res = await app.handle(
         new Request('http://localhost/mcp', {
           method: 'POST',
@@ -81,7 +81,7 @@ describe('mcpPlugin rootDir', () => {
       )
       const answer = await res.json()
       expect(answer.result.content[0].text).toBe(`# Importing\n\n${site.pages[1]!.markdown.trim()}\n`)
-      expect(() => mcpPlugin({ ...options, rootDir: join(dir.path, 'docs') })).toThrow('docs.json')
+      expect(() => loadDocsSite(join(dir.path, 'docs'))).toThrow('docs.json')
     } finally {
       await t.close()
     }

@@ -1,6 +1,6 @@
 /** Pieces shared by every kind of turn: text parts opened on first use, and a plain streamed model call. */
-import type { UsageMeter } from '../../src/usage/meter.ts'
-import type { Emit } from './generations.ts'
+import type { UsageMeter } from '../usage/meter.ts'
+import type { Emit } from './ui-stream.ts'
 import type { ModelMessage, ModelProvider } from './provider.ts'
 
 /** A text or reasoning part, started by its first delta and ended once. */

@@ -1,4 +1,4 @@
-import type { UiChunk, UiMessage, UiPart } from './model.ts'
+import type { UiChunk, UiMessage, UiPart } from './ui-stream.ts'
 
 /**
  * Builds the assistant message from the chunks it is streamed as, the way the AI SDK client

@@ -1,10 +1,11 @@
 /**
  * Full-text search over the documentation pages, one Orama document per heading section, so a hit
- * names the page and the section it is in.
+ * names the page and the section it is in. The composition root builds one and hands it to the
+ * documentation assistant and the MCP server.
  */
 import { create, insert, search } from '@orama/orama'
-import { pageUrlPath } from '../docs/render.ts'
-import type { DocsPage } from '../docs/site.ts'
+import { pageUrlPath } from './render.ts'
+import type { DocsPage } from './site.ts'
 import { plainText, snippetOf, splitSections } from './sections.ts'
 
 export interface DocsHit {
@@ -41,27 +42,8 @@ interface SectionDocument {
   section: string | undefined
 }
 
-/**
- * `publicBaseUrl` makes the links: a page `docs/search` is at `<publicBaseUrl>/docs/search`, as the
- * documentation site serves it, and its Markdown at the same address with `.md`.
- */
-export function createDocsIndex(pages: readonly DocsPage[], publicBaseUrl: string): DocsIndex {
-  // The MCP server and the documentation assistant search the same pages: build the (read-only) index once.
-  const key = `${publicBaseUrl}\n${pages.map((page) => `${page.path}:${Bun.hash(`${page.title}\n${page.description}\n${page.markdown}`)}`).join('\n')}`
-  let index = builtIndexes.get(key)
-  if (!index) {
-    if (builtIndexes.size >= 8) builtIndexes.delete(builtIndexes.keys().next().value!)
-    index = buildDocsIndex(pages, publicBaseUrl)
-    builtIndexes.set(key, index)
-  }
-  return index
-}
-
-const builtIndexes = new Map<string, DocsIndex>()
-
-function buildDocsIndex(pages: readonly DocsPage[], publicBaseUrl: string): DocsIndex {
-  const base = publicBaseUrl.replace(/\/+$/, '')
-  const byPath = new Map(pages.map((page) => [page.path, page]))
+/** Every section of every page in one Orama database. */
+function sectionDatabase(pages: readonly DocsPage[]) {
   const db = create({ schema, components: { tokenizer: { language: 'english', stemming: true } } })
   const documents: SectionDocument[] = pages.flatMap((page) =>
     splitSections(page.markdown).map((section) => ({
@@ -74,6 +56,18 @@ function buildDocsIndex(pages: readonly DocsPage[], publicBaseUrl: string): Docs
   )
   // With Orama's built-in components insert is synchronous, so the index is complete once this returns.
   for (const document of documents) insert(db, document)
+  return db
+}
+
+/**
+ * `publicBaseUrl` makes the links: a page `docs/search` is at `<publicBaseUrl>/docs/search`, as the
+ * documentation site serves it, and its Markdown at the same address with `.md`. The search database is
+ * built at the first search, so a start-up that never searches does not pay for it.
+ */
+export function createDocsIndex(pages: readonly DocsPage[], publicBaseUrl: string): DocsIndex {
+  const base = publicBaseUrl.replace(/\/+$/, '')
+  const byPath = new Map(pages.map((page) => [page.path, page]))
+  let db: ReturnType<typeof sectionDatabase> | undefined
 
   // The documentation site's own addresses, so the links and the site cannot disagree.
   const urlOf = (page: DocsPage) => {
@@ -93,7 +87,7 @@ function buildDocsIndex(pages: readonly DocsPage[], publicBaseUrl: string): Docs
     page,
     urlOf,
     async search(query, limit) {
-      const found = await search(db, { term: query, properties: ['title', 'heading', 'content'], boost: { title: 2, heading: 1.5 }, limit })
+      const found = await search((db ??= sectionDatabase(pages)), { term: query, properties: ['title', 'heading', 'content'], boost: { title: 2, heading: 1.5 }, limit })
       return found.hits.map((hit) => {
         const doc = hit.document as unknown as SectionDocument
         return {
