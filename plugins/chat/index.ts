@@ -9,6 +9,7 @@ import { cancelAnswer, chatDetail, chatIdParams, chatList, chatRequest, type Cha
 import type { ChatService } from './service.ts'
 import { parseEventId } from './stream-log.ts'
 import type { Turn } from './turn.ts'
+export { chatSettings } from './settings.ts'
 
 export interface ChatPluginOptions {
   chat: ChatService

@@ -8,6 +8,7 @@ import pkg from '../../package.json' with { type: 'json' }
 import scalarScript from '../../node_modules/@scalar/api-reference/dist/browser/standalone.js' with { type: 'file' }
 import { asyncApiDocument } from './asyncapi.ts'
 import { completeDocument, type RouteEntry } from './openapi-contract.ts'
+export { docsSettings } from './settings.ts'
 
 /** Path of the generated OpenAPI document. */
 export const OPENAPI_JSON_PATH = '/swagger/json'

@@ -9,6 +9,7 @@ import { generationResponse, streamDoc } from '../chat/index.ts'
 import type { ChatService } from '../chat/service.ts'
 import { enhancedChatRequest } from './model.ts'
 import { runEnhancedTurn, type CodeChecker } from './orchestrator.ts'
+export { enhancedChatSettings } from './settings.ts'
 
 export interface EnhancedChatPluginOptions {
   chat: ChatService

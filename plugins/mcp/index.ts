@@ -14,6 +14,7 @@ import { mcpAddresses } from './addresses.ts'
 import { callerGuards } from './caller.ts'
 import { createDocsIndex } from './docs-index.ts'
 import { createMcpServer } from './server.ts'
+export { mcpSettings } from './settings.ts'
 
 export interface McpPluginOptions {
   access: AccessService
