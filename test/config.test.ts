@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { statSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ConfigError, describeVariables, loadConfig } from '../src/config.ts'
+import { ConfigError, describeVariables, loadConfig } from '../src/main/config.ts'
 import { tempDir } from './helpers.ts'
 
 describe('configuration', () => {
@@ -62,7 +62,7 @@ describe('configuration', () => {
   test('every variable is documented on the configuration page with its default, and the README links there', () => {
     const root = join(import.meta.dir, '..')
     const page = readFileSync(join(root, 'docs', 'configuration.mdx'), 'utf8')
-    // `| \`NAME\` | default | meaning |`; test/docs/pages.test.ts checks each cell against src/config.ts.
+    // `| \`NAME\` | default | meaning |`; test/docs/configuration-tables.test.ts checks each table against the declarations.
     const undocumented = describeVariables()
       .map((v) => v.name)
       .filter((name) => !new RegExp(`^\\| \`${name}\` \\| [^|\\s][^|]* \\| `, 'm').test(page))
