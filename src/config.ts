@@ -521,13 +521,12 @@ export function loadSettings<const S extends readonly AnySettings[]>(plugins: S,
   for (const slice of slices)
     for (const [name, spec] of Object.entries(slice.variables) as [string, Variable<unknown>][]) {
       const raw = env[name]
-      values[name] = fallbackOf(spec, env)
-      if (raw === undefined || raw === '') continue
       try {
-        values[name] = spec.parse(raw)
+        values[name] = raw === undefined || raw === '' ? fallbackOf(spec, env) : spec.parse(raw)
       } catch (err) {
-        // The default stands in, so the slices' own checks still run and report too.
         problems.push(`${name} ${(err as Error).message} (${spec.doc})`)
+        // The default stands in, so the slices' own checks still run and report too.
+        values[name] = fallbackOf(spec, env)
       }
     }
   const report: Report = { problem: (text) => problems.push(text), unconfigured: (part) => unconfigured.push(part) }
@@ -535,7 +534,7 @@ export function loadSettings<const S extends readonly AnySettings[]>(plugins: S,
   if (problems.length > 0) throw new ConfigError(problems)
 
   const core = values as CoreValues
-  const { dataDir } = Object.assign({}, ...parts) as { dataDir: string }
+  const dataDir = resolve(core.DATA_DIR)
   mkdirSync(dataDir, { recursive: true })
   const { secrets, generated } = resolveSecrets(dataDir, core)
   const resolved: Resolved = {
