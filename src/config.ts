@@ -316,7 +316,11 @@ export interface Settings<V extends Variables, R extends object> {
   readonly build: (values: Values<V> & CoreValues, report: Report) => R
 }
 
-/** Declares a slice; the types of its values and of its part of `Config` follow from the declaration. */
+/**
+ * Declares a slice; the types of its values and of its part of `Config` follow from the declaration. A generic
+ * parser among the variables needs its type argument written (`oneOf<Name>(...NAMES)`): beside `build`,
+ * TypeScript would otherwise lose every variable's type.
+ */
 export function defineSettings<V extends Variables, R extends object>(settings: Settings<V, R>): Settings<V, R> {
   return settings
 }
