@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { statSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, describeVariables, loadConfig } from '../src/main/config.ts'
+import { defineSettings, integer, loadSettings } from '../src/config.ts'
 import { tempDir } from './helpers.ts'
 
 describe('configuration', () => {
@@ -57,6 +58,31 @@ describe('configuration', () => {
     expect(config.generatedSecrets).toEqual(['TOKEN_ENCRYPTION_KEY'])
     expect(readFileSync(join(dir.path, 'secrets.json'), 'utf8')).not.toContain(jwtSecret)
     dir.remove()
+  })
+
+  test('is frozen all the way down', () => {
+    const config = loadConfig({ DATA_DIR: tempDir().path })
+    for (const part of [config.chat, config.plans.ids, config.integrations.github, config.payments.prices.month, config.secrets])
+      expect(Object.isFrozen(part)).toBe(true)
+  })
+
+  test("a bad value is reported and its default stands in, so its slice's own checks still report", () => {
+    let error: unknown
+    try {
+      loadConfig({ STRIPE_API_URL: 'ftp://stripe.example', PLAN_PRICES: 'gold=price_x', DATA_DIR: tempDir().path })
+    } catch (err) {
+      error = err
+    }
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as ConfigError).problems).toEqual([
+      expect.stringContaining('STRIPE_API_URL must use http: or https:'),
+      'PLAN_PRICES names plan "gold", which is not in PLANS (free, pro, team, enterprise)',
+    ])
+  })
+
+  test('a plugin slice may not declare a variable another slice declares', () => {
+    const clash = defineSettings({ title: 'Clash', variables: { PORT: { doc: 'again', parse: integer(0, 1) } }, build: () => ({}) })
+    expect(() => loadSettings([clash], { DATA_DIR: tempDir().path })).toThrow('PORT is declared by both "Server" and "Clash"')
   })
 
   test('every variable is documented on the configuration page with its default, and the README links there', () => {
