@@ -41,6 +41,8 @@ export type Values<V extends Variables> = {
   readonly [K in keyof V]: V[K] extends { fallback: unknown } ? ValueOf<V[K]> : ValueOf<V[K]> | undefined
 }
 
+// Parsers: each checks one raw value and says what is wrong in words that follow the variable's name.
+
 export const integer =
   (min: number, max: number): Parser<number> =>
   (raw) => {
