@@ -5,7 +5,7 @@
  * same run, rounds alternating. Also the cost of one observation alone, in process.
  */
 import { createApp } from '../src/main/app.ts'
-import { loadConfig } from '../src/config.ts'
+import { loadConfig } from '../src/main/config.ts'
 import { buildDependencies } from '../src/main/dependencies.ts'
 import { createLogger } from '../src/log.ts'
 import { createServiceMetrics } from '../src/observability/metrics.ts'

@@ -12,7 +12,7 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp } from '../src/main/app.ts'
-import { loadConfig } from '../src/config.ts'
+import { loadConfig } from '../src/main/config.ts'
 import { buildDependencies } from '../src/main/dependencies.ts'
 import { createLogger } from '../src/log.ts'
 import {

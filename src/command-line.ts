@@ -5,7 +5,7 @@
  */
 import { basename } from 'node:path'
 import pkg from '../package.json' with { type: 'json' }
-import { ConfigError, describeVariables } from './config.ts'
+import { ConfigError } from './config.ts'
 import { UnreachableError } from './reachability.ts'
 
 export const EXIT = {
@@ -49,8 +49,8 @@ or PostgreSQL or Redis could not be reached (the message names the variable and 
 
 export type ServerCommand = { run: 'serve' } | { run: 'help' } | { run: 'version' } | { run: 'admin'; args: string[] } | { run: 'usage-error'; message: string }
 
-/** What the arguments after the program ask for. */
-export function parseServerArgs(args: readonly string[]): ServerCommand {
+/** What the arguments after the program ask for; `variables` are the names of every setting, for hints. */
+export function parseServerArgs(args: readonly string[], variables: readonly string[]): ServerCommand {
   const [first, ...rest] = args
   if (first === undefined) return { run: 'serve' }
   if (first === 'admin') return { run: 'admin', args: rest }
@@ -59,7 +59,7 @@ export function parseServerArgs(args: readonly string[]): ServerCommand {
   if (first.startsWith('-')) {
     // --port=8080 and the like: point at the variable that does it.
     const variable = first.replace(/^-+/, '').split('=')[0]!.toUpperCase().replaceAll('-', '_')
-    const known = describeVariables().some((v) => v.name === variable)
+    const known = variables.includes(variable)
     return { run: 'usage-error', message: `unknown option ${first}${known ? `; settings are environment variables: set ${variable} instead` : ''}` }
   }
   return { run: 'usage-error', message: `unknown command "${first}"` }

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { statSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { ConfigError, describeVariables, loadConfig } from '../src/config.ts'
+import { ConfigError, describeVariables, loadConfig } from '../src/main/config.ts'
+import { defineSettings, integer, loadSettings } from '../src/config.ts'
 import { tempDir } from './helpers.ts'
 
 describe('configuration', () => {
@@ -59,10 +60,35 @@ describe('configuration', () => {
     dir.remove()
   })
 
+  test('is frozen all the way down', () => {
+    const config = loadConfig({ DATA_DIR: tempDir().path })
+    for (const part of [config.chat, config.plans.ids, config.integrations.github, config.payments.prices.month, config.secrets])
+      expect(Object.isFrozen(part)).toBe(true)
+  })
+
+  test("a bad value is reported and its default stands in, so its slice's own checks still report", () => {
+    let error: unknown
+    try {
+      loadConfig({ STRIPE_API_URL: 'ftp://stripe.example', PLAN_PRICES: 'gold=price_x', DATA_DIR: tempDir().path })
+    } catch (err) {
+      error = err
+    }
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as ConfigError).problems).toEqual([
+      expect.stringContaining('STRIPE_API_URL must use http: or https:'),
+      'PLAN_PRICES names plan "gold", which is not in PLANS (free, pro, team, enterprise)',
+    ])
+  })
+
+  test('a plugin slice may not declare a variable another slice declares', () => {
+    const clash = defineSettings({ title: 'Clash', variables: { PORT: { doc: 'again', parse: integer(0, 1) } }, build: () => ({}) })
+    expect(() => loadSettings([clash], { DATA_DIR: tempDir().path })).toThrow('PORT is declared by both "Server" and "Clash"')
+  })
+
   test('every variable is documented on the configuration page with its default, and the README links there', () => {
     const root = join(import.meta.dir, '..')
     const page = readFileSync(join(root, 'docs', 'configuration.mdx'), 'utf8')
-    // `| \`NAME\` | default | meaning |`; test/docs/pages.test.ts checks each cell against src/config.ts.
+    // `| \`NAME\` | default | meaning |`; test/docs/configuration-tables.test.ts checks each table against the declarations.
     const undocumented = describeVariables()
       .map((v) => v.name)
       .filter((name) => !new RegExp(`^\\| \`${name}\` \\| [^|\\s][^|]* \\| `, 'm').test(page))

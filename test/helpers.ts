@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp, type App } from '../src/main/app.ts'
-import { loadConfig, type Config } from '../src/config.ts'
+import { loadConfig, type Config } from '../src/main/config.ts'
 import { buildDependencies, type Dependencies } from '../src/main/dependencies.ts'
 import { memoryLogger } from '../src/log.ts'
 

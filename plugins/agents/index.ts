@@ -8,6 +8,7 @@ import { problem } from '../../src/models.ts'
 import { CLOSE_POLICY, type AgentConnection, type AgentSocket, type ConnectionHub, type SlotReservation } from './connections.ts'
 import { handshakeProblem, refusedHandshake } from './handshake.ts'
 import { protocolSchema } from './model.ts'
+export { agentsSettings } from './settings.ts'
 
 export { createAgentService, type AgentService } from './service.ts'
 export { createCommands } from './commands.ts'

@@ -7,3 +7,4 @@ export { createChatService, type ChatService, type ChatServiceOptions } from './
 export type { ChatSettings, Turn } from './turn.ts'
 export { chatRequest, type ChatRequest } from './model.ts'
 export { createMemoryStreamLog, createRedisStreamLog, type StreamLog } from './stream-log.ts'
+export { chatSettings } from './settings.ts'

@@ -7,6 +7,7 @@ import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plu
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { codeSearchAnswer, codeSearchBody } from './model.ts'
 import type { CodeIndex } from './types.ts'
+export { codeSearchSettings } from './settings.ts'
 
 export { codeIndexFromConfig } from './setup.ts'
 export { createCodeIndex, MAX_LIMIT, MAX_QUERY_LENGTH } from './service.ts'

@@ -8,3 +8,4 @@ export { createDocsIndex, type DocsHit, type DocsIndex } from './search-index.ts
 export { loadDocsSite, type DocsPage, type DocsSite } from './site.ts'
 export { pageMarkdown } from './render.ts'
 export { splitSections } from './sections.ts'
+export { docsSettings } from './settings.ts'

@@ -11,6 +11,7 @@ import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { ChatService } from '../chat/index.ts'
 import { enhancedChatRequest } from './model.ts'
 import { runEnhancedTurn, type CodeChecker } from './orchestrator.ts'
+export { enhancedChatSettings } from './settings.ts'
 
 export { runEnhancedTurn, type CheckVerdict, type CodeChecker, type EnhancedModel, type EnhancedOptions } from './orchestrator.ts'
 export { extractCode, type CodeLanguage } from './plan.ts'

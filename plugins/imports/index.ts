@@ -8,6 +8,7 @@ import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plu
 import { sseResponse, type SseEvent } from '../../src/sse.ts'
 import type { ImportEvent, ImportService } from './import-service.ts'
 import { importAccepted, importBody, importParams, importView, progressStreamDescription, type ImportView } from './model.ts'
+export { importsSettings } from './settings.ts'
 
 export { createImportService, type ImportEvent, type ImportService } from './import-service.ts'
 export { normaliseDirectory } from './import-files.ts'

@@ -16,6 +16,7 @@ import {
   statusQuery,
 } from './model.ts'
 import type { IntegrationsService } from './service.ts'
+export { integrationsSettings } from './settings.ts'
 
 export { createIntegrationsService, type IntegrationsService } from './service.ts'
 export { providersFromConfig } from './providers/index.ts'

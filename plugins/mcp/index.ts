@@ -12,6 +12,7 @@ import type { DocsIndex } from '../docs/index.ts'
 import { mcpAddresses } from './addresses.ts'
 import { callerGuards } from './caller.ts'
 import { createMcpServer } from './server.ts'
+export { mcpSettings } from './settings.ts'
 
 export interface McpPluginOptions {
   access: AccessService

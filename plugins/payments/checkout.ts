@@ -4,7 +4,7 @@
  * plan itself is granted later, by the webhook, once money has moved.
  */
 import type { AccountStore } from '../../src/auth/account-store.ts'
-import type { PaymentSettings } from '../../src/config.ts'
+import type { PaymentSettings } from './settings.ts'
 import { AppError } from '../../src/errors.ts'
 import type { Database } from '../../src/storage/database.ts'
 import { appendAudit } from './audit-log.ts'

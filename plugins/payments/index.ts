@@ -8,6 +8,7 @@ import { requestMeta } from '../../src/request-pipeline.ts'
 import { auditRoutes } from './audit-routes.ts'
 import { billingOverview, checkoutBody, checkoutSession, portalLink, webhookReceipt } from './model.ts'
 import type { PaymentsService } from './service.ts'
+export { paymentsSettings } from './settings.ts'
 
 export { createPaymentsService, type PaymentsService } from './service.ts'
 

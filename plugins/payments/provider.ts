@@ -4,7 +4,7 @@
  * STRIPE_API_URL points it at another host (a local fake in tests).
  */
 import Stripe from 'stripe'
-import type { PaymentSettings } from '../../src/config.ts'
+import type { PaymentSettings } from './settings.ts'
 import { AppError } from '../../src/errors.ts'
 import { verifyEventSignature, type VerifiedEvent } from './signature.ts'
 

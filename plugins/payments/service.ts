@@ -4,7 +4,7 @@
  */
 import type { AccountStore } from '../../src/auth/account-store.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
-import type { PaymentSettings } from '../../src/config.ts'
+import type { PaymentSettings } from './settings.ts'
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { Database } from '../../src/storage/database.ts'

@@ -10,6 +10,7 @@ import { requestMeta } from '../../src/request-pipeline.ts'
 import { sseResponse, type SseEvent } from '../../src/sse.ts'
 import { publishAnswer, publishBody, streamDescription, type PublishAnswer } from './model.ts'
 import type { PublishJob, Publisher } from './service.ts'
+export { publishSettings } from './settings.ts'
 
 export { createPublisher, type Publisher } from './service.ts'
 

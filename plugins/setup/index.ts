@@ -10,6 +10,7 @@ import { LINKS, PAGE_CSP, SIGN_IN_PAGE_CSP, SITE_NAME, landingPage, setupClosedP
 import { SETUP_LOG_MESSAGE, setupDone, type SetupService } from './service.ts'
 
 export { createSetupService, type SetupService } from './service.ts'
+export { setupSettings } from './settings.ts'
 
 export interface SetupPluginOptions {
   setup: SetupService

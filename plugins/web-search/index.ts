@@ -6,6 +6,7 @@ import { problem } from '../../src/models.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { webSearchAnswer, webSearchBody } from './model.ts'
 import type { WebSearchService } from './service.ts'
+export { webSearchSettings } from './settings.ts'
 
 export { createWebSearchService, type WebSearchService } from './service.ts'
 export { createMemorySearchCache, createRedisSearchCache } from './cache.ts'

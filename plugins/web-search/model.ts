@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { WEB_SEARCH_PROVIDERS } from '../../src/config.ts'
+import { WEB_SEARCH_PROVIDERS } from './settings.ts'
 import { integer, oneOf, strictObject } from '../../src/models.ts'
 
 export const SAFE_SEARCH_LEVELS = ['off', 'moderate', 'strict'] as const

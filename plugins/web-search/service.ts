@@ -3,7 +3,7 @@
  * `search()`. Answers are cached per normalised query and options, and identical searches running at
  * the same time share one upstream call.
  */
-import { WEB_SEARCH_PROVIDER_VARIABLES, WEB_SEARCH_PROVIDERS, type WebSearchProviderName } from '../../src/config.ts'
+import { WEB_SEARCH_PROVIDER_VARIABLES, WEB_SEARCH_PROVIDERS, type WebSearchProviderName } from './settings.ts'
 import { AppError } from '../../src/errors.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { createMemorySearchCache, type SearchCache } from './cache.ts'

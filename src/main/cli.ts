@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import { externalOrgKey } from '../auth/access-service.ts'
 import { ROLES, isRole } from '../auth/roles.ts'
-import { loadConfig } from '../config.ts'
+import { loadConfig } from './config.ts'
 import { buildDependencies, type Dependencies } from './dependencies.ts'
 import { createLogger } from '../log.ts'
 import { EXIT, VERSION_TEXT, configurationFailure, programName } from '../command-line.ts'

@@ -1,6 +1,6 @@
 import { createApp } from './app.ts'
 import { EXIT, VERSION_TEXT, configurationFailure, parseServerArgs, serverUsage } from '../command-line.ts'
-import { loadConfig } from '../config.ts'
+import { describeVariables, loadConfig } from './config.ts'
 import { buildDependencies } from './dependencies.ts'
 import { startServer } from './server.ts'
 import { announceSetupCode, setupUrl } from '../../plugins/setup/index.ts'
@@ -30,7 +30,7 @@ async function main() {
 }
 
 // argv[0] is the runtime and argv[1] the script, in the executable too.
-const command = parseServerArgs(process.argv.slice(2))
+const command = parseServerArgs(process.argv.slice(2), describeVariables().map((v) => v.name))
 switch (command.run) {
   case 'serve':
     await main()

@@ -1,7 +1,7 @@
 /** Two service instances sharing Redis: a task running on one is followed and cancelled through the other. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createApp } from '../../src/main/app.ts'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { buildDependencies, type Dependencies } from '../../src/main/dependencies.ts'
 import { memoryLogger } from '../../src/log.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'

@@ -2,7 +2,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { externalOrgKey } from '../../src/auth/access-service.ts'
 import { runCli } from '../../src/main/cli.ts'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { startOidcIssuer } from '../fakes/oidc-issuer.ts'
 import { billingApp } from '../payments/harness.ts'
 import { bearer, makeApp, tempDir, type TestApp } from '../helpers.ts'

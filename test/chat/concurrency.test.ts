@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test'
 import { createApp } from '../../src/main/app.ts'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { buildDependencies } from '../../src/main/dependencies.ts'
 import { memoryLogger } from '../../src/log.ts'
 import { startFakeOpenAi } from '../fakes/openai.ts'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createApp } from '../../src/main/app.ts'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { buildDependencies, type Dependencies } from '../../src/main/dependencies.ts'
 import { memoryLogger } from '../../src/log.ts'
 import { createRedisStreamLog } from '../../plugins/chat/stream-log.ts'

@@ -1,5 +1,5 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { AppError } from '../../src/errors.ts'
 import { createEmbeddings } from '../../plugins/code-search/embeddings/index.ts'
 import { createOpenAiEmbeddings, type OpenAiEmbeddingsOptions } from '../../plugins/code-search/embeddings/openai.ts'

@@ -1,6 +1,6 @@
 /** CORS_ORIGINS over HTTP: the setting, the preflight on every route, and the headers of every answer. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { ALLOWED_HEADERS, EXPOSED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS } from '../../src/cors.ts'
 import { OPENAPI_JSON_PATH } from '../../plugins/docs/index.ts'
 import { ADMIN, bearer, login, makeApp, tempDir, type TestApp } from '../helpers.ts'

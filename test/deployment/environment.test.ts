@@ -1,6 +1,6 @@
 /** The environment the deployment files give the service: only variables it knows, values it accepts. */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { tempDir } from '../helpers.ts'
 import {
   composeFile,

@@ -5,7 +5,7 @@
 import type { Subprocess } from 'bun'
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describeVariables } from '../../src/config.ts'
+import { describeVariables } from '../../src/main/config.ts'
 import { tempDir } from '../helpers.ts'
 
 export const ROOT = join(import.meta.dir, '..', '..')
@@ -14,7 +14,7 @@ export const DEPLOYMENT_FILES = ['Dockerfile', 'compose.yaml', 'nginx.conf', 're
 
 export const readDeploymentFile = (name: (typeof DEPLOYMENT_FILES)[number]) => readFileSync(join(DEPLOYMENT_DIR, name), 'utf8')
 
-/** The service's variables and their defaults, from the `variables` table of src/config.ts. */
+/** The service's variables and their defaults, from the settings declarations. */
 export const serviceVariables = new Map(describeVariables().map((v) => [v.name, v.fallback]))
 
 /** A default as a number (BODY_LIMIT_BYTES, SHUTDOWN_TIMEOUT_MS...). */

@@ -4,7 +4,7 @@ import { compile } from '@mdx-js/mdx'
 import { validateDocsConfig } from '@mintlify/validation'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describeVariables } from '../../src/config.ts'
+import { describeVariables } from '../../src/main/config.ts'
 import { OPENAPI_JSON_PATH } from '../../plugins/docs/index.ts'
 import { makeApp } from '../helpers.ts'
 

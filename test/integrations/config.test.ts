@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { ConfigError, loadConfig } from '../../src/config.ts'
+import { ConfigError, loadConfig } from '../../src/main/config.ts'
 import { providersFromConfig } from '../../plugins/integrations/providers/index.ts'
 import { tempDir } from '../helpers.ts'
 

@@ -2,7 +2,7 @@
 import { expect } from 'bun:test'
 import { createAccessTokens } from '../../src/auth/access-tokens.ts'
 import { grantedScopes, type Role } from '../../src/auth/roles.ts'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { createHttpClient } from '../../src/http.ts'
 import { memoryLogger } from '../../src/log.ts'
 import { createSecretBox } from '../../src/secret-box.ts'

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { mcpAddresses } from '../../plugins/mcp/addresses.ts'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { makeApp, tempDir } from '../helpers.ts'
 
 const t = await makeApp({ PUBLIC_BASE_URL: 'https://api.example.com', MCP_ALLOWED_HOSTS: 'mcp.internal:8080' })

@@ -124,7 +124,7 @@ test('without the endpoint no tracing code is loaded and nothing is exported', a
     const script = join(dir.path, 'loaded.ts')
     await Bun.write(
       script,
-      `import { loadConfig } from '${join(ROOT, 'src/config.ts')}'
+      `import { loadConfig } from '${join(ROOT, 'src/main/config.ts')}'
 import { buildDependencies } from '${join(ROOT, 'src/main/dependencies.ts')}'
 import { createApp } from '${join(ROOT, 'src/main/app.ts')}'
 const deps = await buildDependencies(loadConfig(), { sqliteFile: ':memory:' })

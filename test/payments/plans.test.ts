@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { AccountStore } from '../../src/auth/account-store.ts'
 import { createPlanDirectory } from '../../src/auth/plans.ts'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { memoryLogger } from '../../src/log.ts'
 import { createPaymentsService } from '../../plugins/payments/service.ts'
 import { bearer, forEachBackend, tempDir, userWithRole, type BackendDatabase } from '../helpers.ts'

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig } from '../../src/config.ts'
+import { loadConfig } from '../../src/main/config.ts'
 import { configuredLimits, DEFAULT_SANDBOX_LIMITS, MIN_SANDBOX_LIMITS, resolveLimits } from '../../src/sandbox/limits.ts'
 import { filePathProblem, SandboxRequestError, validateFiles } from '../../src/sandbox/workspace.ts'
 

@@ -1,4 +1,4 @@
-import type { EmbeddingsSettings } from '../../../src/config.ts'
+import type { EmbeddingsSettings } from '../settings.ts'
 import { createHashedEmbeddings } from './hashed.ts'
 import { createOpenAiEmbeddings } from './openai.ts'
 import type { EmbeddingProvider } from './provider.ts'

@@ -1,4 +1,4 @@
-import type { Config, OAuthAppSettings } from '../../../src/config.ts'
+import type { IntegrationsSettings, OAuthAppSettings } from '../settings.ts'
 import { genericProvider } from './generic.ts'
 import { github } from './github.ts'
 import type { Provider, ProviderDefinition } from './provider.ts'
@@ -17,7 +17,7 @@ function builtin(definition: ProviderDefinition, app: OAuthAppSettings): Provide
 }
 
 /** Every provider the service knows, in the order they are listed: built-ins first, then OAUTH_PROVIDERS. */
-export function providersFromConfig(integrations: Config['integrations']): Provider[] {
+export function providersFromConfig(integrations: IntegrationsSettings): Provider[] {
   return [
     builtin(github, integrations.github),
     builtin(supabase, integrations.supabase),

@@ -1,4 +1,4 @@
-import type { WebSearchProviderSettings } from '../../../src/config.ts'
+import type { WebSearchProviderSettings } from '../settings.ts'
 import type { HttpClient } from '../../../src/http.ts'
 import { createBraveProvider } from './brave.ts'
 import type { SearchProvider } from './provider.ts'

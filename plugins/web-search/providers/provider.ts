@@ -1,5 +1,5 @@
 /** What every search engine adapter offers, and the handling of upstream answers they share. */
-import type { WebSearchProviderName } from '../../../src/config.ts'
+import type { WebSearchProviderName } from '../settings.ts'
 import { AppError } from '../../../src/errors.ts'
 import type { SafeSearch, WebResult } from '../model.ts'
 

@@ -1,0 +1,48 @@
+/** Code search's slice of the configuration: where vectors come from, and how the index is saved and refreshed. */
+import { defineSettings, integer, text, url, type SettingsOf } from '../../src/config.ts'
+
+export const codeSearchSettings = defineSettings({
+  title: 'Code search',
+  variables: {
+    EMBEDDINGS_MODEL: {
+      doc: 'Embeddings model of an OpenAI-compatible endpoint for code search (text-embedding-3-small, nomic-embed-text ...); unset uses the offline hashed sub-word embeddings',
+      parse: text,
+    },
+    EMBEDDINGS_BASE_URL: { doc: 'Base URL of the embeddings endpoint, with /v1; unset: OPENAI_BASE_URL, else https://api.openai.com/v1', parse: url('http:', 'https:') },
+    EMBEDDINGS_API_KEY: { doc: 'Key of the embeddings endpoint; unset: OPENAI_API_KEY', parse: text },
+    EMBEDDINGS_DIMENSIONS: {
+      doc: 'Vector size: asked of EMBEDDINGS_MODEL when set (models that can shorten their vectors), else the size of the offline embeddings (default 256)',
+      parse: integer(16, 4096),
+    },
+    CODE_INDEX_SNAPSHOT_DELAY_MS: {
+      doc: 'Quiet time after a code index change before its snapshot is written to DATA_DIR (an import also saves when it ends)',
+      parse: integer(0, 600_000),
+      fallback: 2000,
+    },
+    CODE_INDEX_REFRESH_MS: {
+      doc: 'How often a search checks the database for a newer code index snapshot saved by another process',
+      parse: integer(0, 600_000),
+      fallback: 2000,
+    },
+  },
+  build: (v, report) => {
+    const embeddings = () => {
+      if (!v.EMBEDDINGS_MODEL) {
+        for (const name of ['EMBEDDINGS_BASE_URL', 'EMBEDDINGS_API_KEY'] as const)
+          if (v[name]) report.problem(`${name} is set but EMBEDDINGS_MODEL is not; set the model to use the endpoint`)
+        return { kind: 'hashed' as const, dimensions: v.EMBEDDINGS_DIMENSIONS ?? 256 }
+      }
+      const baseUrl = v.EMBEDDINGS_BASE_URL ?? v.OPENAI_BASE_URL ?? 'https://api.openai.com/v1'
+      const apiKey = v.EMBEDDINGS_API_KEY ?? v.OPENAI_API_KEY
+      if (!apiKey && new URL(baseUrl).hostname === 'api.openai.com')
+        report.problem('EMBEDDINGS_MODEL is set for api.openai.com but neither EMBEDDINGS_API_KEY nor OPENAI_API_KEY is')
+      return { kind: 'openai' as const, baseUrl, apiKey, model: v.EMBEDDINGS_MODEL, dimensions: v.EMBEDDINGS_DIMENSIONS }
+    }
+    return { codeSearch: { embeddings: embeddings(), snapshotDelayMs: v.CODE_INDEX_SNAPSHOT_DELAY_MS, refreshMs: v.CODE_INDEX_REFRESH_MS } }
+  },
+})
+
+export type CodeSearchSettings = SettingsOf<typeof codeSearchSettings>['codeSearch']
+
+/** Where code search gets its vectors: the offline hashed embeddings, or an OpenAI-compatible endpoint. */
+export type EmbeddingsSettings = CodeSearchSettings['embeddings']
