@@ -185,6 +185,11 @@ const variables = {
   },
   DATABASE_URL: { doc: 'PostgreSQL URL; unset means embedded SQLite in DATA_DIR', parse: url('postgres:', 'postgresql:') },
   REDIS_URL: { doc: 'Redis URL for shared rate limits, caches and stream logs; unset means in-process', parse: url('redis:', 'rediss:') },
+  REDIS_RECONNECT_MAX_DELAY_MS: {
+    doc: 'Longest pause between attempts to reconnect to Redis after it became unreachable (the pause doubles from 50 ms up to this); attempts never stop',
+    parse: integer(50, 60_000),
+    fallback: 2000,
+  },
   LOG_LEVEL: { doc: 'debug, info, warn or error', parse: oneOf('debug', 'info', 'warn', 'error'), fallback: 'info' as const },
   LOG_FORMAT: { doc: 'json (one line per event) or pretty (for development)', parse: oneOf('json', 'pretty'), fallback: 'json' as const },
   BODY_LIMIT_BYTES: { doc: 'Largest request body accepted, in bytes', parse: integer(1024, 512 * 1024 * 1024), fallback: 1024 * 1024 },
@@ -393,6 +398,8 @@ export interface Config {
   readonly publicBaseUrl: string
   readonly databaseUrl: string | undefined
   readonly redisUrl: string | undefined
+  /** REDIS_RECONNECT_MAX_DELAY_MS: the cap of the Redis reconnection backoff. */
+  readonly redisReconnectMaxDelayMs: number
   readonly log: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly format: 'json' | 'pretty' }
   readonly bodyLimitBytes: number
   readonly shutdownTimeoutMs: number
@@ -721,6 +728,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: values.PUBLIC_BASE_URL,
     databaseUrl: values.DATABASE_URL,
     redisUrl: values.REDIS_URL,
+    redisReconnectMaxDelayMs: values.REDIS_RECONNECT_MAX_DELAY_MS,
     log: Object.freeze({ level: values.LOG_LEVEL, format: values.LOG_FORMAT }),
     bodyLimitBytes: values.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: values.SHUTDOWN_TIMEOUT_MS,

@@ -4,13 +4,15 @@
  */
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
+import type { CancelChannel } from '../../src/event-log/cancel.ts'
 import type { Database } from '../../src/storage/database.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { CodeIndex } from '../code-search/types.ts'
 import type { WebSearchService } from '../web-search/service.ts'
 import { createGenerationHub, type Emit } from './generations.ts'
 import { firstChange, mergeHistory, newMessageId, titleFor } from './history.ts'
-import type { ChatRequest, UiMessage } from './model.ts'
+import { createMessageBuilder } from './message-builder.ts'
+import type { ChatRequest, UiChunk, UiMessage } from './model.ts'
 import type { ModelProvider } from './provider.ts'
 import { ChatStore, type Chat } from './store.ts'
 import type { GenerationMeta, StreamLog } from './stream-log.ts'
@@ -28,7 +30,8 @@ export interface ChatServiceOptions {
   settings: ChatSettings
   log: StreamLog
   maxGenerationMs: number
-  redisUrl?: string
+  /** Cancels reach the process running a generation through it; in process only when unset. */
+  cancels?: CancelChannel
 }
 
 export type { Caller }
@@ -43,7 +46,15 @@ export function newChatId(): string {
 
 export function createChatService(options: ChatServiceOptions) {
   const store = new ChatStore(options.db)
-  const hub = createGenerationHub({ log: options.log, logger: options.logger, maxGenerationMs: options.maxGenerationMs, redisUrl: options.redisUrl })
+  const hub = createGenerationHub({ log: options.log, logger: options.logger, maxGenerationMs: options.maxGenerationMs, cancels: options.cancels })
+
+  // A generation whose process died is stored with the text that reached its log, marked interrupted.
+  options.log.onInterrupted(async (meta, chunks) => {
+    if (!meta.messageId || meta.position === undefined) return
+    const builder = createMessageBuilder(meta.messageId)
+    for (const chunk of chunks) builder.add(JSON.parse(chunk) as UiChunk)
+    await store.addAnswerOnce(meta.chatId, meta.position, builder.message('interrupted'))
+  })
 
   function requireProvider(): ModelProvider {
     if (options.provider) return options.provider
@@ -93,9 +104,11 @@ export function createChatService(options: ChatServiceOptions) {
       await store.save({ id: chatId, orgId: caller.orgId, userId: caller.userId, title: chat?.title ?? titleFor(history) }, from, history.slice(from))
       options.meter?.record({ ...caller, kind: 'chat_request' })
       const turn: Turn = { ...request.turn, messageId: newMessageId(), orgId: caller.orgId, userId: caller.userId, history }
-      const started = await hub.start({ chatId, userId: caller.userId }, async (emit, signal) => {
+      const meta = { chatId, userId: caller.userId, messageId: turn.messageId, position: history.length }
+      const started = await hub.start(meta, async (emit, signal, logLost) => {
         const answer = await (produce ?? ((t, e, s, sv) => runTurn(sv, t, e, s)))(turn, emit, signal, turnServices)
-        await store.appendAnswer(chatId, history.length, answer)
+        // A lost log was ended by a follower, which stores what reached it; this process's copy may say more than any client saw.
+        if (!logLost.aborted) await store.appendAnswer(chatId, history.length, answer)
       })
       return { chatId, ...started }
     },
