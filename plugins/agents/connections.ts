@@ -238,7 +238,8 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       if (!decoded.ok) return refuse(connection, decoded.error)
       const id = decoded.message.id
       handle(connection, decoded.message).catch((err: unknown) => {
-        if (err instanceof TaskError || err instanceof AppError) return connection.send({ type: 'error', id, code: err.code, message: err.message })
+        if (err instanceof TaskError || err instanceof AppError)
+          return connection.send({ type: 'error', id, code: err.code, message: err.message, ...(err.code === 'unavailable' ? { retryAfterSeconds: 2 } : {}) })
         logger.error('agent message failed', { err, type: decoded.message.type })
         connection.send({ type: 'error', id, code: 'internal_error', message: 'The server failed to handle the message' })
       })
