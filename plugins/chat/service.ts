@@ -82,6 +82,8 @@ export function createChatService(options: ChatServiceOptions) {
     configured: options.provider !== undefined,
     store,
     hub,
+    /** The generations' stream log. */
+    streams: options.log,
     /** The model provider and tools a turn uses; 503 `not_configured` without a provider (agents run on them too). */
     services,
 

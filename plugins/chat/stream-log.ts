@@ -27,6 +27,8 @@ export interface ProducerLog {
   readonly opened: Promise<void>
   /** Aborted when the log was taken from this process (its chunks could not be stored in time, or a follower ended it). */
   readonly lost: AbortSignal
+  /** Stops without ending the log, as a dying process would: a follower then ends it with the interruption. */
+  abandon(): void
 }
 
 /** Told, in the one process that wrote it, of a generation's interruption, with the chunks that reached the log. */
@@ -94,6 +96,7 @@ function createStreamLog(events: EventLog, pointers: ActivePointers, logger?: Lo
         },
         opened,
         lost: producer.lost,
+        abandon: () => producer.abandon(),
       }
     },
     async active(chatId) {
