@@ -67,7 +67,7 @@ export interface EventLogOptions {
 }
 
 /** Follows a log as an async iterable of event batches, ending at the final event or on abort. */
-export async function* followEvents(log: EventLog, logId: string, afterSeq: number, signal: AbortSignal): AsyncGenerator<LoggedEvent[]> {
+export async function* followEvents(log: Pick<EventLog, 'follow'>, logId: string, afterSeq: number, signal: AbortSignal): AsyncGenerator<LoggedEvent[]> {
   const queue: LoggedEvent[][] = []
   let wake: (() => void) | undefined
   let ended = false
@@ -100,3 +100,4 @@ export async function* followEvents(log: EventLog, logId: string, afterSeq: numb
 export { createMemoryEventLog } from './memory.ts'
 export { createRedisEventLog, type RedisEventLogOptions } from './redis.ts'
 export { createCancelChannel, type CancelChannel } from './cancel.ts'
+export { createStoredEventLog, type EventStore, type StoredEventLog, type StoredProducer } from './stored.ts'
