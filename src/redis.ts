@@ -178,9 +178,18 @@ export function createRedisManager(options: RedisManagerOptions): RedisManager {
   const dispatch = (message: string, channel: string) => {
     for (const listener of channels.get(channel) ?? []) listener(message)
   }
+  // Which channels each subscriber connection listens on, so a channel is never subscribed twice on one.
+  const listening = new WeakMap<RedisClient, Set<string>>()
+  const listen = async (client: RedisClient, channel: string) => {
+    let set = listening.get(client)
+    if (!set) listening.set(client, (set = new Set()))
+    if (set.has(channel)) return
+    set.add(channel)
+    await client.subscribe(channel, dispatch)
+  }
   const subscriber = createLink(options.url, timeoutMs, maxDelayMs, {
     async up(client) {
-      for (const channel of channels.keys()) await client.subscribe(channel, dispatch)
+      for (const channel of channels.keys()) await listen(client, channel)
     },
     down() {},
   })
@@ -211,17 +220,19 @@ export function createRedisManager(options: RedisManagerOptions): RedisManager {
     run,
     async subscribe(channel, listener) {
       let listeners = channels.get(channel)
-      const first = !listeners
       if (!listeners) channels.set(channel, (listeners = new Set()))
       listeners.add(listener)
       const unsubscribe = () => {
         listeners.delete(listener)
         if (listeners.size > 0) return
         channels.delete(channel)
-        void subscriber.client?.unsubscribe(channel).catch(() => undefined)
+        const client = subscriber.client
+        if (!client) return
+        listening.get(client)?.delete(channel)
+        void client.unsubscribe(channel).catch(() => undefined)
       }
       await withDeadline(
-        subscriber.ready().then((client) => (first ? client.subscribe(channel, dispatch) : undefined)),
+        subscriber.ready().then((client) => listen(client, channel)),
         timeoutMs,
       ).catch(unavailable)
       return unsubscribe

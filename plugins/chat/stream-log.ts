@@ -87,7 +87,8 @@ function createStreamLog(events: EventLog, pointers: ActivePointers, logger?: Lo
     open(meta) {
       const producer = events.open(meta.generationId, JSON.stringify(meta))
       const opened = producer.opened.then(() => pointers.set(meta.chatId, meta.generationId)).then(() => undefined)
-      opened.catch(() => undefined)
+      // A generation that cannot be followed does not start: its producer stops renewing its lease.
+      opened.catch(() => producer.abandon())
       return {
         append: (data) => producer.append(data),
         async end() {

@@ -15,6 +15,10 @@ export interface PrivateRedis {
   kill(): Promise<void>
   /** Starts it again on the same port. */
   start(): Promise<void>
+  /** SIGSTOPs it: connections stay open and nothing answers, as with a hung server or a lost network. */
+  pause(): void
+  /** SIGCONTs it. */
+  resume(): void
   stop(): Promise<void>
 }
 
@@ -61,7 +65,12 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
     async start() {
       if (!(await launch())) throw new Error(`redis-server did not start again on port ${port}`)
     },
-    stop: kill,
+    pause: () => proc?.kill('SIGSTOP'),
+    resume: () => proc?.kill('SIGCONT'),
+    stop: async () => {
+      proc?.kill('SIGCONT')
+      await kill()
+    },
   }
 }
 
