@@ -30,8 +30,8 @@ export interface RedisManager {
   send(command: string, args: string[], timeoutMs?: number): Promise<any>
   /** Runs several commands on the shared connection under one deadline. */
   run<T>(work: (client: RedisClient) => Promise<T>, timeoutMs?: number): Promise<T>
-  /** Listens on `channel` from now on, across reconnections; resolves once subscribed (or rejects at the deadline, still listening). */
-  subscribe(channel: string, listener: (message: string) => void): Promise<() => void>
+  /** Listens on `channel` from now on, across reconnections; `subscribed` settles at the first subscription or the deadline (listening goes on). */
+  subscribe(channel: string, listener: (message: string) => void): { subscribed: Promise<void>; unsubscribe(): void }
   /** Called after each reconnection (not the first connection): messages published meanwhile were missed. */
   onReconnect(listener: () => void): () => void
   blocking(): Promise<BlockingConnection>
@@ -218,7 +218,7 @@ export function createRedisManager(options: RedisManagerOptions): RedisManager {
     },
     send: (command, args, deadlineMs) => run((client) => client.send(command, args), deadlineMs),
     run,
-    async subscribe(channel, listener) {
+    subscribe(channel, listener) {
       let listeners = channels.get(channel)
       if (!listeners) channels.set(channel, (listeners = new Set()))
       listeners.add(listener)
@@ -231,11 +231,11 @@ export function createRedisManager(options: RedisManagerOptions): RedisManager {
         listening.get(client)?.delete(channel)
         void client.unsubscribe(channel).catch(() => undefined)
       }
-      await withDeadline(
+      const subscribed = withDeadline(
         subscriber.ready().then((client) => listen(client, channel)),
         timeoutMs,
       ).catch(unavailable)
-      return unsubscribe
+      return { subscribed, unsubscribe }
     },
     onReconnect(listener) {
       reconnectListeners.add(listener)

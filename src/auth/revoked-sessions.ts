@@ -165,10 +165,12 @@ export function revokedSessionsInRedis(redis: RedisManager, options: RevokedSess
       },
       async follow(heard, resumed) {
         stopReconnects = redis.onReconnect(resumed)
-        unsubscribe = await redis.subscribe(REDIS_KEY, (text) => {
+        const subscription = redis.subscribe(REDIS_KEY, (text) => {
           const entry = parseMessage(text)
           if (entry) heard(...entry)
         })
+        unsubscribe = subscription.unsubscribe
+        await subscription.subscribed
       },
       async close() {
         unsubscribe?.()

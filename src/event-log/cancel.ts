@@ -23,16 +23,9 @@ export function createCancelChannel(options: { redis?: RedisManager; channel?: s
     onCancel()
     return true
   }
-  let unsubscribe: (() => void) | undefined
-  let subscribed: Promise<void> | undefined
   // The manager keeps the subscription across outages; a failure here only means it is made later.
-  const listen = () =>
-    (subscribed ??= options.redis
-      ?.subscribe(channel, (id) => void cancelHere(id))
-      .then((stop) => void (unsubscribe = stop))
-      .catch((err) => options.logger?.warn('cancel channel: not subscribed yet; the connection manager retries', { err })))
-
-  void listen()
+  const subscription = options.redis?.subscribe(channel, (id) => void cancelHere(id))
+  subscription?.subscribed.catch((err) => options.logger?.warn('cancel channel: not subscribed yet; the connection manager retries', { err }))
 
   return {
     register(id, onCancel) {
@@ -46,7 +39,7 @@ export function createCancelChannel(options: { redis?: RedisManager; channel?: s
       await options.redis.send('PUBLISH', [channel, id])
     },
     async close() {
-      unsubscribe?.()
+      subscription?.unsubscribe()
       running.clear()
     },
   }
