@@ -236,7 +236,7 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
   }
   events.onInterrupted(async (taskId) => {
     const meta = await readMeta(taskId)
-    if (meta) await redis.send('SET', [keys.meta(taskId), JSON.stringify({ ...meta, status: 'failed', finishedAt: Date.now() }), 'PX', String(retentionMs)])
+    if (meta && !isFinished(meta.status)) await redis.send('SET', [keys.meta(taskId), JSON.stringify({ ...meta, status: 'failed', finishedAt: Date.now() }), 'PX', String(retentionMs)])
   })
   const log = createTaskLog(events, {
     save(meta, running) {

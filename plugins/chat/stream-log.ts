@@ -31,7 +31,7 @@ export interface ProducerLog {
   abandon(): void
 }
 
-/** Told, in the one process that wrote it, of a generation's interruption, with the chunks that reached the log. */
+/** Told of a generation's interruption, with the chunks that reached the log, in each process that reads it: it must be idempotent. */
 export type InterruptedGeneration = (meta: GenerationMeta, chunks: string[]) => Promise<void>
 
 export interface StreamLog {

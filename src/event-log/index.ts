@@ -45,7 +45,10 @@ export interface EventLog {
    * new one, until the end or until the returned function is called. Undefined when the log is unknown.
    */
   follow(logId: string, afterSeq: number, listener: EventListener): Promise<(() => void) | undefined>
-  /** Calls `handler` in the one process that wrote a log's interruption, with the log's info and all its events. */
+  /**
+   * Calls `handler` with a log's info and all its events in each process that reads the log's interruption (the
+   * one that wrote it first), before its followers there see the end. What it records must be idempotent.
+   */
   onInterrupted(handler: InterruptionHandler): void
   /** Stops this instance: producers stop without ending their logs, followers get nothing more. */
   close(): Promise<void>

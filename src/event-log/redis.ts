@@ -292,7 +292,6 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
       mirror.stopped = true
       if (mirrors.get(logId) === mirror) mirrors.delete(logId)
     }
-    let wroteInterruption = false
     let connection: Awaited<ReturnType<RedisManager['blocking']>> | undefined
     let pause = RETRY_MS
     while (!mirror.stopped && !closed) {
@@ -314,8 +313,9 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
             }
             const final = entry.fields.d !== undefined
             const events = data.map((d, i) => ({ seq: first + i, data: d, final: final && i === data.length - 1 })).filter((e) => e.seq > mirror.log.lastSeq)
-            // The one process that wrote the interruption records it before its followers see the end.
-            if (final && wroteInterruption && entry.fields.i !== undefined) await interrupted(mirror.log, [...mirror.log.events, ...events])
+            // Every process that reads an interruption records it (idempotently) before its followers see the end, so
+            // it is recorded even when the process that wrote it dies right after.
+            if (final && entry.fields.i !== undefined) await interrupted(mirror.log, [...mirror.log.events, ...events])
             mirror.log.commit(events)
           }
           if (mirror.log.ended) break
@@ -323,8 +323,7 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
         }
         const payloads = options.interruption(mirror.log.info)
         const result = await script('interrupt', logKeys(logId), [String(seq), JSON.stringify(payloads), String(payloads.length), String(options.retentionMs)])
-        if (result === 1) wroteInterruption = true
-        else if (result === -1) {
+        if (result === -1) {
           endLocally(mirror)
           break
         }

@@ -97,7 +97,7 @@ export function eventLogContract(name: string, open: () => Promise<Instances>) {
       await close()
     })
 
-    test('when the producer goes away, followers everywhere end with the same single interruption, recorded once', async () => {
+    test('when the producer goes away, followers everywhere end with the same single interruption, recorded with the events before it', async () => {
       const { a, b, close } = await open()
       const recorded: string[] = []
       // Each process registers its handler; in memory both instances are one.
@@ -115,7 +115,9 @@ export function eventLogContract(name: string, open: () => Promise<Instances>) {
       expect(seqs(first!)).toEqual([1, 2, 3, 4])
       expect(second).toEqual(first!)
       expect(third).toEqual(first!.slice(1))
-      expect(recorded).toEqual([`${id} gen e1,e2,${INTERRUPTED},${END}`])
+      // Recorded by each process that read it (at least once), always with the same events.
+      expect(recorded.length).toBeGreaterThanOrEqual(1)
+      expect(new Set(recorded)).toEqual(new Set([`${id} gen e1,e2,${INTERRUPTED},${END}`]))
       // The interruption is the log's end for everyone who comes later, too.
       expect(datas(await (await follow(b, id, 2)).ended)).toEqual([INTERRUPTED, END])
       await close()

@@ -86,6 +86,24 @@ describe.skipIf(!redisServerInstalled)('through Redis', () => {
     await expectOneInterruptedAnswer(b, meta.chatId)
     expect(await b.chat.hub.active(meta.chatId)).toBeUndefined()
   }, 20_000)
+
+  test('when the process that wrote the interruption stored nothing, the next process reading the log stores the answer', async () => {
+    const producing = createRedisStreamLog({ url: server.url, ttlSeconds: 60, maxGenerationSeconds: 60, logger: memoryLogger('error'), leaseMs: 600 })
+    // A process with no chat service: it ends the log and, like one dying right after, records nothing.
+    const ending = createRedisStreamLog({ url: server.url, ttlSeconds: 60, maxGenerationSeconds: 60, logger: memoryLogger('error'), pollMs: 200 })
+    const [b] = instances as [Dependencies]
+    const meta = await dyingGeneration(b, producing, async () => {
+      await Bun.sleep(50)
+      await producing.close()
+    })
+    let ended = ''
+    for await (const batch of ending.follow(meta.generationId, 0, AbortSignal.timeout(10_000))) ended += batch
+    expect(ended).toContain('generation_interrupted')
+    expect((await b.chat.store.messages(meta.chatId)).map((m) => m.id)).toEqual(['msg_q'])
+    expect(await readToEnd(b, meta.generationId)).toBe(ended)
+    await expectOneInterruptedAnswer(b, meta.chatId)
+    await ending.close()
+  }, 20_000)
 })
 
 if (!postgresUrl) announceSkip('two processes storing one interrupted answer at once (several processes share PostgreSQL)', 'DATABASE_URL')
