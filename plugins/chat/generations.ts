@@ -51,8 +51,10 @@ export function createGenerationHub(options: GenerationHubOptions) {
     async start(
       meta: Omit<GenerationMeta, 'generationId' | 'startedAt'>,
       run: (emit: Emit, signal: AbortSignal, logLost: AbortSignal) => Promise<void>,
+      /** The chat's running generation when the caller has read it already. */
+      known?: { previous: GenerationMeta | undefined },
     ): Promise<StartedGeneration> {
-      const previous = await log.active(meta.chatId)
+      const previous = known ? known.previous : await log.active(meta.chatId)
       if (previous) await cancelGeneration(previous, new StreamError('generation_cancelled', 'A newer message in this chat replaced the generation'))
       const full: GenerationMeta = { ...meta, generationId: newGenerationId(), startedAt: Date.now() }
       const producer = log.open(full)

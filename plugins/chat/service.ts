@@ -100,6 +100,8 @@ export function createChatService(options: ChatServiceOptions) {
       const chatId = request.id ?? newChatId()
       const chat = await store.chat(chatId)
       if (chat && chat.userId !== caller.userId) throw notFound()
+      // Read before anything is stored or metered: with the stream log unreachable the request fails here, leaving nothing behind.
+      const previous = await hub.active(chatId)
       const stored = chat ? await store.messages(chatId) : []
       const history = mergeHistory(stored, request.messages)
       const from = firstChange(stored, history)
@@ -111,7 +113,7 @@ export function createChatService(options: ChatServiceOptions) {
         const answer = await (produce ?? ((t, e, s, sv) => runTurn(sv, t, e, s)))(turn, emit, signal, turnServices)
         // A lost log was ended by a follower, which stores what reached it; this process's copy may say more than any client saw.
         if (!logLost.aborted) await store.appendAnswer(chatId, history.length, answer)
-      })
+      }, { previous })
       return { chatId, ...started }
     },
 

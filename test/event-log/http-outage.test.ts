@@ -61,6 +61,8 @@ describe.skipIf(!redisServerInstalled)('the service during a Redis outage', () =
     await server.start()
     const recoveredMs = await recovery(() => ask('outage-after').then((text) => expect(text).toBe('still here')), 5000, 'POST /api/chat')
     expect((await fetch(`${h.url}/ready`)).status).toBe(200)
+    // The refused request left nothing behind: no chat was created for it.
+    expect((await fetch(`${h.url}/api/chat/outage-during`, { headers: h.headers })).status).toBe(404)
     console.log(`during the outage (ms): ${JSON.stringify(timings)}; chat worked again ${Math.round(recoveredMs)} ms after Redis restarted`)
   }, 30_000)
 })
