@@ -205,6 +205,11 @@ const storageVariables = {
   DATA_DIR: { doc: 'Directory for the SQLite database, generated secrets and indexes', parse: text, fallback: './data' },
   DATABASE_URL: { doc: 'PostgreSQL URL; unset means embedded SQLite in DATA_DIR', parse: url('postgres:', 'postgresql:') },
   REDIS_URL: { doc: 'Redis URL for shared rate limits, caches and stream logs; unset means in-process', parse: url('redis:', 'rediss:') },
+  REDIS_RECONNECT_MAX_DELAY_MS: {
+    doc: 'Longest pause between attempts to reconnect to Redis after it became unreachable (the pause doubles from 50 ms up to this); attempts never stop',
+    parse: integer(50, 60_000),
+    fallback: 2000,
+  },
 } satisfies Variables
 
 const observabilityVariables = {
@@ -373,6 +378,7 @@ const storage = defineSettings({
     dataDir: resolve(v.DATA_DIR),
     databaseUrl: v.DATABASE_URL,
     redisUrl: v.REDIS_URL,
+    redisReconnectMaxDelayMs: v.REDIS_RECONNECT_MAX_DELAY_MS,
   }),
 })
 

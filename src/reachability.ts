@@ -4,7 +4,7 @@
  * credentials; the entry point exits 78 (EX_CONFIG) for it, as for any other configuration problem.
  */
 import { lookup } from 'node:dns/promises'
-import { createRedisConnection } from './redis.ts'
+import { createRedisManager } from './redis.ts'
 
 export class UnreachableError extends Error {
   constructor(
@@ -66,9 +66,10 @@ export async function reach<T>(variable: string, url: string, server: string, at
 
 /** Resolves once Redis at `url` answers PING. */
 export async function pingRedis(url: string, timeoutMs = 5000): Promise<void> {
-  const probe = createRedisConnection(url, { timeoutMs, name: 'start-up check' })
+  const probe = createRedisManager({ url, commandTimeoutMs: timeoutMs })
   try {
-    await probe.run((client) => client.send('PING', []))
+    // The client's own error says what went wrong; the manager's wrapper only says that it did.
+    await probe.ping().catch((err) => Promise.reject(err instanceof Error && err.cause ? err.cause : err))
   } finally {
     probe.close()
   }

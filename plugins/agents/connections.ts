@@ -3,6 +3,7 @@
  * tasks each follows, the heartbeat that pings them all and closes the silent ones, and the handling of every
  * client message. Kept small per connection: 10,000 idle ones must fit in a few KB each.
  */
+import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/index.ts'
 import { checkCommand, decodeClientMessage, type ProtocolError } from './protocol.ts'
@@ -237,7 +238,8 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       if (!decoded.ok) return refuse(connection, decoded.error)
       const id = decoded.message.id
       handle(connection, decoded.message).catch((err: unknown) => {
-        if (err instanceof TaskError) return connection.send({ type: 'error', id, code: err.code, message: err.message })
+        if (err instanceof TaskError || err instanceof AppError)
+          return connection.send({ type: 'error', id, code: err.code, message: err.message, ...(err.code === 'unavailable' ? { retryAfterSeconds: 2 } : {}) })
         logger.error('agent message failed', { err, type: decoded.message.type })
         connection.send({ type: 'error', id, code: 'internal_error', message: 'The server failed to handle the message' })
       })

@@ -131,6 +131,7 @@ export const MESSAGE_ERROR_CODES = {
   task_timeout: 'The task ran longer than AGENT_TASK_TIMEOUT_SECONDS',
   task_interrupted: 'The process running the task stopped',
   task_finished: 'Cancel came after the task had already ended',
+  unavailable: 'Redis, which holds the task logs, cannot be reached; retryAfterSeconds says when to retry',
   internal_error: 'The server failed to handle the message',
 } as const
 

@@ -3,8 +3,8 @@
  * connection, reporting through its task log (ack, progress with ETA, log lines, then result or error).
  * Cancelling reaches the task wherever it runs (Redis pub/sub between processes).
  */
-import { RedisClient } from 'bun'
 import { AppError } from '../../src/errors.ts'
+import { createCancelChannel, type CancelChannel } from '../../src/event-log/cancel.ts'
 import type { Logger } from '../../src/log.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { StepProgress } from './eta.ts'
@@ -43,9 +43,8 @@ export interface AgentServiceOptions {
   maxRunningTasksPerUser: number
   /** Told how each task ended (metrics). */
   onTaskEnd?: (command: CommandName, status: 'succeeded' | 'failed' | 'cancelled') => void
-  /** Cancels travel between processes on this Redis; unset keeps them in process. */
-  redisUrl?: string
-  channel?: string
+  /** Cancels reach the process running a task through it; in process only when unset. */
+  cancels?: CancelChannel
 }
 
 /** An error a command throws to fail its task with a stable code. */
@@ -70,17 +69,9 @@ interface RunningTask {
 
 export function createAgentService(options: AgentServiceOptions) {
   const { log, logger } = options
-  const channel = options.channel ?? 'agent:cancel'
+  const cancels = options.cancels ?? createCancelChannel()
   const running = new Map<string, RunningTask>()
   const runningByUser = new Map<string, number>()
-  let subscriber: RedisClient | undefined
-  let publisher: RedisClient | undefined
-  if (options.redisUrl) {
-    subscriber = new RedisClient(options.redisUrl, { autoReconnect: true })
-    void subscriber
-      .subscribe(channel, (taskId) => void abortLocal(taskId, new TaskError('task_cancelled', 'The task was cancelled')))
-      .catch((err) => logger.warn('agent cancel channel: subscribe failed', { err }))
-  }
 
   function abortLocal(taskId: string, reason: TaskError): boolean {
     const task = running.get(taskId)
@@ -156,13 +147,21 @@ export function createAgentService(options: AgentServiceOptions) {
       const taskId = newTaskId()
       const writer = log.open({ taskId, userId: caller.userId, orgId: caller.orgId, command, createdAt: Date.now() })
       writer.append({ type: 'ack', ...(clientId === undefined ? {} : { id: clientId }), command, status: 'queued' })
-      const recorded = writer.written()
-      options.meter?.record({ ...caller, kind: 'agent_run' })
       const controller = new AbortController()
+      // A task no other process can find must not run: its client is told `unavailable` instead of an ack it cannot rely on.
+      const recorded = writer.written().catch((err) => {
+        const refusal = new TaskError('unavailable', 'The task log cannot be reached; try again in a few seconds')
+        controller.abort(refusal)
+        throw Object.assign(refusal, { cause: err })
+      })
+      recorded.catch(() => undefined)
+      const unregister = cancels.register(taskId, () => void abortLocal(taskId, new TaskError('task_cancelled', 'The task was cancelled')))
+      options.meter?.record({ ...caller, kind: 'agent_run' })
       runningByUser.set(caller.userId, count + 1)
       const done = Promise.resolve()
         .then(() => execute(taskId, caller, command, params, writer, controller))
         .finally(() => {
+          unregister()
           running.delete(taskId)
           const left = (runningByUser.get(caller.userId) ?? 1) - 1
           if (left > 0) runningByUser.set(caller.userId, left)
@@ -194,10 +193,7 @@ export function createAgentService(options: AgentServiceOptions) {
       if (FINISHED_STATUSES.includes(meta.status)) return false
       const reason = new TaskError('task_cancelled', 'The task was cancelled')
       if (abortLocal(taskId, reason)) return true
-      if (options.redisUrl) {
-        publisher ??= new RedisClient(options.redisUrl, { autoReconnect: true })
-        await publisher.send('PUBLISH', [channel, taskId])
-      }
+      await cancels.cancel(taskId)
       return true
     },
 
@@ -229,8 +225,6 @@ export function createAgentService(options: AgentServiceOptions) {
       const pending = [...running.values()]
       for (const task of pending) task.controller.abort(new TaskError('task_interrupted', 'The server is shutting down; send the command again'))
       await Promise.race([Promise.allSettled(pending.map((t) => t.done)), Bun.sleep(waitMs)])
-      subscriber?.close()
-      publisher?.close()
       await log.close()
     },
   }

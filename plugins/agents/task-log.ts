@@ -1,16 +1,13 @@
 /**
  * The message log of every agent task: each message the server sends about a task, numbered from 1 (`seq`),
  * kept while the task runs and for the retention time after it ends, so a client that reconnects gets exactly
- * what it missed. Followers are called synchronously, in order, after the replay, so nothing is lost or doubled.
- *
- * In memory by default. With Redis, the producing process also writes each message to a Redis stream
- * (`agent:log:<id>`, entry id `0-<seq>`) and publishes it on `agent:live:<id>`; a process following a task that
- * runs elsewhere keeps a mirror of its log, fed by one subscription per task however many local followers it
- * has. The producer holds a lease key; a mirror that finds the lease gone before the end writes the
- * interruption itself.
+ * what it missed. The messages are a core event log (src/event-log), in memory or shared through Redis; what is
+ * the agents' own: the JSON envelope (`type`, `taskId`, `seq` first), the task's state (status, step, percent)
+ * and each user's recent tasks, and the `task_interrupted` error that ends a task whose process died.
  */
-import { RedisClient } from 'bun'
+import { createMemoryEventLog, createRedisEventLog, type EventLog, type LoggedEvent } from '../../src/event-log/index.ts'
 import type { Logger } from '../../src/log.ts'
+import { createRedisManager, type RedisManager } from '../../src/redis.ts'
 import { FINISHED_STATUSES, type TaskStatus } from './model.ts'
 
 export interface TaskMeta {
@@ -36,7 +33,7 @@ export interface TaskWriter {
   append(message: TaskMessage, final?: boolean): string
   /** Status, step and percent as `status` and subscribe report them. */
   update(state: Partial<Pick<TaskMeta, 'status' | 'step' | 'percent'>>): void
-  /** Resolves once every message appended so far can be read by other processes. */
+  /** Resolves once every message appended so far can be read by other processes; rejects if it cannot be. */
   written(): Promise<void>
 }
 
@@ -53,19 +50,25 @@ export interface TaskLog {
   close(): Promise<void>
 }
 
-interface LocalTask {
-  meta: TaskMeta
-  messages: string[]
-  listeners: Set<TaskListener>
-  finished: boolean
-  /** Set on mirrors of tasks running in another process. */
-  mirror?: { release(): void }
-}
-
 /** The wire text of one message; `type`, `taskId` and `seq` first, so they read well in logs. */
 export function envelope(taskId: string, seq: number, message: TaskMessage): string {
   const { type, ...fields } = message
   return JSON.stringify({ type, taskId, seq, ...fields })
+}
+
+/** The logged form of a message (no envelope), and the wire text made from it. */
+const logged = (message: TaskMessage) => envelope('', 0, message).replace(/,"taskId":"","seq":0/, '')
+function wire(taskId: string, event: LoggedEvent): string {
+  // Logged text starts `{"type":"<type>"`; the envelope goes right after it.
+  const cut = event.data.indexOf('"', 9) + 1
+  return `${event.data.slice(0, cut)},"taskId":${JSON.stringify(taskId)},"seq":${event.seq}${event.data.slice(cut)}`
+}
+
+const INTERRUPTED: TaskMessage = {
+  type: 'error',
+  status: 'failed',
+  code: 'task_interrupted',
+  message: 'The server process running this task stopped before it finished; send the command again',
 }
 
 /** Finished tasks kept per user in one process by default, however long their retention has still to run. */
@@ -73,331 +76,192 @@ export const DEFAULT_TASKS_KEPT_PER_USER = 1000
 
 const isFinished = (status: TaskStatus) => FINISHED_STATUSES.includes(status)
 
-function createLocalTasks(retentionMs: number, keptPerUser = DEFAULT_TASKS_KEPT_PER_USER) {
-  const tasks = new Map<string, LocalTask>()
+/** Where task states and each user's recent tasks are kept. */
+interface TaskDirectory {
+  save(meta: TaskMeta, running: boolean): void
+  load(taskId: string): Promise<TaskMeta | undefined>
+  recent(userId: string, limit: number): Promise<TaskMeta[]>
+  close(): void
+}
+
+function createTaskLog(events: EventLog, directory: TaskDirectory): TaskLog {
+  return {
+    open(partial) {
+      const meta: TaskMeta = { ...partial, status: 'queued' }
+      const producer = events.open(meta.taskId, JSON.stringify(meta))
+      directory.save(meta, true)
+      let ended = false
+      let seq = 0
+      return {
+        append(message, final = false) {
+          if (ended) throw new Error(`task ${meta.taskId} has already ended`)
+          const data = logged(message)
+          if (!final) seq = producer.append(data)
+          else {
+            ended = true
+            seq += 1
+            meta.finishedAt = Date.now()
+            directory.save(meta, false)
+            void producer.end(data)
+          }
+          return wire(meta.taskId, { seq, data, final })
+        },
+        update(state) {
+          Object.assign(meta, state)
+          directory.save(meta, !isFinished(meta.status))
+        },
+        written: () => producer.written(),
+      }
+    },
+    async meta(taskId) {
+      const [meta, lastSeq] = await Promise.all([directory.load(taskId), events.lastSeq(taskId)])
+      return meta && lastSeq !== undefined ? { ...meta, lastSeq } : undefined
+    },
+    recent: (userId, limit) => directory.recent(userId, limit),
+    follow(taskId, afterSeq, listener) {
+      return events.follow(taskId, afterSeq, (batch) => {
+        for (const event of batch) listener(wire(taskId, event), event.seq, event.final)
+      })
+    },
+    async close() {
+      directory.close()
+      await events.close()
+    },
+  }
+}
+
+const interruption = () => [logged(INTERRUPTED)]
+
+export function createMemoryTaskLog(options: { retentionSeconds: number; keptPerUser?: number }): TaskLog {
+  const retentionMs = options.retentionSeconds * 1000
+  const keptPerUser = options.keptPerUser ?? DEFAULT_TASKS_KEPT_PER_USER
+  const tasks = new Map<string, TaskMeta>()
   const byUser = new Map<string, Set<string>>()
   const timers = new Set<ReturnType<typeof setTimeout>>()
-
-  function forget(task: LocalTask) {
-    tasks.delete(task.meta.taskId)
-    const own = byUser.get(task.meta.userId)
-    own?.delete(task.meta.taskId)
-    if (own?.size === 0) byUser.delete(task.meta.userId)
+  const retiring = new Set<string>()
+  const forget = (meta: TaskMeta) => {
+    tasks.delete(meta.taskId)
+    retiring.delete(meta.taskId)
+    const own = byUser.get(meta.userId)
+    own?.delete(meta.taskId)
+    if (own?.size === 0) byUser.delete(meta.userId)
   }
-
   // Retention bounds time, this bounds count: a busy user's oldest finished tasks go first.
-  function dropOldestFinished(userId: string) {
+  const dropOldestFinished = (userId: string) => {
     const own = byUser.get(userId)
     if (!own || own.size <= keptPerUser) return
     for (const id of own) {
       if (own.size <= keptPerUser) break
-      const task = tasks.get(id)
-      if (task?.finished) forget(task)
+      const meta = tasks.get(id)
+      if (meta?.finishedAt !== undefined) forget(meta)
     }
   }
-
-  return {
-    tasks,
-    add(meta: TaskMeta, mirror?: LocalTask['mirror']): LocalTask {
-      const task: LocalTask = { meta, messages: [], listeners: new Set(), finished: isFinished(meta.status), mirror }
-      tasks.set(meta.taskId, task)
-      if (!mirror) {
+  const events = createMemoryEventLog({ interruption, retentionMs, maxLifeMs: Infinity })
+  events.onInterrupted((taskId) => {
+    const meta = tasks.get(taskId)
+    if (meta) Object.assign(meta, { status: 'failed', finishedAt: Date.now() })
+  })
+  return createTaskLog(events, {
+    save(meta, running) {
+      if (!tasks.has(meta.taskId)) {
+        tasks.set(meta.taskId, meta)
         let own = byUser.get(meta.userId)
         if (!own) byUser.set(meta.userId, (own = new Set()))
         own.add(meta.taskId)
       }
-      return task
-    },
-    /** Adds the message with the next seq and tells the followers. */
-    push(task: LocalTask, text: string, final: boolean) {
-      task.messages.push(text)
-      const seq = task.messages.length
-      if (final) task.finished = true
-      for (const listener of task.listeners) listener(text, seq, final)
-      if (final) {
-        task.listeners.clear()
-        if (!task.mirror) dropOldestFinished(task.meta.userId)
+      if (!running && meta.finishedAt !== undefined && !retiring.has(meta.taskId)) {
+        retiring.add(meta.taskId)
+        dropOldestFinished(meta.userId)
         const timer = setTimeout(() => {
           timers.delete(timer)
-          forget(task)
+          forget(meta)
         }, retentionMs)
         timers.add(timer)
       }
     },
-    follow(task: LocalTask, afterSeq: number, listener: TaskListener): () => void {
-      const messages = task.messages
-      for (let seq = Math.max(0, afterSeq) + 1; seq <= messages.length; seq++) listener(messages[seq - 1]!, seq, task.finished && seq === messages.length)
-      if (task.finished) return () => {}
-      task.listeners.add(listener)
-      return () => {
-        task.listeners.delete(listener)
-        if (task.listeners.size === 0 && task.mirror) task.mirror.release()
-      }
-    },
-    /** The user's newest tasks first; the set keeps creation order, so this reads only `limit` of them. */
-    recent(userId: string, limit: number): TaskMeta[] {
+    load: async (taskId) => tasks.get(taskId),
+    async recent(userId, limit) {
+      // The set keeps creation order, so this reads only `limit` of them.
       const ids = [...(byUser.get(userId) ?? [])]
       const out: TaskMeta[] = []
-      for (let i = ids.length - 1; i >= 0 && out.length < limit; i--) out.push(tasks.get(ids[i]!)!.meta)
+      for (let i = ids.length - 1; i >= 0 && out.length < limit; i--) out.push(tasks.get(ids[i]!)!)
       return out
     },
-    forget,
     close() {
       for (const timer of timers) clearTimeout(timer)
       timers.clear()
     },
-  }
-}
-
-function writerFor(
-  local: ReturnType<typeof createLocalTasks>,
-  task: LocalTask,
-  onMessage?: (text: string, seq: number, final: boolean) => Promise<unknown> | void,
-  onUpdate?: () => void,
-): TaskWriter {
-  let lastWrite: Promise<unknown> | void
-  return {
-    append(message, final = false) {
-      if (task.finished) throw new Error(`task ${task.meta.taskId} has already ended`)
-      const seq = task.messages.length + 1
-      const text = envelope(task.meta.taskId, seq, message)
-      if (final) task.meta.finishedAt = Date.now()
-      local.push(task, text, final)
-      lastWrite = onMessage?.(text, seq, final)
-      return text
-    },
-    update(state) {
-      Object.assign(task.meta, state)
-      onUpdate?.()
-    },
-    async written() {
-      await lastWrite
-    },
-  }
-}
-
-export function createMemoryTaskLog(options: { retentionSeconds: number; keptPerUser?: number }): TaskLog {
-  const local = createLocalTasks(options.retentionSeconds * 1000, options.keptPerUser)
-  return {
-    open(meta) {
-      return writerFor(local, local.add({ ...meta, status: 'queued' }))
-    },
-    async meta(taskId) {
-      const task = local.tasks.get(taskId)
-      return task && { ...task.meta, lastSeq: task.messages.length }
-    },
-    async recent(userId, limit) {
-      return local.recent(userId, limit)
-    },
-    async follow(taskId, afterSeq, listener) {
-      const task = local.tasks.get(taskId)
-      return task && local.follow(task, afterSeq, listener)
-    },
-    async close() {
-      local.close()
-    },
-  }
+  })
 }
 
 export interface RedisTaskLogOptions {
-  url: string
+  /** The process's Redis connection manager; or `url` for a connection of the log's own. */
+  redis?: RedisManager
+  url?: string
   retentionSeconds: number
   /** Longest a task may run; bounds the life of a running task's keys. */
   maxTaskSeconds: number
   logger: Logger
-  /** Finished tasks this process keeps per user (Redis keeps every task for the retention time). */
+  /** Accepted for the memory log's sake; Redis keeps every task for the retention time. */
   keptPerUser?: number
   /** How long the producer's lease lives without renewal. Default 6000 ms (renewed every third of it). */
   leaseMs?: number
+  /** How long a follower's blocking read waits before checking the lease. Default 1000 ms. */
+  pollMs?: number
   keyPrefix?: string
 }
 
-// Appends the interruption only when nothing came after `seq`, so two mirrors noticing at once write it once.
-const APPEND_IF_LAST = `
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local lastSeq = 0
-if last[1] then lastSeq = tonumber(string.match(last[1][1], '%-(%d+)$')) end
-if lastSeq ~= tonumber(ARGV[1]) then return 0 end
-redis.call('XADD', KEYS[1], '0-' .. (lastSeq + 1), 'm', ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PUBLISH', KEYS[2], ARGV[2])
-return 1`
-
 export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
   const prefix = options.keyPrefix ?? 'agent:'
+  const redis = options.redis ?? createRedisManager({ url: options.url!, logger: options.logger })
   const retentionMs = options.retentionSeconds * 1000
   const runningTtlMs = (options.maxTaskSeconds + options.retentionSeconds) * 1000
-  const leaseMs = options.leaseMs ?? 6000
-  const keys = {
-    log: (id: string) => `${prefix}log:${id}`,
-    live: (id: string) => `${prefix}live:${id}`,
-    meta: (id: string) => `${prefix}task:${id}`,
-    lease: (id: string) => `${prefix}lease:${id}`,
-    user: (userId: string) => `${prefix}user:${userId}`,
-  }
-  const commands = new RedisClient(options.url, { autoReconnect: true, enableOfflineQueue: true })
-  const subscriber = new RedisClient(options.url, { autoReconnect: true, enableOfflineQueue: true })
-  const local = createLocalTasks(Math.min(retentionMs, 60_000), options.keptPerUser)
-  const mirrors = new Map<string, Promise<LocalTask | undefined>>()
+  const keys = { meta: (id: string) => `${prefix}task:${id}`, user: (userId: string) => `${prefix}user:${userId}` }
+  // The state of tasks running here, so updates and reads do not wait for Redis.
+  const mine = new Map<string, TaskMeta>()
   const warn = (what: string) => (err: unknown) => options.logger.warn(`agent task log: ${what} failed`, { err })
-  const send = (command: string, args: string[]) => commands.send(command, args)
-
-  async function readMeta(taskId: string): Promise<TaskMeta | undefined> {
-    const text = await send('GET', [keys.meta(taskId)])
+  const events = createRedisEventLog({
+    redis,
+    logger: options.logger,
+    keyPrefix: prefix,
+    interruption,
+    retentionMs,
+    maxLifeMs: runningTtlMs,
+    leaseMs: options.leaseMs,
+    pollMs: options.pollMs,
+  })
+  const readMeta = async (taskId: string) => {
+    const text = await redis.send('GET', [keys.meta(taskId)])
     return text ? (JSON.parse(String(text)) as TaskMeta) : undefined
   }
-
-  /** A local copy of a task running elsewhere, kept while this process has followers for it. */
-  function mirrorOf(taskId: string): Promise<LocalTask | undefined> {
-    let pending = mirrors.get(taskId)
-    if (!pending) {
-      pending = startMirror(taskId).catch((err) => {
-        mirrors.delete(taskId)
-        throw err
-      })
-      mirrors.set(taskId, pending)
-    }
-    return pending
-  }
-
-  async function startMirror(taskId: string): Promise<LocalTask | undefined> {
+  events.onInterrupted(async (taskId) => {
     const meta = await readMeta(taskId)
-    if (!meta) {
-      mirrors.delete(taskId)
-      return undefined
-    }
-    const early: string[] = []
-    let task: LocalTask | undefined
-    let leaseCheck: ReturnType<typeof setInterval> | undefined
-    const release = () => {
-      clearInterval(leaseCheck)
-      void subscriber.unsubscribe(keys.live(taskId), onLive).catch(warn('unsubscribe'))
-      mirrors.delete(taskId)
-      if (task) local.forget(task)
-    }
-    const deliver = (text: string) => {
-      const seq = seqOf(text)
-      if (!task || seq !== task.messages.length + 1) return
-      const final = isFinal(text)
-      local.push(task, text, final)
-      if (final) release()
-    }
-    function onLive(text: string) {
-      if (task) deliver(text)
-      else early.push(text)
-    }
-    // Subscribed before reading the stream, so nothing published in between is missed.
-    await subscriber.subscribe(keys.live(taskId), onLive)
-    const entries = (await send('XRANGE', [keys.log(taskId), '-', '+'])) as unknown
-    task = local.add(meta, { release })
-    for (const text of streamTexts(entries)) deliver(text)
-    for (const text of early.splice(0)) deliver(text)
-    if (!task.finished) {
-      leaseCheck = setInterval(() => void checkLease(task!).catch(warn('lease check')), leaseMs)
-    } else release()
-    return task
-  }
-
-  async function checkLease(task: LocalTask) {
-    if (task.finished || Number(await send('EXISTS', [keys.lease(task.meta.taskId)]))) return
-    const seq = task.messages.length
-    const text = envelope(task.meta.taskId, seq + 1, {
-      type: 'error',
-      status: 'failed',
-      code: 'task_interrupted',
-      message: 'The server process running this task stopped before it finished; send the command again',
-    })
-    const appended = await send('EVAL', [APPEND_IF_LAST, '2', keys.log(task.meta.taskId), keys.live(task.meta.taskId), String(seq), text, String(retentionMs)])
-    if (Number(appended)) {
-      const meta: TaskMeta = { ...task.meta, status: 'failed', finishedAt: Date.now() }
-      await send('SET', [keys.meta(task.meta.taskId), JSON.stringify(meta), 'PX', String(retentionMs)])
-    }
-  }
-
-  return {
-    open(partial) {
-      const meta: TaskMeta = { ...partial, status: 'queued' }
-      const id = meta.taskId
-      const task = local.add(meta)
-      const saveMeta = (ttlMs: number) => send('SET', [keys.meta(id), JSON.stringify(task.meta), 'PX', String(ttlMs)]).catch(warn('meta'))
-      void Promise.all([
-        send('SET', [keys.lease(id), '1', 'PX', String(leaseMs)]),
-        saveMeta(runningTtlMs),
-        send('ZADD', [keys.user(meta.userId), String(meta.createdAt), id]),
-        send('PEXPIRE', [keys.user(meta.userId), String(runningTtlMs)]),
-      ]).catch(warn('open'))
-      const lease = setInterval(() => void send('SET', [keys.lease(id), '1', 'PX', String(leaseMs)]).catch(warn('lease')), leaseMs / 3)
-      // Sent in order on one connection, so stream entry ids arrive increasing.
-      return writerFor(
-        local,
-        task,
-        (text, seq, final) => {
-          // One connection runs commands in order: once this entry is in, so is the task's meta.
-          const appended = send('XADD', [keys.log(id), `0-${seq}`, 'm', text]).catch(warn('append'))
-          void send('PUBLISH', [keys.live(id), text]).catch(warn('publish'))
-          if (final) {
-            clearInterval(lease)
-            void Promise.all([
-              send('PEXPIRE', [keys.log(id), String(retentionMs)]),
-              saveMeta(retentionMs),
-              send('DEL', [keys.lease(id)]),
-            ]).catch(warn('end'))
-          } else if (seq === 1) void send('PEXPIRE', [keys.log(id), String(runningTtlMs)]).catch(warn('expire'))
-          return appended
-        },
-        () => void saveMeta(isFinished(task.meta.status) ? retentionMs : runningTtlMs),
-      )
+    if (meta && !isFinished(meta.status)) await redis.send('SET', [keys.meta(taskId), JSON.stringify({ ...meta, status: 'failed', finishedAt: Date.now() }), 'PX', String(retentionMs)])
+  })
+  const log = createTaskLog(events, {
+    save(meta, running) {
+      const first = !mine.has(meta.taskId) && running
+      if (running) mine.set(meta.taskId, meta)
+      else mine.delete(meta.taskId)
+      const ttl = String(running ? runningTtlMs : retentionMs)
+      void redis
+        .run((client) =>
+          Promise.all([
+            client.send('SET', [keys.meta(meta.taskId), JSON.stringify(meta), 'PX', ttl]),
+            ...(first ? [client.send('ZADD', [keys.user(meta.userId), String(meta.createdAt), meta.taskId]), client.send('PEXPIRE', [keys.user(meta.userId), String(runningTtlMs)])] : []),
+          ]),
+        )
+        .catch(warn('saving the task state'))
     },
-
-    async meta(taskId) {
-      const mine = local.tasks.get(taskId)
-      if (mine) return { ...mine.meta, lastSeq: mine.messages.length }
-      const [meta, length] = await Promise.all([readMeta(taskId), send('XLEN', [keys.log(taskId)])])
-      return meta && { ...meta, lastSeq: Number(length) }
-    },
-
+    load: async (taskId) => mine.get(taskId) ?? (await readMeta(taskId)),
     async recent(userId, limit) {
-      const ids = ((await send('ZREVRANGE', [keys.user(userId), '0', String(limit - 1)])) as string[] | null) ?? []
-      const metas = await Promise.all(ids.map((id) => local.tasks.get(id)?.meta ?? readMeta(String(id))))
+      const ids = ((await redis.send('ZREVRANGE', [keys.user(userId), '0', String(limit - 1)])) as string[] | null) ?? []
+      const metas = await Promise.all(ids.map((id) => mine.get(String(id)) ?? readMeta(String(id))))
       return metas.filter((m): m is TaskMeta => m !== undefined)
     },
-
-    async follow(taskId, afterSeq, listener) {
-      const task = local.tasks.get(taskId) ?? (await mirrorOf(taskId))
-      return task && local.follow(task, afterSeq, listener)
+    close() {
+      mine.clear()
     },
-
-    async close() {
-      local.close()
-      subscriber.close()
-      commands.close()
-    },
-  }
-}
-
-function seqOf(text: string): number {
-  const match = /"seq":(\d+)/.exec(text)
-  return match ? Number(match[1]) : 0
-}
-
-/** The last message of a task is its result, or an error that carries a status. */
-function isFinal(text: string): boolean {
-  return text.startsWith('{"type":"result"') || (text.startsWith('{"type":"error"') && text.includes('"status":'))
-}
-
-/** XRANGE's reply (RESP2 arrays or RESP3 maps) as the `m` field of each entry. */
-function streamTexts(reply: unknown): string[] {
-  if (!reply) return []
-  const out: string[] = []
-  const entries = Array.isArray(reply) ? reply : Object.entries(reply as Record<string, unknown>)
-  for (const entry of entries) {
-    const raw = (entry as [string, unknown])[1]
-    if (Array.isArray(raw)) {
-      for (let i = 0; i + 1 < raw.length; i += 2) if (String(raw[i]) === 'm') out.push(String(raw[i + 1]))
-    } else if (raw && typeof raw === 'object') {
-      const m = (raw as Record<string, unknown>).m
-      if (m !== undefined) out.push(String(m))
-    }
-  }
-  return out
+  })
+  return options.redis ? log : { ...log, close: async () => (await log.close(), redis.close()) }
 }

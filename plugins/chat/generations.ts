@@ -3,7 +3,7 @@
  * generation running (so it can be resumed and its answer is stored); only an explicit cancel,
  * a newer message in the same chat, the time cap or shutdown stops one.
  */
-import { RedisClient } from 'bun'
+import { createCancelChannel, type CancelChannel } from '../../src/event-log/cancel.ts'
 import type { Logger } from '../../src/log.ts'
 import { serializeChunk, type UiChunk } from '../../src/llm/ui-stream.ts'
 import { StreamError } from '../../src/llm/provider.ts'
@@ -16,9 +16,8 @@ export interface GenerationHubOptions {
   logger: Logger
   /** Cap on one generation; it is aborted with `generation_timeout` when reached. */
   maxGenerationMs: number
-  /** With Redis, cancels reach the process running the generation through this channel. */
-  redisUrl?: string
-  channel?: string
+  /** Cancels reach the process running the generation through it; in process only when unset. */
+  cancels?: CancelChannel
 }
 
 export interface StartedGeneration {
@@ -33,34 +32,15 @@ export function newGenerationId(): string {
 
 export function createGenerationHub(options: GenerationHubOptions) {
   const { log, logger } = options
-  const channel = options.channel ?? 'chat:cancel'
+  const cancels = options.cancels ?? createCancelChannel()
   const running = new Map<string, { controller: AbortController; done: Promise<void> }>()
-  let subscriber: RedisClient | undefined
-  let publisher: RedisClient | undefined
-  let subscribed: Promise<unknown> | undefined
-
-  const abortLocal = (generationId: string, reason: StreamError): boolean => {
-    const run = running.get(generationId)
-    if (!run) return false
-    run.controller.abort(reason)
-    return true
-  }
 
   const cancelled = () => new StreamError('generation_cancelled', 'The generation was cancelled')
 
-  function listen() {
-    if (!options.redisUrl || subscribed) return
-    subscriber = new RedisClient(options.redisUrl, { autoReconnect: true })
-    subscribed = subscriber
-      .subscribe(channel, (generationId) => void abortLocal(generationId, cancelled()))
-      .catch((err) => logger.warn('chat cancel channel: subscribe failed', { err }))
-  }
-
   async function cancelGeneration(meta: GenerationMeta, reason = cancelled()): Promise<void> {
-    if (abortLocal(meta.generationId, reason)) return
-    if (!options.redisUrl) return
-    publisher ??= new RedisClient(options.redisUrl, { autoReconnect: true })
-    await publisher.send('PUBLISH', [channel, meta.generationId])
+    const run = running.get(meta.generationId)
+    if (run) return void run.controller.abort(reason)
+    await cancels.cancel(meta.generationId)
   }
 
   return {
@@ -68,13 +48,22 @@ export function createGenerationHub(options: GenerationHubOptions) {
      * Starts `run` as the chat's generation, superseding (cancelling) one still running for the chat.
      * `run` reports failures in-band; anything it throws becomes an error chunk.
      */
-    async start(meta: Omit<GenerationMeta, 'generationId' | 'startedAt'>, run: (emit: Emit, signal: AbortSignal) => Promise<void>): Promise<StartedGeneration> {
-      listen()
-      const previous = await log.active(meta.chatId)
+    async start(
+      meta: Omit<GenerationMeta, 'generationId' | 'startedAt'>,
+      run: (emit: Emit, signal: AbortSignal, logLost: AbortSignal) => Promise<void>,
+      /** The chat's running generation when the caller has read it already. */
+      known?: { previous: GenerationMeta | undefined },
+    ): Promise<StartedGeneration> {
+      const previous = known ? known.previous : await log.active(meta.chatId)
       if (previous) await cancelGeneration(previous, new StreamError('generation_cancelled', 'A newer message in this chat replaced the generation'))
       const full: GenerationMeta = { ...meta, generationId: newGenerationId(), startedAt: Date.now() }
       const producer = log.open(full)
+      // Nothing starts before the generation can be followed (and resumed) from any process.
+      await producer.opened
       const controller = new AbortController()
+      const lost = () => controller.abort(new StreamError('generation_interrupted', 'The stream log of this generation was lost'))
+      producer.lost.addEventListener('abort', lost, { once: true })
+      const unregister = cancels.register(full.generationId, () => controller.abort(cancelled()))
       const cap = setTimeout(
         () => controller.abort(new StreamError('generation_timeout', `The generation reached its ${Math.round(options.maxGenerationMs / 1000)} s cap`)),
         options.maxGenerationMs,
@@ -82,12 +71,14 @@ export function createGenerationHub(options: GenerationHubOptions) {
       const emit: Emit = (chunk) => void producer.append(serializeChunk(chunk))
       const done = (async () => {
         try {
-          await run(emit, controller.signal)
+          await run(emit, controller.signal, producer.lost)
         } catch (err) {
           logger.error('chat generation failed', { err, generationId: full.generationId })
           emit({ type: 'error', errorText: 'internal_error: the generation failed unexpectedly' })
         } finally {
           clearTimeout(cap)
+          unregister()
+          producer.lost.removeEventListener('abort', lost)
           running.delete(full.generationId)
           await producer.end().catch((err) => logger.warn('chat stream log: end failed', { err }))
         }
@@ -121,8 +112,6 @@ export function createGenerationHub(options: GenerationHubOptions) {
       const pending = [...running.values()]
       for (const r of pending) r.controller.abort(new StreamError('generation_interrupted', 'The server is shutting down'))
       await Promise.race([Promise.allSettled(pending.map((r) => r.done)), Bun.sleep(waitMs)])
-      subscriber?.close()
-      publisher?.close()
     },
   }
 }

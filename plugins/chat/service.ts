@@ -2,12 +2,14 @@
  * Chat as a service: stores the conversation, starts the generation that answers it, and lets
  * clients follow, resume and cancel it. Enhanced chat starts its own kind of turn through it.
  */
+import type { CancelChannel } from '../../src/event-log/cancel.ts'
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import { providerNotConfigured } from '../../src/llm/models.ts'
 import type { ModelProvider } from '../../src/llm/provider.ts'
+import { createMessageBuilder } from '../../src/llm/message-builder.ts'
 import { newMessageId } from '../../src/llm/ui-messages.ts'
-import type { Emit, UiMessage } from '../../src/llm/ui-stream.ts'
+import type { Emit, UiChunk, UiMessage } from '../../src/llm/ui-stream.ts'
 import type { Database } from '../../src/storage/database.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { CodeIndex } from '../code-search/index.ts'
@@ -31,7 +33,8 @@ export interface ChatServiceOptions {
   settings: ChatSettings
   log: StreamLog
   maxGenerationMs: number
-  redisUrl?: string
+  /** Cancels reach the process running a generation through it; in process only when unset. */
+  cancels?: CancelChannel
 }
 
 export type { Caller }
@@ -44,7 +47,15 @@ export function newChatId(): string {
 
 export function createChatService(options: ChatServiceOptions) {
   const store = new ChatStore(options.db)
-  const hub = createGenerationHub({ log: options.log, logger: options.logger, maxGenerationMs: options.maxGenerationMs, redisUrl: options.redisUrl })
+  const hub = createGenerationHub({ log: options.log, logger: options.logger, maxGenerationMs: options.maxGenerationMs, cancels: options.cancels })
+
+  // A generation whose process died is stored with the text that reached its log, marked interrupted.
+  options.log.onInterrupted(async (meta, chunks) => {
+    if (!meta.messageId || meta.position === undefined) return
+    const builder = createMessageBuilder(meta.messageId)
+    for (const chunk of chunks) builder.add(JSON.parse(chunk) as UiChunk)
+    await store.addAnswerOnce(meta.chatId, meta.position, builder.message('interrupted'))
+  })
 
   function requireProvider(): ModelProvider {
     if (options.provider) return options.provider
@@ -84,14 +95,18 @@ export function createChatService(options: ChatServiceOptions) {
       if (chat && chat.userId !== caller.userId) throw notFound()
       const stored = chat ? await store.messages(chatId) : []
       const history = mergeHistory(stored, request.messages)
+      // Read before anything is stored or metered: with the stream log unreachable the request fails here, leaving nothing behind.
+      const previous = await hub.active(chatId)
       const from = firstChange(stored, history)
       await store.save({ id: chatId, orgId: caller.orgId, userId: caller.userId, title: chat?.title ?? titleFor(history) }, from, history.slice(from))
       options.meter?.record({ ...caller, kind: 'chat_request' })
       const turn: Turn = { ...request.turn, messageId: newMessageId(), orgId: caller.orgId, userId: caller.userId, history }
-      const started = await hub.start({ chatId, userId: caller.userId }, async (emit, signal) => {
+      const meta = { chatId, userId: caller.userId, messageId: turn.messageId, position: history.length }
+      const started = await hub.start(meta, async (emit, signal, logLost) => {
         const answer = await (produce ?? ((t, e, s) => runTurn(turnServices, t, e, s)))(turn, emit, signal)
-        await store.appendAnswer(chatId, history.length, answer)
-      })
+        // A lost log was ended by a follower, which stores what reached it; this process's copy may say more than any client saw.
+        if (!logLost.aborted) await store.appendAnswer(chatId, history.length, answer)
+      }, { previous })
       return { chatId, ...started }
     },
 

@@ -68,6 +68,20 @@ export class ChatStore {
     })
   }
 
+  /** Adds the answer unless a message with its id is already there: two processes may both try, one row results. */
+  async addAnswerOnce(chatId: string, position: number, message: UiMessage): Promise<void> {
+    const now = Date.now()
+    await this.db.sql.begin(async (tx) => {
+      const [present] = await tx`SELECT 1 AS present FROM chat_messages WHERE chat_id = ${chatId} AND id = ${message.id}`
+      if (present) return
+      const [last] = await tx`SELECT MAX(position) AS position FROM chat_messages WHERE chat_id = ${chatId}`
+      const at = Math.max(position, last?.position === null || last?.position === undefined ? 0 : toNumber(last.position) + 1)
+      // Either unique key (position, or id) taken by a racing process means the answer is stored already.
+      await tx`INSERT INTO chat_messages ${tx(messageRow(chatId, at, message, now))} ON CONFLICT DO NOTHING`
+      await tx`UPDATE chats SET updated_at = ${now} WHERE id = ${chatId}`
+    })
+  }
+
   /** Appends the assistant's answer after the history it answered. */
   async appendAnswer(chatId: string, position: number, message: UiMessage): Promise<void> {
     const now = Date.now()

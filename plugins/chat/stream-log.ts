@@ -1,19 +1,21 @@
 /**
- * The event log of each generation: every SSE frame it produced, in order, so a client that lost its
- * connection gets exactly what it missed. Frames carry `id: <generationId>:<seq>` (seq from 1).
- *
- * In memory by default. With Redis, each generation is also a Redis stream (entry ids `0-<last seq>`,
- * each entry a batch of frames), so any process can follow it; the producing process keeps a lease
- * key alive, and a follower that finds the lease gone before the end writes the interruption itself.
+ * Each generation's chunks in the core event log (src/event-log), so a client that lost its connection gets
+ * exactly what it missed, from any process. What is chat's own: the SSE framing (`id: <generationId>:<seq>`,
+ * seq from 1, closed by `data: [DONE]`), the generation's details kept as the log's info, the pointer from a chat
+ * to its running generation, and the interruption (a `generation_interrupted` error chunk, then `[DONE]`).
  */
-import { RedisClient } from 'bun'
+import { createMemoryEventLog, createRedisEventLog, followEvents, type EventLog } from '../../src/event-log/index.ts'
 import type { Logger } from '../../src/log.ts'
+import { createRedisManager, type RedisManager } from '../../src/redis.ts'
 
 export interface GenerationMeta {
   generationId: string
   chatId: string
   userId: string
   startedAt: number
+  /** The assistant message the generation writes, and where it goes in the chat: an interrupted one is stored there. */
+  messageId?: string
+  position?: number
 }
 
 export interface ProducerLog {
@@ -21,7 +23,16 @@ export interface ProducerLog {
   append(data: string): number
   /** Writes the closing `[DONE]` and marks the log complete. */
   end(): Promise<void>
+  /** Resolves once the generation can be followed from any process; rejects (503) when the log cannot be reached. */
+  readonly opened: Promise<void>
+  /** Aborted when the log was taken from this process (its chunks could not be stored in time, or a follower ended it). */
+  readonly lost: AbortSignal
+  /** Stops without ending the log, as a dying process would: a follower then ends it with the interruption. */
+  abandon(): void
 }
+
+/** Told of a generation's interruption, with the chunks that reached the log, in each process that reads it: it must be idempotent. */
+export type InterruptedGeneration = (meta: GenerationMeta, chunks: string[]) => Promise<void>
 
 export interface StreamLog {
   open(meta: GenerationMeta): ProducerLog
@@ -31,6 +42,7 @@ export interface StreamLog {
   meta(generationId: string): Promise<GenerationMeta | undefined>
   /** Frames after `afterSeq`, batched, until the end; live frames as they come. */
   follow(generationId: string, afterSeq: number, signal: AbortSignal): AsyncIterable<string>
+  onInterrupted(handler: InterruptedGeneration): void
   close(): Promise<void>
 }
 
@@ -47,120 +59,82 @@ export function parseEventId(value: string | null | undefined): { generationId: 
   return match ? { generationId: match[1]!, seq: Number(match[2]) } : undefined
 }
 
-interface LocalGeneration {
-  meta: GenerationMeta
-  frames: string[]
-  done: boolean
-  wake: (() => void)[]
+export const INTERRUPTED_CHUNK = JSON.stringify({
+  type: 'error',
+  errorText: 'generation_interrupted: the server producing this answer stopped before it finished; send the message again',
+})
+
+/** Where each chat's running generation is named. */
+interface ActivePointers {
+  set(chatId: string, generationId: string): Promise<unknown>
+  get(chatId: string): Promise<string | undefined>
+  /** Clears the pointer if it still names `generationId`. */
+  release(chatId: string, generationId: string): Promise<unknown>
 }
 
-function localFollower(generation: LocalGeneration) {
-  const waitForMore = (signal: AbortSignal) =>
-    new Promise<void>((resolve) => {
-      const onAbort = () => resolve()
-      signal.addEventListener('abort', onAbort, { once: true })
-      generation.wake.push(() => {
-        signal.removeEventListener('abort', onAbort)
-        resolve()
-      })
-    })
-  return async function* follow(afterSeq: number, signal: AbortSignal): AsyncGenerator<string> {
-    let sent = Math.max(0, afterSeq)
-    while (!signal.aborted) {
-      const frames = generation.frames
-      if (sent < frames.length) {
-        let batch = frames[sent++]!
-        while (sent < frames.length) batch += frames[sent++]
-        yield batch
-        continue
-      }
-      if (generation.done) return
-      await waitForMore(signal)
-    }
-  }
-}
+function createStreamLog(events: EventLog, pointers: ActivePointers, logger?: Logger): StreamLog {
+  const handlers: InterruptedGeneration[] = []
+  const parse = (info: string | undefined) => (info ? (JSON.parse(info) as GenerationMeta) : undefined)
+  events.onInterrupted(async (_logId, info, logged) => {
+    const meta = parse(info)!
+    await pointers.release(meta.chatId, meta.generationId)
+    const chunks = logged.filter((e) => e.data !== DONE && e.data !== INTERRUPTED_CHUNK).map((e) => e.data)
+    for (const handler of handlers) await handler(meta, chunks)
+  })
+  const meta = async (generationId: string) => parse(await events.info(generationId))
 
-/** The in-process part: what this process produces, kept for `ttlMs` after its end. */
-function createLocalLogs(ttlMs: number) {
-  const generations = new Map<string, LocalGeneration>()
-  const activeByChat = new Map<string, string>()
-  const timers = new Set<ReturnType<typeof setTimeout>>()
-
-  const wakeAll = (g: LocalGeneration) => {
-    const wake = g.wake
-    g.wake = []
-    for (const w of wake) w()
-  }
-
-  return {
-    generations,
-    open(meta: GenerationMeta, onFrame?: (seq: number, text: string, done: boolean) => void) {
-      const g: LocalGeneration = { meta, frames: [], done: false, wake: [] }
-      generations.set(meta.generationId, g)
-      activeByChat.set(meta.chatId, meta.generationId)
-      const push = (data: string, done: boolean) => {
-        const seq = g.frames.length + 1
-        const text = frame(meta.generationId, seq, data)
-        g.frames.push(text)
-        onFrame?.(seq, text, done)
-        if (g.wake.length) wakeAll(g)
-        return seq
-      }
-      return {
-        append: (data: string) => push(data, false),
-        end() {
-          if (g.done) return
-          push(DONE, true)
-          g.done = true
-          wakeAll(g)
-          if (activeByChat.get(meta.chatId) === meta.generationId) activeByChat.delete(meta.chatId)
-          const timer = setTimeout(() => {
-            timers.delete(timer)
-            generations.delete(meta.generationId)
-          }, ttlMs)
-          timers.add(timer)
-        },
-      }
-    },
-    active(chatId: string): GenerationMeta | undefined {
-      const id = activeByChat.get(chatId)
-      return id ? generations.get(id)?.meta : undefined
-    },
-    follow(generationId: string, afterSeq: number, signal: AbortSignal) {
-      const g = generations.get(generationId)
-      return g ? localFollower(g)(afterSeq, signal) : undefined
-    },
-    close() {
-      for (const t of timers) clearTimeout(t)
-      timers.clear()
-    },
-  }
-}
-
-export function createMemoryStreamLog(options: { ttlSeconds: number }): StreamLog {
-  const local = createLocalLogs(options.ttlSeconds * 1000)
   return {
     open(meta) {
-      const producer = local.open(meta)
-      return { append: producer.append, end: async () => producer.end() }
+      const producer = events.open(meta.generationId, JSON.stringify(meta))
+      const opened = producer.opened.then(() => pointers.set(meta.chatId, meta.generationId)).then(() => undefined)
+      // A generation that cannot be followed does not start: its producer stops renewing its lease.
+      opened.catch(() => producer.abandon())
+      return {
+        append: (data) => producer.append(data),
+        async end() {
+          await producer.end(DONE)
+          await pointers.release(meta.chatId, meta.generationId).catch((err) => logger?.warn('chat stream log: releasing the active generation failed', { err }))
+        },
+        opened,
+        lost: producer.lost,
+        abandon: () => producer.abandon(),
+      }
     },
     async active(chatId) {
-      return local.active(chatId)
+      const id = await pointers.get(chatId)
+      return id ? meta(id) : undefined
     },
-    async meta(generationId) {
-      return local.generations.get(generationId)?.meta
+    meta,
+    async *follow(generationId, afterSeq, signal) {
+      for await (const batch of followEvents(events, generationId, afterSeq, signal)) {
+        let text = ''
+        for (const e of batch) text += frame(generationId, e.seq, e.data)
+        yield text
+      }
     },
-    follow(generationId, afterSeq, signal) {
-      return local.follow(generationId, afterSeq, signal) ?? (async function* () {})()
+    onInterrupted(handler) {
+      handlers.push(handler)
     },
-    async close() {
-      local.close()
-    },
+    close: () => events.close(),
   }
+}
+
+const interruption = () => [INTERRUPTED_CHUNK, DONE]
+
+export function createMemoryStreamLog(options: { ttlSeconds: number }): StreamLog {
+  const active = new Map<string, string>()
+  const events = createMemoryEventLog({ interruption, retentionMs: options.ttlSeconds * 1000, maxLifeMs: Infinity })
+  return createStreamLog(events, {
+    set: async (chatId, id) => active.set(chatId, id),
+    get: async (chatId) => active.get(chatId),
+    release: async (chatId, id) => active.get(chatId) === id && active.delete(chatId),
+  })
 }
 
 export interface RedisStreamLogOptions {
-  url: string
+  /** The process's Redis connection manager; or `url` for a connection of the log's own. */
+  redis?: RedisManager
+  url?: string
   ttlSeconds: number
   /** Longest a generation may run; bounds the active pointer's life. */
   maxGenerationSeconds: number
@@ -172,191 +146,31 @@ export interface RedisStreamLogOptions {
   keyPrefix?: string
 }
 
-const interruptedChunk = JSON.stringify({
-  type: 'error',
-  errorText: 'generation_interrupted: the server producing this answer stopped before it finished; send the message again',
-})
-
 // Deletes the active pointer only if it still names this generation.
 const RELEASE_ACTIVE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
 
 export function createRedisStreamLog(options: RedisStreamLogOptions): StreamLog {
   const prefix = options.keyPrefix ?? 'chat:'
-  const ttlMs = options.ttlSeconds * 1000
-  const leaseMs = options.leaseMs ?? 6000
-  const pollMs = options.pollMs ?? 1000
-  const activeTtlMs = (options.maxGenerationSeconds + options.ttlSeconds) * 1000
-  const keys = {
-    log: (id: string) => `${prefix}log:${id}`,
-    lease: (id: string) => `${prefix}lease:${id}`,
-    meta: (id: string) => `${prefix}meta:${id}`,
-    active: (chatId: string) => `${prefix}active:${chatId}`,
-  }
-  const commands = new RedisClient(options.url, { autoReconnect: true, enableOfflineQueue: true })
-  // Local copies are only needed while this process may still have followers; Redis keeps the rest.
-  const local = createLocalLogs(Math.min(ttlMs, 60_000))
-  const followers = new Set<RedisClient>()
-  const warn = (what: string) => (err: unknown) => options.logger.warn(`chat stream log: ${what} failed`, { err })
-
-  const send = (command: string, args: string[]) => commands.send(command, args)
-
-  return {
-    open(meta) {
-      const id = meta.generationId
-      const metaText = JSON.stringify(meta)
-      void Promise.all([
-        send('SET', [keys.lease(id), '1', 'PX', String(leaseMs)]),
-        send('SET', [keys.meta(id), metaText, 'PX', String(activeTtlMs)]),
-        send('SET', [keys.active(meta.chatId), id, 'PX', String(activeTtlMs)]),
-      ]).catch(warn('open'))
-      const lease = setInterval(() => void send('SET', [keys.lease(id), '1', 'PX', String(leaseMs)]).catch(warn('lease')), leaseMs / 3)
-
-      let pending: string[] = []
-      let lastSeq = 0
-      let ended = false
-      let flushing: Promise<void> = Promise.resolve()
-      let scheduled = false
-      const flush = () => {
-        scheduled = false
-        if (pending.length === 0) return
-        const batch = pending
-        pending = []
-        const args = [keys.log(id), `0-${lastSeq}`, 'f', JSON.stringify(batch)]
-        if (ended) args.push('d', '1')
-        // Sent in order on one connection, so entry ids arrive increasing.
-        flushing = flushing.then(() =>
-          send('XADD', args)
-            .then(() => send('PEXPIRE', [keys.log(id), String(ended ? ttlMs : activeTtlMs)]))
-            .then(() => undefined, warn('append')),
-        )
-      }
-      const producer = local.open(meta, (seq, text) => {
-        lastSeq = seq
-        pending.push(text)
-        if (!scheduled) {
-          scheduled = true
-          setImmediate(flush)
-        }
-      })
-      return {
-        append: producer.append,
-        async end() {
-          if (ended) return
-          clearInterval(lease)
-          ended = true
-          producer.end()
-          flush()
-          await flushing
-          await Promise.all([
-            send('PEXPIRE', [keys.meta(id), String(ttlMs)]),
-            send('DEL', [keys.lease(id)]),
-            send('EVAL', [RELEASE_ACTIVE, '1', keys.active(meta.chatId), id]),
-          ]).catch(warn('end'))
-        },
-      }
+  const redis = options.redis ?? createRedisManager({ url: options.url!, logger: options.logger })
+  const activeTtlMs = String((options.maxGenerationSeconds + options.ttlSeconds) * 1000)
+  const events = createRedisEventLog({
+    redis,
+    logger: options.logger,
+    keyPrefix: prefix,
+    interruption,
+    retentionMs: options.ttlSeconds * 1000,
+    maxLifeMs: (options.maxGenerationSeconds + options.ttlSeconds) * 1000,
+    leaseMs: options.leaseMs,
+    pollMs: options.pollMs,
+  })
+  const log = createStreamLog(
+    events,
+    {
+      set: (chatId, id) => redis.send('SET', [`${prefix}active:${chatId}`, id, 'PX', activeTtlMs]),
+      get: async (chatId) => (await redis.send('GET', [`${prefix}active:${chatId}`])) ?? undefined,
+      release: (chatId, id) => redis.send('EVAL', [RELEASE_ACTIVE, '1', `${prefix}active:${chatId}`, id]),
     },
-
-    async active(chatId) {
-      const mine = local.active(chatId)
-      if (mine) return mine
-      const id = await send('GET', [keys.active(chatId)])
-      if (!id) return undefined
-      const meta = await send('GET', [keys.meta(String(id))])
-      return meta ? (JSON.parse(String(meta)) as GenerationMeta) : undefined
-    },
-
-    async meta(generationId) {
-      const mine = local.generations.get(generationId)?.meta
-      if (mine) return mine
-      const text = await send('GET', [keys.meta(generationId)])
-      return text ? (JSON.parse(String(text)) as GenerationMeta) : undefined
-    },
-
-    follow(generationId, afterSeq, signal) {
-      const mine = local.follow(generationId, afterSeq, signal)
-      if (mine) return mine
-      return followRemote(generationId, afterSeq, signal)
-    },
-
-    async close() {
-      local.close()
-      for (const f of followers) f.close()
-      commands.close()
-    },
-  }
-
-  async function* followRemote(generationId: string, afterSeq: number, signal: AbortSignal): AsyncGenerator<string> {
-    // A blocking read holds its connection, so each remote follower has its own.
-    const reader = new RedisClient(options.url, { autoReconnect: false })
-    followers.add(reader)
-    const stop = () => reader.close()
-    signal.addEventListener('abort', stop, { once: true })
-    let seq = Math.max(0, afterSeq)
-    let quietChecks = 0
-    try {
-      while (!signal.aborted) {
-        const reply = await reader.send('XREAD', ['BLOCK', String(pollMs), 'COUNT', '500', 'STREAMS', keys.log(generationId), `0-${seq}`])
-        const entries = streamEntries(reply)
-        if (entries.length === 0) {
-          const [logExists, leaseExists] = await Promise.all([
-            send('EXISTS', [keys.log(generationId)]),
-            send('EXISTS', [keys.lease(generationId)]),
-          ])
-          if (!Number(leaseExists)) {
-            // The producer is gone (or never wrote): finish the log for everyone who follows it.
-            if (!Number(logExists) && ++quietChecks < 2) continue
-            await writeInterruption(generationId, seq)
-          }
-          continue
-        }
-        let out = ''
-        let finished = false
-        for (const entry of entries) {
-          const last = Number(entry.id.split('-')[1])
-          const frames = JSON.parse(entry.fields.f ?? '[]') as string[]
-          const first = last - frames.length + 1
-          for (let i = Math.max(0, seq + 1 - first); i < frames.length; i++) out += frames[i]
-          seq = Math.max(seq, last)
-          if (entry.fields.d) finished = true
-        }
-        if (out) yield out
-        if (finished) return
-      }
-    } catch (err) {
-      if (!signal.aborted) throw err
-    } finally {
-      signal.removeEventListener('abort', stop)
-      followers.delete(reader)
-      reader.close()
-    }
-  }
-
-  async function writeInterruption(generationId: string, seq: number) {
-    const frames = [frame(generationId, seq + 1, interruptedChunk), frame(generationId, seq + 2, DONE)]
-    // Fails harmlessly when someone else already appended past `seq`.
-    await send('XADD', [keys.log(generationId), `0-${seq + 2}`, 'f', JSON.stringify(frames), 'd', '1'])
-      .then(() => send('PEXPIRE', [keys.log(generationId), String(ttlMs)]))
-      .catch(() => undefined)
-    const metaText = await send('GET', [keys.meta(generationId)]).catch(() => null)
-    if (metaText) {
-      const meta = JSON.parse(String(metaText)) as GenerationMeta
-      await send('EVAL', [RELEASE_ACTIVE, '1', keys.active(meta.chatId), generationId]).catch(() => undefined)
-    }
-  }
-}
-
-/** XREAD's reply (RESP2 arrays or RESP3 maps) as entries with their fields. */
-function streamEntries(reply: unknown): { id: string; fields: Record<string, string> }[] {
-  if (!reply) return []
-  const streams: unknown[] = Array.isArray(reply) ? reply.map((s) => (s as unknown[])[1]) : Object.values(reply as Record<string, unknown>)
-  const out: { id: string; fields: Record<string, string> }[] = []
-  for (const entries of streams)
-    for (const entry of (entries as unknown[]) ?? []) {
-      const [id, raw] = entry as [string, unknown]
-      const fields: Record<string, string> = {}
-      if (Array.isArray(raw)) for (let i = 0; i + 1 < raw.length; i += 2) fields[String(raw[i])] = String(raw[i + 1])
-      else if (raw && typeof raw === 'object') for (const [k, v] of Object.entries(raw)) fields[k] = String(v)
-      out.push({ id: String(id), fields })
-    }
-  return out
+    options.logger,
+  )
+  return options.redis ? log : { ...log, close: async () => (await log.close(), redis.close()) }
 }

@@ -15,9 +15,10 @@ import type { CodeIndex } from '../code-search/index.ts'
 import { readImportFiles, type ImportFiles, type ImportFilesRequest } from './import-files.ts'
 import { isIndexable, runImport, type ImportSettings, type TokenSource } from './import-job.ts'
 import { isBinary, languageOf } from './analysis/languages.ts'
-import { ImportStore, type ImportRecord, type RepositoryRecord, type StoredEvent } from './import-store.ts'
+import { ImportStore, type ImportRecord, type RepositoryRecord } from './import-store.ts'
 import { ACTIVE_STATUSES, type ImportBody, type ImportStatus, type ImportView } from './model.ts'
-import { ProgressLog, ProgressReporter } from './progress-log.ts'
+import { followEvents } from '../../src/event-log/index.ts'
+import { createProgressLog, progressText, ProgressReporter, type ProgressEvent } from './progress-log.ts'
 import { guardRepositoryUrl, locateRepository, type UrlPolicy } from './repository-url.ts'
 import { workspaceFor } from './workspace.ts'
 import type { Caller } from '../../src/auth/caller.ts'
@@ -90,7 +91,6 @@ export interface ImportService {
   close(): Promise<void>
 }
 
-const TERMINAL_EVENTS = new Set(['summary', 'error'])
 const FOLLOW_POLL_MS = 1000
 
 export interface ReindexOptions {
@@ -117,7 +117,12 @@ interface RunningImport {
 export function createImportService(options: ImportServiceOptions): ImportService {
   const { settings, logger } = options
   const store = new ImportStore(options.db)
-  const log = new ProgressLog(store)
+  // A follower elsewhere finds an import whose process stopped and fails it, which ends its log.
+  const log = createProgressLog(store, {
+    pollMs: FOLLOW_POLL_MS,
+    checkProducer: async (importId) => void (running.has(importId) || (await recoverStale())),
+    logger,
+  })
   const policy: UrlPolicy = { allowHosts: settings.allowHosts, lookup: options.lookup }
   const heartbeatMs = options.heartbeatMs ?? 5000
   const staleAfterMs = options.staleAfterMs ?? heartbeatMs * 3
@@ -192,7 +197,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
   async function failWithEvent(importId: string, failure: { code: string; message: string }, reporter?: ProgressReporter): Promise<void> {
     if (!(await store.fail(importId, failure))) return
     if (reporter) await reporter.emit('error', failure)
-    else await log.append(importId, (await store.lastEventSeq(importId)) + 1, 'error', failure)
+    else await log.endAbandoned(importId, progressText('error', failure))
   }
 
   function launch(record: ImportRecord, request: ImportBody, repository: RepositoryRecord, pinned: Map<string, string>, reporter: ProgressReporter) {
@@ -276,18 +281,11 @@ export function createImportService(options: ImportServiceOptions): ImportServic
   })
 
   async function* events(importId: string, after: number, signal?: AbortSignal): AsyncGenerator<ImportEvent> {
-    let last = after
-    while (!signal?.aborted) {
-      const batch: StoredEvent[] = await store.eventsAfter(importId, last)
-      for (const event of batch) {
-        yield { id: event.seq, event: event.event, data: event.data }
-        last = event.seq
-        if (TERMINAL_EVENTS.has(event.event)) return
+    for await (const batch of followEvents(log, importId, after, signal ?? new AbortController().signal))
+      for (const e of batch) {
+        const { event, data } = JSON.parse(e.data) as ProgressEvent
+        yield { id: e.seq, event, data }
       }
-      if (batch.length > 0) continue
-      if (!running.has(importId)) await recoverStale()
-      await log.wait(importId, FOLLOW_POLL_MS, signal)
-    }
   }
 
   return {
@@ -386,6 +384,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
       for (const entry of stopping)
         entry.controller.abort(new AppError('import_interrupted', 'The service stopped during the import; import again to resume'))
       await Promise.all(stopping.map((entry) => entry.done))
+      await log.close()
     },
   }
 }

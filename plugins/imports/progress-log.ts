@@ -1,53 +1,61 @@
 /**
- * The progress events of imports: numbered per import, stored in order (so any process can replay them and a
- * client can resume after `Last-Event-ID`), with in-process wake-ups for the followers of a running import.
+ * The progress events of imports: a core stored event log (src/event-log/stored.ts) whose store is the import
+ * events table, so they are numbered per import, kept as long as the import is, and any process replays them (a
+ * client resumes after `Last-Event-ID`). An import's log ends with its `summary` or its `error`.
  */
+import { createStoredEventLog, type EventStore, type StoredEventLog, type StoredProducer } from '../../src/event-log/index.ts'
+import type { Logger } from '../../src/log.ts'
 import type { ImportStore } from './import-store.ts'
 
-export class ProgressLog {
-  private readonly waiters = new Map<string, Set<() => void>>()
+export const TERMINAL_EVENTS = new Set(['summary', 'error'])
 
-  constructor(private readonly store: ImportStore) {}
+export interface ProgressEvent {
+  event: string
+  data: unknown
+}
 
-  async append(importId: string, seq: number, event: string, data: unknown): Promise<void> {
-    await this.store.appendEvent(importId, seq, event, data)
-    for (const wake of this.waiters.get(importId) ?? []) wake()
-  }
+/** The logged text of a progress event. */
+export const progressText = (event: string, data: unknown) => JSON.stringify({ event, data })
 
-  /** Resolves at the next event of `importId` appended in this process, after `timeoutMs`, or on abort. */
-  wait(importId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      let set = this.waiters.get(importId)
-      if (!set) this.waiters.set(importId, (set = new Set()))
-      const done = () => {
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', done)
-        set.delete(done)
-        if (set.size === 0) this.waiters.delete(importId)
-        resolve()
+/** The import events table as the log's store. */
+function importEventStore(store: ImportStore): EventStore {
+  return {
+    async append(importId, events) {
+      for (const e of events) {
+        const { event, data } = JSON.parse(e.data) as ProgressEvent
+        await store.appendEvent(importId, e.seq, event, data)
       }
-      const timer = setTimeout(done, timeoutMs)
-      signal?.addEventListener('abort', done, { once: true })
-      set.add(done)
-    })
+    },
+    async read(importId, afterSeq, limit) {
+      const rows = await store.eventsAfter(importId, afterSeq, limit)
+      return rows.map((r) => ({ seq: r.seq, data: progressText(r.event, r.data), final: TERMINAL_EVENTS.has(r.event) }))
+    },
+    lastSeq: (importId) => store.lastEventSeq(importId),
   }
+}
+
+export function createProgressLog(store: ImportStore, options: { pollMs: number; checkProducer(importId: string): Promise<void>; logger: Logger }): StoredEventLog {
+  return createStoredEventLog({ store: importEventStore(store), ...options })
 }
 
 const THROTTLE_MS = 250
 
-/** One import's writer: numbers its events and thins out the frequent ones. */
+/** One import's writer: thins out the frequent events; each emit resolves once the event is stored. */
 export class ProgressReporter {
   private readonly lastAt = new Map<string, number>()
+  private readonly producer: StoredProducer
 
   constructor(
-    private readonly log: ProgressLog,
+    log: StoredEventLog,
     readonly importId: string,
-    private seq = 0,
-  ) {}
+  ) {
+    this.producer = log.open(importId)
+  }
 
   async emit(event: string, data: unknown): Promise<void> {
     this.lastAt.set(event, performance.now())
-    await this.log.append(this.importId, ++this.seq, event, data)
+    this.producer.append(progressText(event, data), TERMINAL_EVENTS.has(event))
+    await this.producer.written()
   }
 
   /** Emits at most one `event` per 250 ms, unless `force` (a phase change, a phase's last step). */

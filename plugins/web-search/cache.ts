@@ -2,7 +2,7 @@
  * Where web search answers are kept between identical queries: in this process by default, or in
  * Redis so every process shares them. Values are JSON text; the cache itself never interprets them.
  */
-import { createRedisConnection } from '../../src/redis.ts'
+import { createRedisManager, type RedisManager } from '../../src/redis.ts'
 import type { Logger } from '../../src/log.ts'
 
 export interface CachedAnswer {
@@ -61,7 +61,9 @@ export function createMemorySearchCache(options: MemorySearchCacheOptions = {}):
 }
 
 export interface RedisSearchCacheOptions {
-  url: string
+  /** The process's Redis connection manager; or `url` for a connection of the cache's own. */
+  redis?: RedisManager
+  url?: string
   /** Prepended to every key. Default `websearch:`. */
   keyPrefix?: string
   /** Longest a read or write waits for Redis, connecting included; then the search goes on without the cache. Default 500. */
@@ -77,7 +79,8 @@ const WARN_EVERY_MS = 5_000
  */
 export function createRedisSearchCache(options: RedisSearchCacheOptions): SearchCache {
   const keyPrefix = options.keyPrefix ?? 'websearch:'
-  const redis = createRedisConnection(options.url, { timeoutMs: options.timeoutMs ?? 500, name: 'web search cache' })
+  const timeoutMs = options.timeoutMs ?? 500
+  const redis = options.redis ?? createRedisManager({ url: options.url!, commandTimeoutMs: timeoutMs })
   let lastWarnAt = -Infinity
 
   const degraded = (err: unknown, operation: string) => {
@@ -90,7 +93,7 @@ export function createRedisSearchCache(options: RedisSearchCacheOptions): Search
     async get(key) {
       try {
         // Sent together (Bun pipelines them); PTTL is Redis's own clock, so every process agrees on the age.
-        const [value, ttlLeftMs] = await redis.run((client) => Promise.all([client.get(keyPrefix + key), client.pttl(keyPrefix + key)]))
+        const [value, ttlLeftMs] = await redis.run((client) => Promise.all([client.get(keyPrefix + key), client.pttl(keyPrefix + key)]), timeoutMs)
         return value !== null && ttlLeftMs > 0 ? { value, ttlLeftMs } : undefined
       } catch (err) {
         degraded(err, 'get')
@@ -99,13 +102,13 @@ export function createRedisSearchCache(options: RedisSearchCacheOptions): Search
     },
     async set(key, value, ttlMs) {
       try {
-        await redis.run((client) => client.set(keyPrefix + key, value, 'PX', Math.max(1, Math.ceil(ttlMs))))
+        await redis.run((client) => client.set(keyPrefix + key, value, 'PX', Math.max(1, Math.ceil(ttlMs))), timeoutMs)
       } catch (err) {
         degraded(err, 'set')
       }
     },
     async close() {
-      redis.close()
+      if (!options.redis) redis.close()
     },
   }
 }

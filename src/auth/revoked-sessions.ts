@@ -1,6 +1,5 @@
-import { RedisClient } from 'bun'
 import type { Logger } from '../log.ts'
-import { createRedisConnection } from '../redis.ts'
+import type { RedisManager } from '../redis.ts'
 import { toNumber, type Database } from '../storage/database.ts'
 
 /**
@@ -144,20 +143,20 @@ export function revokedSessionsInDatabase(db: Database, options: RevokedSessions
 }
 
 /** Shared through a Redis sorted set (score: until when), announced on a channel of the same name. */
-export function revokedSessionsInRedis(url: string, options: RevokedSessionsOptions): RevokedSessions {
-  const commands = createRedisConnection(url, { timeoutMs: 2000, name: 'revoked sessions' })
-  let subscriber: RedisClient | undefined
+export function revokedSessionsInRedis(redis: RedisManager, options: RevokedSessionsOptions): RevokedSessions {
+  let unsubscribe: (() => void) | undefined
+  let stopReconnects: (() => void) | undefined
   return createRevokedSessions(
     {
       async add(sessionId, until, now) {
-        await commands.run(async (client) => {
+        await redis.run(async (client) => {
           await client.send('ZADD', [REDIS_KEY, String(until), sessionId])
           await client.send('ZREMRANGEBYSCORE', [REDIS_KEY, '-inf', String(now)])
           await client.send('PUBLISH', [REDIS_KEY, message(sessionId, until)])
-        })
+        }, 2000)
       },
       async list(now) {
-        const flat = (await commands.run((client) => client.send('ZRANGEBYSCORE', [REDIS_KEY, `(${now}`, '+inf', 'WITHSCORES']))) as unknown
+        const flat = (await redis.send('ZRANGEBYSCORE', [REDIS_KEY, `(${now}`, '+inf', 'WITHSCORES'], 2000)) as unknown
         // RESP2 answers a flat [member, score, ...] list, RESP3 [member, score] pairs.
         const items = (Array.isArray(flat) ? flat : []).flat() as unknown[]
         const entries: [string, number][] = []
@@ -165,19 +164,17 @@ export function revokedSessionsInRedis(url: string, options: RevokedSessionsOpti
         return entries
       },
       async follow(heard, resumed) {
-        subscriber = new RedisClient(url, { autoReconnect: true })
-        let connections = 0
-        subscriber.onconnect = () => {
-          if (connections++ > 0) resumed()
-        }
-        await subscriber.subscribe(REDIS_KEY, (text) => {
+        stopReconnects = redis.onReconnect(resumed)
+        const subscription = redis.subscribe(REDIS_KEY, (text) => {
           const entry = parseMessage(text)
           if (entry) heard(...entry)
         })
+        unsubscribe = subscription.unsubscribe
+        await subscription.subscribed
       },
       async close() {
-        subscriber?.close()
-        commands.close()
+        unsubscribe?.()
+        stopReconnects?.()
       },
     },
     options,

@@ -7,7 +7,8 @@ import { createPlanDirectory, type PlanDirectory } from '../auth/plans.ts'
 import type { Config } from './config.ts'
 import { createHttpClient } from '../http.ts'
 import { createLogger, type Logger } from '../log.ts'
-import { createRedisConnection } from '../redis.ts'
+import { createRedisManager } from '../redis.ts'
+import { createCancelChannel } from '../event-log/cancel.ts'
 import type { RateLimiter } from '../rate-limit/index.ts'
 import { createMemoryRateLimiter } from '../rate-limit/memory.ts'
 import { createRedisRateLimiter } from '../rate-limit/redis.ts'
@@ -105,6 +106,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   // PostgreSQL and Redis that do not answer stop start-up here, named, before anything else is built on them.
   const db = databaseUrl ? await reach('DATABASE_URL', databaseUrl, 'PostgreSQL', openStorage) : await openStorage()
   if (redisUrl) await reach('REDIS_URL', redisUrl, 'Redis', () => pingRedis(redisUrl))
+  // The one Redis connection manager every Redis user of this process shares.
+  const redis = redisUrl ? createRedisManager({ url: redisUrl, reconnectMaxDelayMs: config.redisReconnectMaxDelayMs, logger }) : undefined
+  const cancels = createCancelChannel({ redis, logger })
   const metrics = config.metrics.token !== undefined || config.metrics.port !== undefined ? createServiceMetrics() : undefined
   // Loaded only when configured: without an endpoint no OpenTelemetry code is even imported.
   const tracing = config.tracing
@@ -123,7 +127,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   })
   const oidc = config.oidc
   // Loaded before the first request, so a token signed out before this process started is refused here too.
-  const revoked = config.redisUrl ? revokedSessionsInRedis(config.redisUrl, { logger }) : revokedSessionsInDatabase(db, { logger })
+  const revoked = redis ? revokedSessionsInRedis(redis, { logger }) : revokedSessionsInDatabase(db, { logger })
   await revoked.start()
   const access = createAccessService({
     accounts,
@@ -144,13 +148,13 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
 
   const baseLimiter =
     overrides.limiter ??
-    (config.redisUrl ? createRedisRateLimiter({ url: config.redisUrl, keyPrefix: 'rl:', onStoreError: 'open', logger }) : createMemoryRateLimiter())
+    (redis ? createRedisRateLimiter({ redis, keyPrefix: 'rl:', onStoreError: 'open', logger }) : createMemoryRateLimiter())
   const limiter = metrics ? metrics.countRefusals(baseLimiter) : baseLimiter
   const meter = createUsageMeter({ db, logger })
   const searchProvider = config.webSearch.provider
   const webSearch = createWebSearchService({
     provider: searchProvider && createSearchProvider(searchProvider, createHttpClient()),
-    cache: config.redisUrl ? createRedisSearchCache({ url: config.redisUrl, logger }) : createMemorySearchCache(),
+    cache: redis ? createRedisSearchCache({ redis, logger }) : createMemorySearchCache(),
     meter,
     ttlSeconds: config.webSearch.cacheTtlSeconds,
   })
@@ -187,10 +191,10 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     meter,
     settings: chatConfig,
     maxGenerationMs: chatConfig.generationTimeoutSeconds * 1000,
-    redisUrl: config.redisUrl,
-    log: config.redisUrl
+    cancels,
+    log: redis
       ? createRedisStreamLog({
-          url: config.redisUrl,
+          redis,
           ttlSeconds: chatConfig.streamTtlSeconds,
           maxGenerationSeconds: chatConfig.generationTimeoutSeconds,
           logger,
@@ -206,6 +210,8 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   // Closed in reverse: chat first, since its generations store their answers through the database and meter.
   const closers: (() => Promise<void>)[] = [
     () => db.close(),
+    async () => redis?.close(),
+    () => cancels.close(),
     () => revoked.close(),
     () => meter.close(),
     () => limiter.close(),
@@ -253,9 +259,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   }
   const agentSettings = config.agents
   const agents: AgentService = createAgentService({
-    log: config.redisUrl
+    log: redis
       ? createRedisTaskLog({
-          url: config.redisUrl,
+          redis,
           retentionSeconds: agentSettings.taskRetentionSeconds,
           maxTaskSeconds: agentSettings.taskTimeoutSeconds,
           keptPerUser: agentSettings.maxTasksKeptPerUser,
@@ -280,7 +286,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     taskTimeoutSeconds: agentSettings.taskTimeoutSeconds,
     maxRunningTasksPerUser: agentSettings.maxRunningTasksPerUser,
     onTaskEnd: metrics && ((command, status) => metrics.agentTaskEnded(command, status)),
-    redisUrl: config.redisUrl,
+    cancels,
   })
   // Closed before imports and chat, which its running tasks use.
   closers.push(() => agents.close())
@@ -294,11 +300,8 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     imports: () => imports.runningCount,
   })
   const readinessChecks: Record<string, () => Promise<unknown>> = {}
-  if (config.redisUrl) {
-    const redis = createRedisConnection(config.redisUrl, { timeoutMs: 1000, name: 'readiness probe' })
-    readinessChecks.redis = () => redis.run((client) => client.send('PING', []))
-    closers.push(async () => redis.close())
-  }
+  // Chat, agents and resumes need Redis: while it is unreachable the load balancer should send work elsewhere.
+  if (redis) readinessChecks.redis = () => redis.ping()
   return {
     config,
     logger,

@@ -5,11 +5,13 @@
 import type { RedisClient } from 'bun'
 import { AppError } from '../errors.ts'
 import type { Logger } from '../log.ts'
-import { createRedisConnection } from '../redis.ts'
+import { createRedisManager, type RedisManager } from '../redis.ts'
 import { decide, prepareChecks, type RateLimiter, type StoreFailurePolicy } from './index.ts'
 
 export interface RedisRateLimiterOptions {
-  url: string
+  /** The process's Redis connection manager; or `url` for a connection of the limiter's own. */
+  redis?: RedisManager
+  url?: string
   /** Prepended to every bucket key. Default `rl:`. */
   keyPrefix?: string
   /** Default for policies that do not set `onStoreError`. */
@@ -54,7 +56,8 @@ const WARN_EVERY_MS = 5_000
 
 export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLimiter {
   const keyPrefix = options.keyPrefix ?? 'rl:'
-  const redis = createRedisConnection(options.url, { timeoutMs: options.timeoutMs ?? 500, name: 'rate limiter' })
+  const timeoutMs = options.timeoutMs ?? 500
+  const redis = options.redis ?? createRedisManager({ url: options.url!, commandTimeoutMs: timeoutMs })
   let lastWarnAt = -Infinity
   let unlogged = 0
 
@@ -90,7 +93,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
       const args = prepared.flatMap((p) => [String(p.intervalUs), String(p.capacityUs), String(p.cost)])
       let reply: number[]
       try {
-        reply = await redis.run((client) => evaluate(client, keys, args))
+        reply = await redis.run((client) => evaluate(client, keys, args), timeoutMs)
       } catch (err) {
         // Closed wins: one entry guarding something that must not run unchecked is enough to refuse.
         return storeFailed(err, prepared.some((p) => (p.check.policy.onStoreError ?? options.onStoreError) === 'closed'))
@@ -100,7 +103,7 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
       return decide(nowUs, prepared, (bucket) => byBucket.get(bucket)).decision
     },
     async close() {
-      redis.close()
+      if (!options.redis) redis.close()
     },
   }
 }

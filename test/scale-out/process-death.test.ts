@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
-import { chunks, readEvents, readSome, textOf } from '../chat/helpers.ts'
+import { EventSourceParserStream } from 'eventsource-parser/stream'
+import { chunks, readEvents, readSome, textOf, type StreamEvent } from '../chat/helpers.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { startGitServer, type GitServer } from '../fakes/git-server.ts'
 import { announceSkip, postgresUrl, redisUrl } from '../helpers.ts'
@@ -82,6 +83,46 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
     const again = await restarted.request('/api/chat', json({ id: chatId, messages: [{ role: 'user', content: 'again' }] }, token))
     expect(textOf(await readEvents(again))).toBe('fresh answer')
     await restarted.stop()
+  })
+
+  test('two clients, on the dying process and on the survivor, see the same events to one interruption, and the chat keeps the answer so far', async () => {
+    const doomed = await cluster.start('doomed-pair')
+    const words = Array.from({ length: 400 }, (_, i) => `p${i} `)
+    model.queue = [{ text: words, delayMs: 20 }]
+    const chatId = crypto.randomUUID()
+    const here = await doomed.request('/api/chat', json({ id: chatId, messages: [{ role: 'user', content: 'long answer' }] }, token))
+    // The client of the producing process reads as fast as it can until the process dies under it.
+    const seenHere: StreamEvent[] = []
+    const reading = (async () => {
+      const reader = here.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return
+        seenHere.push({ ...value, chunk: value.data === '[DONE]' ? '[DONE]' : JSON.parse(value.data) })
+      }
+    })().catch(() => undefined)
+    await until(async () => seenHere.length >= 20, 'the first events on the producing process')
+    const there = await survivor.request(`/api/chat/${chatId}/stream`, { headers: auth() })
+    expect(there.status).toBe(200)
+    const readingThere = readEvents(there)
+    await until(async () => seenHere.length >= 60, 'more events on the producing process')
+    await doomed.kill()
+    await reading
+
+    const resumed = await survivor.request(`/api/chat/${chatId}/stream`, { headers: { ...auth(), 'last-event-id': seenHere.at(-1)!.id! } })
+    const hereAll = [...seenHere, ...(await readEvents(resumed))]
+    const thereAll = await readingThere
+    for (const events of [hereAll, thereAll]) {
+      expect(events.map((e) => Number(e.id!.split(':')[1]))).toEqual(events.map((_, i) => i + 1))
+      expect(chunks(events).at(-1)!.errorText).toStartWith('generation_interrupted')
+      expect(events.at(-1)!.chunk).toBe('[DONE]')
+    }
+    // Every sequence number means the same event to both clients: nothing was reused after the death.
+    expect(hereAll.map((e) => `${e.id} ${e.data}`)).toEqual(thereAll.map((e) => `${e.id} ${e.data}`))
+    const chat = await survivor.request(`/api/chat/${chatId}`, { headers: auth() }).then((r) => r.json())
+    const answer = chat.messages.at(-1)
+    expect(answer).toMatchObject({ role: 'assistant', metadata: { status: 'interrupted' } })
+    expect(answer.parts.find((p: { type: string }) => p.type === 'text').text).toBe(textOf(hereAll))
   })
 
   test('an import: marked failed with import_interrupted by the survivor, then imported again to success and searchable', async () => {
