@@ -5,11 +5,9 @@
  */
 import { createCancelChannel, type CancelChannel } from '../../src/event-log/cancel.ts'
 import type { Logger } from '../../src/log.ts'
-import { serializeChunk, type UiChunk } from '../../src/llm/ui-stream.ts'
+import { serializeChunk, type Emit } from '../../src/llm/ui-stream.ts'
 import { StreamError } from '../../src/llm/provider.ts'
 import type { GenerationMeta, StreamLog } from './stream-log.ts'
-
-export type Emit = (chunk: UiChunk) => void
 
 export interface GenerationHubOptions {
   log: StreamLog
