@@ -46,6 +46,7 @@ type Change =
   | { kind: 'file'; file: FileChunks }
   | { kind: 'removePaths'; repositoryId: string; paths: readonly string[] }
   | { kind: 'removeRepository'; repositoryId: string }
+  | { kind: 'commit'; repositoryId: string; commit: string; embeddings: string }
 
 interface OrgState {
   readonly orgId: string
@@ -92,6 +93,7 @@ function weighByFile(index: OrgIndex, list: ScoredSlot[], askingForTests: boolea
 
 function applyChange(index: OrgIndex, change: Change): void {
   if (change.kind === 'file') index.replaceFile(change.file)
+  else if (change.kind === 'commit') index.recordCommit(change.repositoryId, change.commit, change.embeddings)
   else if (change.kind === 'removePaths') for (const path of change.paths) index.removePath(change.repositoryId, path)
   else index.removeRepository(change.repositoryId)
 }
@@ -305,6 +307,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       }
       if (batch.length > 0) await flush()
       if (input.removedPaths?.length) apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
+      if (input.commit) apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
       // Saved before answering: the importer records the commit as indexed next, and a crash after that
       // must not leave an index older than the record.
       if (snapshots) await save(org)
@@ -315,6 +318,16 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       const org = await state(orgId)
       await refresh(org, true)
       apply(org, { kind: 'removeRepository', repositoryId })
+    },
+
+    async indexedCommit(orgId, repositoryId) {
+      const org = await state(orgId)
+      await refresh(org, true)
+      const record = org.index.repository(repositoryId)
+      if (!record || record.embeddings !== embeddings.id) return undefined
+      // Vectors of another length than the index's cannot be searched together with them.
+      if (record.chunks > 0 && record.dimensions !== org.index.vectors?.dimensions) return undefined
+      return record.commit
     },
 
     async search(scope, query): Promise<CodeSearchResult[]> {
