@@ -83,6 +83,21 @@ export function stripPythonComments(source: string): string {
   return out.join('\n')
 }
 
+/**
+ * The stripped text without the lines that held only a comment (as code without comments reads), and where
+ * each original line went.
+ */
+function withoutCommentLines(original: string, stripped: string): { content: string; lineOf: (line: number) => number } {
+  const before = original.split('\n')
+  const kept: string[] = []
+  const newLine: number[] = []
+  stripped.split('\n').forEach((line, i) => {
+    newLine[i + 1] = kept.length + 1
+    if (line.trim() !== '' || before[i]!.trim() === '') kept.push(line.trimEnd())
+  })
+  return { content: kept.join('\n'), lineOf: (line) => newLine[line] ?? line }
+}
+
 /** The first sentence of a comment's prose, or undefined when it is too short to be a question. */
 function firstSentence(text: string): string | undefined {
   const prose = text
@@ -155,8 +170,9 @@ export async function loadEvaluationRepository(
     if (file.size > 512 * 1024) continue
     const source = await file.text()
     const repoPath = relative(root, join(root, path))
-    all.push(...(language === 'Python' ? pythonQueries(repoPath, source) : jsQueries(repoPath, source)))
-    files.push({ path: repoPath, content: language === 'Python' ? stripPythonComments(source) : stripCComments(source) })
+    const { content, lineOf } = withoutCommentLines(source, language === 'Python' ? stripPythonComments(source) : stripCComments(source))
+    for (const query of language === 'Python' ? pythonQueries(repoPath, source) : jsQueries(repoPath, source)) all.push({ ...query, line: lineOf(query.line) })
+    files.push({ path: repoPath, content })
   }
   if (files.length === 0 || all.length === 0) return undefined
   // The package's own README, changelog, licence and type declarations: answers to nothing, found by many words.
