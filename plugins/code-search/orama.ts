@@ -70,6 +70,7 @@ type SavedPostings = Record<string, [string, number[]][]>
 
 // Matches beyond this many are not ranked: the service never asks for more than 150.
 const MAX_MATCHES = 1000
+const SYNONYM_MAX_MATCHES = 1000
 let scratch = new Float64Array(1024)
 
 /**
@@ -107,6 +108,8 @@ function scoreTerms(
     for (const [term, termWeight] of terms) {
       const matches = postings.get(term)
       if (!matches) continue
+      // A synonym in thousands of chunks, more than one in twenty, adds little (its idf is low) and costs a long walk.
+      if (termWeight < 1 && matches.size > SYNONYM_MAX_MATCHES && matches.size > docsCount / 20) continue
       const idf = Math.log(1 + (docsCount - matches.size + 0.5) / (matches.size + 0.5))
       for (const [id, count] of matches) {
         if (allowed && !allowed.has(id)) continue

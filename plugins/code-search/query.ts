@@ -82,20 +82,19 @@ const SYNONYM_GROUPS: string[][] = [
 /** Weight of a synonym against the word the question used. */
 export const SYNONYM_WEIGHT = 0.4
 
-// By stem, as the index stores words; a word in several groups gets all of them.
-const synonymsByStem = new Map<string, Set<string>>()
-for (const group of SYNONYM_GROUPS) {
-  const stems = group.map(stem)
-  for (const s of stems) {
-    let set = synonymsByStem.get(s)
-    if (!set) synonymsByStem.set(s, (set = new Set()))
-    for (const other of stems) if (other !== s) set.add(other)
+// Looked up by the word as written (stems collide: "settings" and "set" share one), answering the index's
+// terms (stemmed); a word in several groups gets all of them.
+const synonymsByWord = new Map<string, Set<string>>()
+for (const group of SYNONYM_GROUPS)
+  for (const word of group) {
+    let set = synonymsByWord.get(word)
+    if (!set) synonymsByWord.set(word, (set = new Set()))
+    for (const other of group) if (other !== word && stem(other) !== stem(word)) set.add(stem(other))
   }
-}
 
-/** The synonyms of a term as the index stores it (stemmed), or none. */
-export function synonymsOf(term: string): ReadonlySet<string> {
-  return synonymsByStem.get(term) ?? new Set()
+/** The synonyms of a word (lower case, as written; a plural finds its singular's), as index terms. */
+export function synonymsOf(word: string): ReadonlySet<string> {
+  return synonymsByWord.get(word) ?? synonymsByWord.get(word.replace(/e?s$/, '')) ?? synonymsByWord.get(word.replace(/s$/, '')) ?? new Set()
 }
 
 const weighted = new Map<string, ReadonlyMap<string, number>>()
@@ -107,13 +106,16 @@ const weighted = new Map<string, ReadonlyMap<string, number>>()
 export function weightedQueryTerms(query: string): ReadonlyMap<string, number> {
   let terms = weighted.get(query)
   if (terms) return terms
-  const own: string[] = []
+  const own: { word: string; term: string }[] = []
   const grammar: string[] = []
-  forEachWord(query, (word, compound) => (QUESTION_WORDS.has(word) ? grammar : own).push(compound ? word : stem(word)))
+  forEachWord(query, (word, compound) => {
+    const term = compound ? word : stem(word)
+    if (QUESTION_WORDS.has(word)) grammar.push(term)
+    else own.push({ word, term })
+  })
   const result = new Map<string, number>()
-  for (const term of own.length > 0 ? own : grammar) result.set(term, 1)
-  for (const term of own)
-    for (const synonym of synonymsOf(term)) if (!result.has(synonym)) result.set(synonym, SYNONYM_WEIGHT)
+  for (const term of own.length > 0 ? own.map((o) => o.term) : grammar) result.set(term, 1)
+  for (const { word } of own) for (const synonym of synonymsOf(word)) if (!result.has(synonym)) result.set(synonym, SYNONYM_WEIGHT)
   if (weighted.size >= 1000) weighted.clear()
   weighted.set(query, (terms = result))
   return terms

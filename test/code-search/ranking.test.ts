@@ -23,6 +23,11 @@ describe('questions in the index\'s terms', () => {
     expect(weightedQueryTerms('initialize').get('init')).toBe(SYNONYM_WEIGHT)
   })
 
+  test('synonyms follow the word as written, not its stem: "set" is not "settings"', () => {
+    expect(weightedQueryTerms('set value').has('config')).toBe(false)
+    expect(weightedQueryTerms('messages').get('msg')).toBe(SYNONYM_WEIGHT)
+  })
+
   test('a word the question uses keeps its own weight even when it is another word\'s synonym', () => {
     expect(weightedQueryTerms('config options').get('option')).toBe(1)
   })
