@@ -69,7 +69,7 @@ const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: ()
 // divided by what first in every list scores, so "first in both lists" is 1. Full-text is the better list
 // at the top (bench/search-quality.bench.ts), so the vectors weigh 0.3: they order chunks the text list
 // ranks alike and add the chunks it misses (misspelt or partial words) after its own, but cannot move a
-// chunk the text list ranks low above one it ranks high, so hybrid does not fall below text.
+// chunk the text list ranks low above one it ranks high, as weak vectors do in an even fusion.
 const RRF_K = 60
 const TEXT_WEIGHT = 1
 const VECTOR_WEIGHT = 0.3
