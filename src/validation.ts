@@ -16,6 +16,36 @@ interface SchemaLike {
   format?: string
   anyOf?: SchemaLike[]
   enum?: unknown[]
+  minimum?: number
+  maximum?: number
+  exclusiveMinimum?: number
+  exclusiveMaximum?: number
+  minLength?: number
+  maxLength?: number
+  minItems?: number
+  maxItems?: number
+}
+
+/** The bound a value of the right type broke, said as the limit ("must be at least 1"), or undefined. */
+function brokenBound(value: unknown, schema: SchemaLike): string | undefined {
+  if (typeof value === 'number') {
+    if (schema.type === 'integer' && !Number.isInteger(value)) return 'must be a whole number'
+    if (schema.minimum !== undefined && value < schema.minimum) return `must be at least ${schema.minimum}`
+    if (schema.maximum !== undefined && value > schema.maximum) return `must be at most ${schema.maximum}`
+    if (schema.exclusiveMinimum !== undefined && value <= schema.exclusiveMinimum) return `must be greater than ${schema.exclusiveMinimum}`
+    if (schema.exclusiveMaximum !== undefined && value >= schema.exclusiveMaximum) return `must be less than ${schema.exclusiveMaximum}`
+  }
+  if (typeof value === 'string') {
+    const plural = (n: number) => `${n} character${n === 1 ? '' : 's'}`
+    if (schema.minLength !== undefined && value.length < schema.minLength) return `must be at least ${plural(schema.minLength)}`
+    if (schema.maxLength !== undefined && value.length > schema.maxLength) return `must be at most ${plural(schema.maxLength)}`
+  }
+  if (Array.isArray(value)) {
+    const plural = (n: number) => `${n} item${n === 1 ? '' : 's'}`
+    if (schema.minItems !== undefined && value.length < schema.minItems) return `must have at least ${plural(schema.minItems)}`
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) return `must have at most ${plural(schema.maxItems)}`
+  }
+  return undefined
 }
 
 // Elysia's numeric types are unions that also accept numeric strings; name the real type.
@@ -29,6 +59,9 @@ function describe(e: { message: string; path?: string; value?: unknown; schema?:
   if (e.message === 'Unexpected property') return 'unknown field; remove it (known fields are listed in the API reference)'
   if (e.value === undefined && e.path) return 'is required'
   if (e.schema?.enum) return `must be one of ${e.schema.enum.join(', ')}`
+  // A numeric union (Elysia's numeric types) holds the bounds in its number member.
+  const bound = e.schema && (brokenBound(e.value, e.schema) ?? e.schema.anyOf?.map((s) => brokenBound(e.value, s)).find(Boolean))
+  if (bound) return bound
   const union = expectedType(e.schema)
   if (union) return `expected ${union}, got ${e.value === null ? 'null' : typeof e.value}`
   return e.message.charAt(0).toLowerCase() + e.message.slice(1)

@@ -64,3 +64,7 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
       },
     )
 }
+
+export { createCodeIndex, type CodeIndexOptions } from './service.ts'
+export { createEmbeddings } from './embeddings/index.ts'
+export type { CodeIndex, CodeSearchQuery, CodeSearchResult, RepositoryFile, SearchMode } from './types.ts'

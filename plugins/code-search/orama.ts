@@ -12,6 +12,7 @@
  *   expansion is not needed; the vectors cover partial and misspelt words.
  */
 import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
+import { weightedQueryTerms } from './query.ts'
 import { queryTerms, termsOf } from './terms.ts'
 
 export const chunkSchema = {
@@ -69,6 +70,7 @@ type SavedPostings = Record<string, [string, number[]][]>
 
 // Matches beyond this many are not ranked: the service never asks for more than 150.
 const MAX_MATCHES = 1000
+const SYNONYM_MAX_MATCHES = 1000
 let scratch = new Float64Array(1024)
 
 /**
@@ -79,8 +81,8 @@ let scratch = new Float64Array(1024)
 function scoreTerms(
   index: IndexStore,
   query: string,
-  tokenizer: Tokenizer,
-  language: string | undefined,
+  _tokenizer: Tokenizer,
+  _language: string | undefined,
   properties: string[],
   _exact: boolean,
   _tolerance: number,
@@ -95,16 +97,19 @@ function scoreTerms(
   if (scratch.length < size) scratch = new Float64Array(Math.max(size, scratch.length * 2))
   const scores = scratch
   const touched: number[] = []
-  const terms = tokenizer.tokenize(query, language)
+  // The question's words and their synonyms, weighted (query.ts), rather than the tokenizer's plain terms.
+  const terms = weightedQueryTerms(query)
   for (const property of properties) {
     const postings = index.postings[property]
     if (!postings) continue
     const weight = boost[property] ?? 1
     const lengths = index.fieldLengths[property]!
     const averageLength = index.avgFieldLength[property] || 1
-    for (const term of terms) {
+    for (const [term, termWeight] of terms) {
       const matches = postings.get(term)
       if (!matches) continue
+      // A synonym in thousands of chunks, more than one in twenty, adds little (its idf is low) and costs a long walk.
+      if (termWeight < 1 && matches.size > SYNONYM_MAX_MATCHES && matches.size > docsCount / 20) continue
       const idf = Math.log(1 + (docsCount - matches.size + 0.5) / (matches.size + 0.5))
       for (const [id, count] of matches) {
         if (allowed && !allowed.has(id)) continue
@@ -112,7 +117,7 @@ function scoreTerms(
         const tf = count / length
         const score = (idf * (d + tf * (k + 1))) / (tf + k * (1 - b + (b * length) / averageLength))
         if (scores[id] === 0) touched.push(id)
-        scores[id]! += score * weight
+        scores[id]! += score * weight * termWeight
       }
     }
   }

@@ -25,6 +25,16 @@ export interface FileChunks {
   chunks: IndexedChunk[]
 }
 
+/** What the index holds of one repository, recorded when an import finishes indexing a commit. */
+export interface RepositoryRecord {
+  commit: string
+  /** EmbeddingProvider.id of the chunks' vectors, and their length (0 when the repository has no chunk). */
+  embeddings: string
+  dimensions: number
+  /** The repository's chunks at that moment; any other count means the index changed without a record. */
+  chunks: number
+}
+
 /** What a search may look at. Absent fields do not filter. */
 export interface ChunkFilter {
   repositoryIds?: ReadonlySet<string>
@@ -44,10 +54,12 @@ export class OrgIndex {
   private readonly freeSlots: number[] = []
   /** repositoryId -> path -> slots of that file's chunks. */
   private readonly files = new Map<string, Map<string, number[]>>()
+  private readonly repositories: Map<string, RepositoryRecord>
 
-  constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined }) {
+  constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined; repositories?: [string, RepositoryRecord][] }) {
     this.db = restored?.db ?? createChunkDatabase()
     this.vectorStore = restored?.vectors
+    this.repositories = new Map(restored?.repositories)
     if (restored) {
       for (const doc of Object.values(this.storedDocuments())) if (doc) this.track(doc)
       for (let slot = 0; slot < this.chunks.length; slot++) if (!this.chunks[slot]) this.freeSlots.push(slot)
@@ -109,7 +121,25 @@ export class OrgIndex {
   }
 
   removeRepository(repositoryId: string): void {
+    this.repositories.delete(repositoryId)
     for (const path of [...(this.files.get(repositoryId)?.keys() ?? [])]) this.removePath(repositoryId, path)
+  }
+
+  /** Records that the repository's files are those of `commit`, with vectors of `embeddings`. */
+  recordCommit(repositoryId: string, commit: string, embeddings: string): void {
+    this.repositories.set(repositoryId, { commit, embeddings, dimensions: this.vectorStore?.dimensions ?? 0, chunks: this.repositoryChunks(repositoryId) })
+  }
+
+  /** The repository's record, when the index still holds exactly what was recorded. */
+  repository(repositoryId: string): RepositoryRecord | undefined {
+    const record = this.repositories.get(repositoryId)
+    return record && record.chunks === this.repositoryChunks(repositoryId) ? record : undefined
+  }
+
+  private repositoryChunks(repositoryId: string): number {
+    let count = 0
+    for (const slots of this.files.get(repositoryId)?.values() ?? []) count += slots.length
+    return count
   }
 
   /** BM25 over symbols, path and content; the best `k` chunks passing the filter. */
@@ -144,15 +174,17 @@ export class OrgIndex {
     })
   }
 
-  /** Orama's state, as JSON-safe data. */
+  /** Orama's state and the repository records, as JSON-safe data. */
   saveDatabase(): RawData {
-    return save(this.db)
+    return { ...save(this.db), repositories: [...this.repositories] } as RawData
   }
 
   static restore(raw: RawData, vectors: VectorStore | undefined): OrgIndex {
     const db = createChunkDatabase()
     load(db, raw)
-    return new OrgIndex({ db, vectors })
+    // Snapshots saved before repositories were recorded have none: their repositories are indexed again in full.
+    const repositories = (raw as { repositories?: [string, RepositoryRecord][] }).repositories
+    return new OrgIndex({ db, vectors, repositories })
   }
 
   /**

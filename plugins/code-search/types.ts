@@ -20,6 +20,11 @@ export interface IndexFilesInput {
   files: AsyncIterable<RepositoryFile> | Iterable<RepositoryFile>
   /** Paths deleted since the last import. */
   removedPaths?: readonly string[]
+  /**
+   * The commit the repository's files are at once these changes are in: recorded in the index, which answers
+   * it from indexedCommit. Without one the repository's record is left as it was.
+   */
+  commit?: string
   onProgress?(progress: { filesIndexed: number; chunksIndexed: number }): void
   signal?: AbortSignal
 }
@@ -50,6 +55,14 @@ export interface CodeSearchResult {
 export interface CodeIndex {
   indexFiles(input: IndexFilesInput): Promise<{ files: number; chunks: number }>
   removeRepository(orgId: string, repositoryId: string): Promise<void>
+  /**
+   * The commit whose files the index holds for the repository, as recorded by indexFiles, or undefined when
+   * it holds no complete record: never indexed, removed, a snapshot lost or made with other embeddings, or
+   * chunks changed since. An import re-indexes only the difference from this commit, and everything without
+   * one. An index that keeps nothing (a benchmark's counting index) may leave it out; the importer then
+   * trusts its own record of the last indexed commit.
+   */
+  indexedCommit?(orgId: string, repositoryId: string): Promise<string | undefined>
   /** Only ever searches repositories of `scope.orgId`. */
   search(scope: { orgId: string }, query: CodeSearchQuery): Promise<CodeSearchResult[]>
   close(): Promise<void>

@@ -218,7 +218,10 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
 
     await setStatus('indexing')
     const indexingStarted = performance.now()
-    const previous = repository.indexedCommit && (await hasCommit(workspace.gitdir, cache, repository.indexedCommit)) ? repository.indexedCommit : null
+    // Incremental only from the commit the index itself holds: after a lost snapshot or a change of embeddings
+    // it holds none, whatever the database recorded, and everything is indexed again.
+    const indexedCommit = env.codeIndex.indexedCommit ? ((await env.codeIndex.indexedCommit(job.orgId, repository.id)) ?? null) : repository.indexedCommit
+    const previous = indexedCommit && (await hasCommit(workspace.gitdir, cache, indexedCommit)) ? indexedCommit : null
     let indexDiff: TreeDiff | undefined
     if (previous) indexDiff = previous === base?.commit ? checkoutDiff : await diffTrees({ gitdir: workspace.gitdir, cache, from: previous, to: commit })
     const candidates = indexDiff ? indexDiff.write.map((entry) => entry.path) : [...files.keys()]
@@ -234,6 +237,7 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       repositoryName: repository.name,
       files: readIndexFiles(workspace.tree, toIndex, files),
       removedPaths,
+      commit,
       signal: job.signal,
       onProgress: ({ filesIndexed, chunksIndexed }) => {
         Object.assign(job.progress, { loaded: filesIndexed, chunksIndexed })

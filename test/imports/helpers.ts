@@ -18,12 +18,18 @@ export interface IndexCall {
 }
 
 /** A CodeIndex that keeps what it was handed, to see exactly which files an import re-indexes. */
-export function recordingIndex(): CodeIndex & { calls: IndexCall[]; removals: { orgId: string; repositoryId: string }[] } {
+export function recordingIndex(): CodeIndex & { calls: IndexCall[]; removals: { orgId: string; repositoryId: string }[]; commits: Map<string, string> } {
   const calls: IndexCall[] = []
   const removals: { orgId: string; repositoryId: string }[] = []
+  // orgId/repositoryId -> the commit last indexed, as the real index records it.
+  const commits = new Map<string, string>()
   return {
     calls,
     removals,
+    commits,
+    async indexedCommit(orgId, repositoryId) {
+      return commits.get(`${orgId}/${repositoryId}`)
+    },
     async indexFiles(input: IndexFilesInput) {
       const files: RepositoryFile[] = []
       for await (const file of input.files) {
@@ -31,10 +37,12 @@ export function recordingIndex(): CodeIndex & { calls: IndexCall[]; removals: { 
         input.onProgress?.({ filesIndexed: files.length, chunksIndexed: files.length })
       }
       calls.push({ orgId: input.orgId, repositoryId: input.repositoryId, repositoryName: input.repositoryName, files, removedPaths: [...(input.removedPaths ?? [])] })
+      if (input.commit) commits.set(`${input.orgId}/${input.repositoryId}`, input.commit)
       return { files: files.length, chunks: files.length }
     },
     async removeRepository(orgId, repositoryId) {
       removals.push({ orgId, repositoryId })
+      commits.delete(`${orgId}/${repositoryId}`)
     },
     async search() {
       return []

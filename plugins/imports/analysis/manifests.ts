@@ -56,6 +56,12 @@ export function isManifestFile(name: string): boolean {
   return MANIFEST_KINDS.has(lower) || lower in PACKAGE_MANAGER_FILES || /^requirements([-_.][\w.-]*)?\.txt$/.test(lower)
 }
 
+/** Whether the file lists dependencies to parse (a manifest), rather than naming its package manager by its presence. */
+export function isParsedManifest(name: string): boolean {
+  const lower = name.toLowerCase()
+  return MANIFEST_KINDS.has(lower) || /^requirements([-_.][\w.-]*)?\.txt$/.test(lower)
+}
+
 const LOCK_FILES = new Set(['package-lock.json', 'npm-shrinkwrap.json', 'yarn.lock', 'pnpm-lock.yaml', 'bun.lock', 'bun.lockb', 'deno.lock', 'pipfile.lock', 'poetry.lock', 'uv.lock', 'pdm.lock', 'cargo.lock', 'go.sum', 'gemfile.lock', 'composer.lock', 'mix.lock', 'pubspec.lock', 'packages.lock.json'])
 
 /** Generated lock files: their content is never parsed, and search leaves them out. */
@@ -179,7 +185,21 @@ function pyproject(path: string, text: string): ManifestFinding {
   const managers = ['poetry', 'pdm', 'uv', 'hatch', 'flit'].filter((name) => name in tool)
   const license = typeof project.license === 'string' ? project.license : typeof poetry.license === 'string' ? poetry.license : undefined
   const name = typeof project.name === 'string' ? project.name : typeof poetry.name === 'string' ? poetry.name : undefined
-  return finding(path, 'pyproject.toml', 'pypi', name, dependencies, { packageManagers: managers.length ? managers : ['pip'], license })
+  const scripts = [project.scripts, project['gui-scripts'], poetry.scripts].flatMap((table) => Object.values(record(table)))
+  const entryPoints = scripts.flatMap((target) => pythonModuleFiles(target)).map((file) => relativeTo(path, file))
+  return finding(path, 'pyproject.toml', 'pypi', name, dependencies, { packageManagers: managers.length ? managers : ['pip'], license, entryPoints })
+}
+
+/**
+ * The files a Python entry point (`package.cli:main`) may live in: the module as a file or a package, at the
+ * project's root or under src/. The analyser keeps the ones that exist.
+ */
+function pythonModuleFiles(target: unknown): string[] {
+  const reference = typeof target === 'string' ? target : record(target).reference
+  const module = typeof reference === 'string' ? /^\s*([A-Za-z_][\w.]*)/.exec(reference)?.[1] : undefined
+  if (!module) return []
+  const file = module.replace(/\./g, '/')
+  return [`${file}.py`, `${file}/__init__.py`, `${file}/__main__.py`, `src/${file}.py`, `src/${file}/__init__.py`, `src/${file}/__main__.py`]
 }
 
 function requirements(path: string, text: string): ManifestFinding {

@@ -1,0 +1,101 @@
+import { describe, expect, test } from 'bun:test'
+import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
+import { asksForTests, filePrior, SYNONYM_WEIGHT, weightedQueryTerms } from '../../plugins/code-search/query.ts'
+import { createCodeIndex } from '../../plugins/code-search/service.ts'
+import type { RepositoryFile } from '../../plugins/code-search/types.ts'
+
+describe('questions in the index\'s terms', () => {
+  test('grammar words of a question are dropped; the rest keep weight 1', () => {
+    expect([...weightedQueryTerms('Returns whether the token is expired').entries()].filter(([, w]) => w === 1).map(([t]) => t)).toEqual(['token', 'expir'])
+  })
+
+  test('a question of grammar words only still searches for them', () => {
+    expect([...weightedQueryTerms('which').keys()]).toEqual(['which'])
+  })
+
+  test('words bring the words code uses for the same idea, at a lower weight', () => {
+    const terms = weightedQueryTerms('load settings')
+    expect(terms.get('load')).toBe(1)
+    expect(terms.get('set')).toBe(1)
+    expect(terms.get('config')).toBe(SYNONYM_WEIGHT)
+    expect(terms.get('read')).toBe(SYNONYM_WEIGHT)
+    expect(weightedQueryTerms('init msg').get('messag')).toBe(SYNONYM_WEIGHT)
+    expect(weightedQueryTerms('initialize').get('init')).toBe(SYNONYM_WEIGHT)
+  })
+
+  test('synonyms follow the word as written, not its stem: "set" is not "settings"', () => {
+    expect(weightedQueryTerms('set value').has('config')).toBe(false)
+    expect(weightedQueryTerms('messages').get('msg')).toBe(SYNONYM_WEIGHT)
+  })
+
+  test('a word the question uses keeps its own weight even when it is another word\'s synonym', () => {
+    expect(weightedQueryTerms('config options').get('option')).toBe(1)
+  })
+})
+
+describe('file priors', () => {
+  test.each([
+    ['src/server/config.ts', false, 1],
+    ['test/config.test.ts', false, 0.5],
+    ['test/config.test.ts', true, 1],
+    ['pkg/config_test.go', false, 0.5],
+    ['tests/test_config.py', false, 0.5],
+    ['dist/app.min.js', false, 0.4],
+    ['vendor/lib/config.go', false, 0.4],
+    ['LICENSE', false, 0.4],
+    ['CHANGELOG.md', false, 0.4],
+    ['README.md', false, 0.7],
+    ['site/index.html', false, 0.7],
+  ] as const)('%s (asking for tests: %s) weighs %d', (path, tests, weight) => {
+    expect(filePrior(path, tests)).toBe(weight)
+  })
+
+  test('a question names tests with test, spec, fixture or mock', () => {
+    expect(asksForTests('tests for the config loader')).toBe(true)
+    expect(asksForTests('mock http server')).toBe(true)
+    expect(asksForTests('load the latest settings')).toBe(false)
+  })
+})
+
+const repository: RepositoryFile[] = [
+  {
+    path: 'src/settings.ts',
+    content: 'export function loadConfig(path: string) {\n  const raw = readFileSync(path, "utf8")\n  return JSON.parse(raw)\n}\n',
+  },
+  {
+    path: 'test/settings.test.ts',
+    content: 'test("loadConfig loads the config file", () => {\n  const config = loadConfig("config.json")\n  expect(config.port).toBe(3000)\n  expect(loadConfig("other.json")).toEqual(config)\n})\n',
+  },
+  { path: 'LICENSE', content: 'Permission is hereby granted, free of charge, to any person obtaining a copy of this software to deal in it, to load and use it.\n' },
+  { path: 'src/greeting.py', content: 'def greet(person):\n    print(f"Hello, {person.name}!")\n' },
+]
+
+describe('ranking', () => {
+  const index = createCodeIndex({ embeddings: createHashedEmbeddings() })
+  const ready = index.indexFiles({ orgId: 'org-ranking', repositoryId: 'r', repositoryName: 'acme/r', files: repository })
+  const top = async (query: string, mode: 'hybrid' | 'text' | 'vector') => {
+    await ready
+    return (await index.search({ orgId: 'org-ranking' }, { query, mode, limit: 3 })).map((r) => r.path)
+  }
+
+  test.each(['hybrid', 'text', 'vector'] as const)('%s: the definition ranks above the test that uses it more often', async (mode) => {
+    expect((await top('loadConfig', mode))[0]).toBe('src/settings.ts')
+  })
+
+  test('asking for tests stops holding the test file back', async () => {
+    await ready
+    const scoreOf = async (query: string, path: string) =>
+      (await index.search({ orgId: 'org-ranking' }, { query, mode: 'text' })).find((r) => r.path === path)?.score ?? 0
+    const held = (await scoreOf('loadConfig file', 'test/settings.test.ts')) / (await scoreOf('loadConfig file', 'src/settings.ts'))
+    const asked = (await scoreOf('loadConfig file test', 'test/settings.test.ts')) / (await scoreOf('loadConfig file test', 'src/settings.ts'))
+    expect(asked).toBeGreaterThan(held * 1.5)
+  })
+
+  test.each(['hybrid', 'text'] as const)('%s: "load settings" finds loadConfig through the synonym table', async (mode) => {
+    expect((await top('load settings', mode))[0]).toBe('src/settings.ts')
+  })
+
+  test.each(['hybrid', 'text'] as const)('%s: "say hi to a person" finds the greeting, not the licence', async (mode) => {
+    expect((await top('say hi to a person', mode))[0]).toBe('src/greeting.py')
+  })
+})
