@@ -10,13 +10,13 @@ import type { CodeIndex } from './types.ts'
 export { codeSearchSettings } from './settings.ts'
 
 export { codeIndexFromConfig } from './setup.ts'
-export { createCodeIndex, MAX_LIMIT, MAX_QUERY_LENGTH } from './service.ts'
-export type { CodeIndex, CodeSearchResult, IndexFilesInput, RepositoryFile, SearchMode } from './types.ts'
-// The index's parts, for measuring it against a plain Orama baseline (bench/search.bench.ts).
+export { createCodeIndex, MAX_LIMIT, MAX_QUERY_LENGTH, type CodeIndexOptions } from './service.ts'
+export type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, RepositoryFile, SearchMode } from './types.ts'
+// The index's parts, for measuring it against a plain Orama baseline (bench/) and for losing a snapshot on purpose (tests).
 export { chunkFile } from './chunker.ts'
 export { createEmbeddings } from './embeddings/index.ts'
 export { createHashedEmbeddings, hashedVector } from './embeddings/hashed.ts'
-export { orgDirName } from './persistence.ts'
+export { createFileSnapshotStore, orgDirName } from './persistence.ts'
 
 export interface CodeSearchPluginOptions {
   codeIndex: CodeIndex
@@ -64,7 +64,3 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
       },
     )
 }
-
-export { createCodeIndex, type CodeIndexOptions } from './service.ts'
-export { createEmbeddings } from './embeddings/index.ts'
-export type { CodeIndex, CodeSearchQuery, CodeSearchResult, RepositoryFile, SearchMode } from './types.ts'
