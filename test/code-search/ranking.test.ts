@@ -45,7 +45,12 @@ describe('file priors', () => {
     ['LICENSE', false, 0.4],
     ['CHANGELOG.md', false, 0.4],
     ['README.md', false, 0.7],
-    ['site/index.html', false, 0.7],
+    ['docs/guide.html', false, 0.7],
+    ['site/index.html', false, 0.4],
+    ['tests/conftest.py', false, 0.5],
+    ['conftest.py', false, 0.5],
+    ['examples/basic/server.ts', false, 0.7],
+    ['src/sitemap.ts', false, 1],
   ] as const)('%s (asking for tests: %s) weighs %d', (path, tests, weight) => {
     expect(filePrior(path, tests)).toBe(weight)
   })
