@@ -51,6 +51,10 @@ describe('file priors', () => {
     ['conftest.py', false, 0.5],
     ['examples/basic/server.ts', false, 0.7],
     ['src/sitemap.ts', false, 1],
+    ['site/app.py', false, 1],
+    ['lib/security.py', false, 1],
+    ['SECURITY.md', false, 0.4],
+    ['docs/_build/html/api.html', false, 0.4],
   ] as const)('%s (asking for tests: %s) weighs %d', (path, tests, weight) => {
     expect(filePrior(path, tests)).toBe(weight)
   })
