@@ -44,8 +44,19 @@ describe('file priors', () => {
     ['vendor/lib/config.go', false, 0.4],
     ['LICENSE', false, 0.4],
     ['CHANGELOG.md', false, 0.4],
-    ['README.md', false, 0.7],
-    ['site/index.html', false, 0.7],
+    ['README.md', false, 0.5],
+    ['index.d.ts', false, 0.5],
+    ['stubs/client.pyi', false, 0.5],
+    ['docs/guide.html', false, 0.5],
+    ['site/index.html', false, 0.4],
+    ['tests/conftest.py', false, 0.5],
+    ['conftest.py', false, 0.5],
+    ['examples/basic/server.ts', false, 0.7],
+    ['src/sitemap.ts', false, 1],
+    ['site/app.py', false, 1],
+    ['lib/security.py', false, 1],
+    ['SECURITY.md', false, 0.4],
+    ['docs/_build/html/api.html', false, 0.4],
   ] as const)('%s (asking for tests: %s) weighs %d', (path, tests, weight) => {
     expect(filePrior(path, tests)).toBe(weight)
   })
