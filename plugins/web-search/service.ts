@@ -3,6 +3,7 @@
  * `search()`. Answers are cached per normalised query and options, and identical searches running at
  * the same time share one upstream call.
  */
+import type { Caller } from '../../src/auth/caller.ts'
 import { WEB_SEARCH_PROVIDER_VARIABLES, WEB_SEARCH_PROVIDERS, type WebSearchProviderName } from './settings.ts'
 import { AppError } from '../../src/errors.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
@@ -33,7 +34,7 @@ export interface WebSearchOptions {
   /** Skip the cached answer (a search already in flight is still shared); the new answer is cached. */
   fresh?: boolean
   /** Whose usage an upstream call counts as; calls without one are not metered. */
-  caller?: { orgId: string; userId: string }
+  caller?: Caller
 }
 
 export interface WebSearchAnswer {

@@ -1,4 +1,5 @@
 /** Pieces shared by every kind of turn: text parts opened on first use, and a plain streamed model call. */
+import type { Caller } from '../auth/caller.ts'
 import type { UsageMeter } from '../usage/meter.ts'
 import type { Emit } from './ui-stream.ts'
 import type { ModelMessage, ModelProvider } from './provider.ts'
@@ -22,7 +23,7 @@ export function textPart(emit: Emit, kind: 'text' | 'reasoning', nextId: () => s
 export interface ModelCallContext {
   provider: ModelProvider
   meter?: Pick<UsageMeter, 'record'>
-  caller: { orgId: string; userId: string }
+  caller: Caller
   model: string
   emit: Emit
   signal: AbortSignal
