@@ -46,7 +46,7 @@ IFS='
 for f in $cgroups; do echo 0 > "$f"; done
 if [ -n "$runtime" ]; then mount --bind "$runtime" ${RUNTIME_MOUNT}; fi
 mount -t tmpfs -o "size=\${tmp_kb}k,mode=1777,nosuid,nodev" sandbox-tmp /tmp
-if [ "$mode" = bind ]; then mkdir -m 700 "$work"; mount --bind . "$work"; fi
+if [ "$mode" = bind ]; then mkdir -m 700 "$work"; mount --no-canonicalize --bind . "$work"; fi
 if [ -n "$bun" ]; then mkdir -m 755 ${BIN_DIR}; ln -s "$bun" ${BIN_DIR}/bun; fi
 for d in /var/tmp /run /dev/shm; do
   if [ -d "$d" ]; then mount -t tmpfs -o size=16k,mode=755,nosuid,nodev,noexec sandbox-empty "$d"; fi
