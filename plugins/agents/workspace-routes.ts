@@ -9,6 +9,7 @@ import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
 import { AppError } from '../../src/errors.ts'
 import { integer, problem } from '../../src/models.ts'
+import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { AgentService } from './service.ts'
 import { TaskError } from './service.ts'
 import type { Workspaces } from './workspaces.ts'
@@ -18,6 +19,7 @@ export interface WorkspaceRoutesOptions {
   workspaces: Workspaces
   access: AccessService
   plans: PlanDirectory
+  rateLimits: RateLimitingOptions
 }
 
 const taskParams = t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }) })
@@ -52,6 +54,7 @@ export function workspaceRoutes(options: WorkspaceRoutesOptions) {
   }
   return new Elysia({ name: 'agent-workspaces', detail: { tags: ['agents'] } })
     .use(accessControl(options))
+    .use(rateLimiting(options.rateLimits))
     .get(
       '/api/agents/tasks/:taskId/files',
       async ({ params, principal }) => {
@@ -61,7 +64,8 @@ export function workspaceRoutes(options: WorkspaceRoutesOptions) {
       {
         params: taskParams,
         auth: 'agents:run',
-        response: { 200: t.Object({ files: t.Array(entry) }), 401: problem, 403: problem, 404: problem },
+        rateLimit: 'default',
+        response: { 200: t.Object({ files: t.Array(entry) }), 401: problem, 403: problem, 404: problem, 429: problem },
         detail: { summary: "List a development task's workspace files", description: 'Every file and symbolic link of the workspace, with its size, sorted by path.' },
       },
     )
@@ -78,12 +82,14 @@ export function workspaceRoutes(options: WorkspaceRoutesOptions) {
         params: taskParams,
         query: fileQuery,
         auth: 'agents:run',
+        rateLimit: 'default',
         response: {
           200: t.String({ description: 'The bytes of the file: text/plain when it holds no NUL byte, application/octet-stream otherwise' }),
           400: problem,
           401: problem,
           403: problem,
           404: problem,
+          429: problem,
         },
         detail: {
           summary: "Read one file of a development task's workspace",
@@ -101,7 +107,8 @@ export function workspaceRoutes(options: WorkspaceRoutesOptions) {
       {
         params: taskParams,
         auth: 'agents:run',
-        response: { 200: t.Object({ diff: t.String({ description: 'Unified diff (git format) against the base commit' }), files: t.Array(change) }), 401: problem, 403: problem, 404: problem },
+        rateLimit: 'default',
+        response: { 200: t.Object({ diff: t.String({ description: 'Unified diff (git format) against the base commit' }), files: t.Array(change) }), 401: problem, 403: problem, 404: problem, 429: problem },
         detail: { summary: "The diff of a development task's workspace against its base", description: 'The unified diff of every change so far, and the paths added, modified or deleted.' },
       },
     )

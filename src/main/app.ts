@@ -110,7 +110,7 @@ export function createApp(deps: Dependencies) {
     .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
     .use(importsPlugin({ imports: deps.imports, access, plans, rateLimits }))
     .use(agentsPlugin({ hub: deps.agentConnections, access, origins }))
-    .use(workspaceRoutes({ agents: deps.agents, workspaces: deps.workspaces, access, plans }))
+    .use(workspaceRoutes({ agents: deps.agents, workspaces: deps.workspaces, access, plans, rateLimits }))
     .use(
       mcpPlugin({
         access,
