@@ -177,7 +177,6 @@ export async function runDevelopTool(context: DevelopToolContext, name: string, 
           maxFileBytes: workspaces.limits.maxBytes,
           signal: context.signal,
         })
-        context.signal.throwIfAborted()
         const usage = await workspaces.usage(taskId)
         if (usage.problem) throw new TaskError('workspace_limit', `After \`${command.slice(0, 200)}\` the workspace holds ${usage.problem}`)
         const status = result.exitCode === null ? result.verdict : `exit ${result.exitCode}`

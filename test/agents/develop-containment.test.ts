@@ -41,7 +41,7 @@ describe('develop containment', () => {
   test('paths, links, secrets, the network, fork bombs and endless loops: every attempt is contained, zero escapes', async () => {
     const dataDir = h.t.deps.config.dataDir
     const bomb = marker('develop-bomb')
-    const { final, answers, tree } = await hostile([
+    const { taskId, final, answers, tree } = await hostile([
       /* 0 */ call('read_file', { path: '../../secrets.json' }),
       /* 1 */ call('read_file', { path: join(dataDir, 'secrets.json') }),
       /* 2 */ call('write_file', { path: '../outside.txt', content: 'escaped' }),
@@ -85,6 +85,14 @@ describe('develop containment', () => {
     escaped('secret changed owner', statSync(join(dataDir, 'secrets.json')).uid !== process.getuid!())
     // Deleting a link removes the link, never what it points to.
     escaped('delete through a link', !existsSync(dataDir) || existsSync(join(tree, 'data')))
+    // The workspace API lists the links but never follows them.
+    const get = (path: string) => fetch(`${h.url}/api/agents/tasks/${taskId}${path}`, { headers: { authorization: `Bearer ${h.token}` } })
+    const listed = (await (await get('/files')).json()).files as { path: string; type: string }[]
+    expect(listed.find((f) => f.path === 'secret-link')?.type).toBe('symlink')
+    const viaLink = await get('/file?path=secret-link')
+    escaped('API read through a link', viaLink.status !== 400 || (await viaLink.text()).includes(secret))
+    const viaDotDot = await get(`/file?path=${encodeURIComponent('../../secrets.json')}`)
+    escaped('API read with ../', viaDotDot.status !== 400 || (await viaDotDot.text()).includes(secret))
     expect(escapes).toEqual([])
     expect(lstatSync(join(tree, 'outside-link')).isSymbolicLink()).toBe(true)
   })
