@@ -178,7 +178,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
         if (entry.isDirectory()) await walk(full)
         else {
           files++
-          bytes += (await lstat(full)).size
+          bytes += (await lstat(full).catch(() => ({ size: 0 }))).size
         }
       }
     }
@@ -227,20 +227,30 @@ export function createWorkspaces(options: WorkspacesOptions) {
 
     get: workspaceOf,
 
-    /** Files and symbolic links of the tree, sorted by path. */
+    /** Files and symbolic links of the tree (or of one directory in it), sorted by path. */
     async list(taskId: string, directory = ''): Promise<WorkspaceEntry[]> {
       const { tree } = workspaceOf(taskId)
-      const start = directory === '' ? tree : (await locate(tree, directory, 'any')).absolute
+      let start = tree
+      if (directory.replace(/[/.]/g, '') !== '') {
+        const found = await locate(tree, directory, 'any')
+        if (!found.exists) throw new TaskError('file_not_found', `No directory ${JSON.stringify(directory)} in the workspace`)
+        if (!(await lstat(found.absolute)).isDirectory()) throw new WorkspacePathError(directory, 'is not a directory')
+        start = found.absolute
+      }
       const entries: WorkspaceEntry[] = []
       const walk = async (dir: string, prefix: string) => {
-        for (const entry of await readdir(dir, { withFileTypes: true })) {
+        for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
           const path = prefix ? `${prefix}/${entry.name}` : entry.name
           const full = join(dir, entry.name)
           if (entry.isDirectory()) await walk(full, path)
-          else entries.push({ path, type: entry.isSymbolicLink() ? 'symlink' : 'file', bytes: (await lstat(full)).size })
+          else {
+            // A running command may remove a file between the listing and this look.
+            const info = await lstat(full).catch(() => undefined)
+            if (info) entries.push({ path, type: info.isSymbolicLink() ? 'symlink' : 'file', bytes: info.size })
+          }
         }
       }
-      await walk(start, directory.replace(/^\/+|\/+$/g, ''))
+      await walk(start, start === tree ? '' : pathSegments(directory).join('/'))
       return entries.sort((a, b) => (a.path < b.path ? -1 : 1))
     },
 
