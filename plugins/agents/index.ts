@@ -15,6 +15,7 @@ export { createCommands } from './commands.ts'
 export { createConnectionHub, type ConnectionHub } from './connections.ts'
 export { createMemoryTaskLog, createRedisTaskLog } from './task-log.ts'
 export { createWorkspaces, type Workspaces } from './workspaces.ts'
+export { developCommand } from './develop.ts'
 export { workspaceRoutes } from './workspace-routes.ts'
 export { CLIENT_MESSAGES, COMMAND_PARAMS, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from './model.ts'
 
