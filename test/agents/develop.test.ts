@@ -166,6 +166,19 @@ describe('develop', () => {
     client.close()
   })
 
+  test('cancelling while the model answers abandons its stream and ends the task cancelled', async () => {
+    h.model.queue = [call('list_files', {}), { text: 'thinking '.repeat(1000), delayMs: 20 }]
+    const client = await h.connect()
+    const taskId = await h.run(client, 'develop', { instruction: 'Think slowly' })
+    await client.next((m) => m.taskId === taskId && m.type === 'log' && String(m.message).startsWith('listed'), 20_000)
+    expect(await waitFor(() => h.model.open > 0, 10_000)).toBe(true)
+    const abandonedBefore = h.model.abandoned
+    client.send({ type: 'cancel', id: 'stop-model', taskId })
+    expect(await client.next(isFinal(taskId), 15_000)).toMatchObject({ type: 'error', status: 'cancelled', code: 'task_cancelled' })
+    expect(await waitFor(() => h.model.abandoned > abandonedBefore, 10_000)).toBe(true)
+    client.close()
+  })
+
   test('the workspace is removed after the retention time', async () => {
     const short = await agentHarness({ AGENT_TASK_RETENTION_SECONDS: '1' })
     try {
