@@ -186,6 +186,18 @@ export function createWorkspaces(options: WorkspacesOptions) {
     return { files, bytes }
   }
 
+  /**
+   * Removes every entry named `.git` (any case) in the tree. Git never records one, and host-side Git would
+   * treat a directory holding one as an embedded repository and read wherever its `gitdir:` points.
+   */
+  async function removeGitEntries(dir: string): Promise<void> {
+    for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+      const full = join(dir, entry.name)
+      if (entry.name.toLowerCase().replace(/[. ]+$/, '') === '.git') await rm(full, { recursive: true, force: true })
+      else if (entry.isDirectory()) await removeGitEntries(full)
+    }
+  }
+
   const overLimit = (u: WorkspaceUsage) =>
     u.files > limits.maxFiles ? `${u.files} files (at most ${limits.maxFiles})` : u.bytes > limits.maxBytes ? `${u.bytes} bytes (at most ${limits.maxBytes})` : undefined
 
@@ -324,6 +336,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
       const { tree } = workspaceOf(taskId)
       const gitdir = gitdirOf(taskId)
       return serialised(taskId, async () => {
+        await removeGitEntries(tree)
         await git(gitdir, tree, ['add', '--all'])
         const base = baseCommits.get(taskId)!
         const diff = await git(gitdir, tree, ['diff', '--cached', '--no-color', '--no-ext-diff', '--no-renames', '--binary', '--full-index', base])
@@ -345,6 +358,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
       return serialised(taskId, async () => {
         await git(gitdir, tree, ['check-ref-format', '--branch', branch])
         await git(gitdir, tree, ['checkout', '--quiet', '-b', branch])
+        await removeGitEntries(tree)
         await git(gitdir, tree, ['add', '--all'])
         await git(gitdir, tree, ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', message])
         return (await git(gitdir, tree, ['rev-parse', 'HEAD'])).trim()

@@ -81,6 +81,25 @@ describe('workspace limits and diff', () => {
     expect(await workspaces.diff(id)).toEqual(first)
   })
 
+  test('a .git a command made is removed before Git looks at the tree, so no repository elsewhere is read', async () => {
+    const id = taskId()
+    const { tree } = await workspaces.create(id, [{ path: 'a.txt', bytes: text('a\n') }])
+    // A repository elsewhere on the host, named by a .git file as an embedded repository would be.
+    const elsewhere = join(root, 'elsewhere')
+    Bun.spawnSync(['git', 'init', '-q', elsewhere])
+    Bun.spawnSync(['git', '-C', elsewhere, '-c', 'user.name=x', '-c', 'user.email=x@y', 'commit', '-q', '--allow-empty', '-m', 'x'])
+    const head = Bun.spawnSync(['git', '-C', elsewhere, 'rev-parse', 'HEAD']).stdout.toString().trim()
+    expect(head).toMatch(/^[0-9a-f]{40}$/)
+    Bun.spawnSync(['mkdir', '-p', join(tree, 'sub'), join(tree, 'nested/.GIT')])
+    writeFileSync(join(tree, 'sub/.git'), `gitdir: ${join(elsewhere, '.git')}\n`)
+    writeFileSync(join(tree, 'sub/kept.txt'), 'kept\n')
+    const { diff, files } = await workspaces.diff(id)
+    expect(diff).not.toContain(head)
+    expect(files).toEqual([{ path: 'sub/kept.txt', status: 'added' }])
+    expect(existsSync(join(tree, 'sub/.git'))).toBe(false)
+    expect(existsSync(join(tree, 'nested/.GIT'))).toBe(false)
+  })
+
   test('a removed workspace is gone from disk and from reads', async () => {
     const id = taskId()
     const { tree } = await workspaces.create(id, [{ path: 'a', bytes: text('a') }])
