@@ -34,8 +34,8 @@ const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
  * `bind` (the directory itself is mounted read-write there), $9 RLIMIT_FSIZE in bytes ('' none), $10 the Bun
  * binary as seen inside, linked as `bun` in BIN_DIR ('' none), then the command.
  * The shell starts in the service-side directory (its cwd), which stays reachable after /tmp is replaced.
- * `chown -R -P -h` changes links themselves and never follows one, so a symlink a run left behind cannot
- * hand it a file outside its directory.
+ * The ownership change never follows a link (a symlink a run left behind cannot hand it a file elsewhere),
+ * and in a bound directory skips files with other hard links, which may be the same file as one outside it.
  */
 const INIT_SCRIPT = `set -eu
 work=$1 uid=$2 tmp_kb=$3 nproc=$4 hidden=$5 cgroups=$6 runtime=$7 mode=$8 fsize=$9 bun=\${10}
@@ -58,7 +58,10 @@ done
 unset IFS
 set +f
 if [ "$mode" = copy ]; then mkdir -m 700 "$work"; cp -R ./. "$work"/; fi
-if [ -n "$uid" ]; then chown -R -P -h "$uid:$uid" "$work"; fi
+if [ -n "$uid" ]; then
+  if [ "$mode" = bind ]; then find "$work" \\( -type d -o -links 1 \\) -exec chown -h "$uid:$uid" {} +
+  else chown -R -P -h "$uid:$uid" "$work"; fi
+fi
 cd "$work"
 unset OLDPWD
 echo ${READY_MARKER} >&2

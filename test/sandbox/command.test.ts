@@ -3,7 +3,7 @@
  * a program run. The directory sits inside the hidden data directory, as agent workspaces do.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { makeDataDir, makeSandbox, marker, processesWith, startWitness, waitFor } from './support.ts'
 
@@ -80,6 +80,17 @@ describe('sandbox command containment', () => {
     // The next run's ownership change must not follow the link to the secret.
     await sandbox.runCommand({ directory: dir, command: 'true' })
     expect(statSync(join(dataDir.dir, 'secrets.json')).uid).toBe(0)
+  })
+
+  test('a hard link in the directory to a file outside it does not hand the run that file', async () => {
+    const dir = workspace()
+    const outside = join(dataDir.dir, 'outside-owned-by-root.txt')
+    writeFileSync(outside, 'root only', { mode: 0o600 })
+    linkSync(outside, join(dir, 'hard'))
+    const result = await sandbox.runCommand({ directory: dir, command: 'cat hard || echo DENIED; echo changed > hard || echo DENIED' })
+    expect(result.output).not.toContain('root only')
+    expect(statSync(outside).uid).toBe(0)
+    expect(readFileSync(outside, 'utf8')).toBe('root only')
   })
 
   test('a file larger than maxFileBytes cannot be written', async () => {
