@@ -382,10 +382,18 @@ export function createWorkspaces(options: WorkspacesOptions) {
       await rm(dirOf(taskId), { recursive: true, force: true }).catch((err) => logger.warn('agent workspace not removed', { err, taskId }))
     },
 
-    /** Removes workspaces a previous process left behind (their tasks cannot be followed any more). */
-    async sweepOrphans() {
+    /**
+     * Removes workspaces a stopped process left behind: those created more than `olderThanSeconds` ago (a task's
+     * longest run plus the retention time), so another process sharing the directory keeps its own.
+     */
+    async sweepOrphans(olderThanSeconds: number) {
       const names = await readdir(root).catch(() => [] as string[])
-      await Promise.all(names.filter((name) => !open.has(name) && SAFE_ID.test(name)).map((name) => rm(join(root, name), { recursive: true, force: true })))
+      const before = Date.now() - olderThanSeconds * 1000
+      for (const name of names) {
+        if (open.has(name) || !SAFE_ID.test(name)) continue
+        const info = await lstat(join(root, name)).catch(() => undefined)
+        if (info && info.mtimeMs < before) await rm(join(root, name), { recursive: true, force: true })
+      }
     },
 
     /** Removes every workspace of this process (shutdown). */

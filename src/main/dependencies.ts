@@ -267,8 +267,8 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     retentionSeconds: config.agents.taskRetentionSeconds,
     logger,
   })
-  // Their tasks ended with the process that ran them; nothing can follow them any more.
-  await workspaces.sweepOrphans()
+  // Left by a process that stopped: past a task's longest run and the retention time, nothing reads them.
+  await workspaces.sweepOrphans(config.agents.taskTimeoutSeconds + config.agents.taskRetentionSeconds)
   const agentSettings = config.agents
   const agents: AgentService = createAgentService({
     log: redis

@@ -1,6 +1,6 @@
 /** Task workspaces on their own: paths that stay inside, links never followed, limits, and the diff against the base. */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
@@ -98,6 +98,21 @@ describe('workspace limits and diff', () => {
     expect(files).toEqual([{ path: 'sub/kept.txt', status: 'added' }])
     expect(existsSync(join(tree, 'sub/.git'))).toBe(false)
     expect(existsSync(join(tree, 'nested/.GIT'))).toBe(false)
+  })
+
+  test('the start-up sweep removes workspaces older than the given age that no task here holds, and nothing newer', async () => {
+    const stale = join(root, 'ws', 'task_stale')
+    const recent = join(root, 'ws', 'task_recent')
+    Bun.spawnSync(['mkdir', '-p', join(stale, 'tree'), join(recent, 'tree')])
+    const old = new Date(Date.now() - 2 * 3600 * 1000)
+    utimesSync(stale, old, old)
+    const id = taskId()
+    const { tree } = await workspaces.create(id, [])
+    utimesSync(join(root, 'ws', id), old, old)
+    await workspaces.sweepOrphans(3600)
+    expect(existsSync(stale)).toBe(false)
+    expect(existsSync(recent)).toBe(true)
+    expect(existsSync(tree)).toBe(true)
   })
 
   test('a removed workspace is gone from disk and from reads', async () => {
