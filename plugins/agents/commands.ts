@@ -1,7 +1,7 @@
 /**
  * The agent commands. `debug` runs the enhanced chat's plan-check-repair loop on the given code, with code
  * from an imported repository found by search as context; `analyze` summarises an import with the model;
- * `index` rebuilds an import's search index; `status` reports tasks.
+ * `index` rebuilds an import's search index; `status` reports tasks; `develop` (develop.ts) changes code in a workspace.
  */
 import { AppError } from '../../src/errors.ts'
 import { streamModelText } from '../../src/llm/model-call.ts'
@@ -13,6 +13,8 @@ import type { ImportService, ImportView } from '../imports/index.ts'
 import { extractCode, runEnhancedTurn, type CodeChecker, type EnhancedOptions } from '../enhanced-chat/index.ts'
 import type { CodeIndex } from '../code-search/index.ts'
 import type { DebugParams } from './model.ts'
+import { developCommand, type DevelopDependencies, type DevelopLimits } from './develop.ts'
+import type { Workspaces } from './workspaces.ts'
 import { TaskError, type AgentService, type CommandContext, type CommandHandler, type CommandHandlers } from './service.ts'
 
 export interface CommandDependencies {
@@ -21,10 +23,16 @@ export interface CommandDependencies {
   /** Counts the tokens the commands spend. */
   meter?: Pick<UsageMeter, 'record'>
   checker: CodeChecker
-  imports: Pick<ImportService, 'get' | 'reindex'>
+  imports: Pick<ImportService, 'get' | 'reindex' | 'readFiles'>
   codeIndex: Pick<CodeIndex, 'search'>
   /** Limits of the debug loop (the enhanced chat's settings). */
   debugLimits: Omit<EnhancedOptions, 'tests'>
+  /** Task workspaces, for `develop`. */
+  workspaces: Workspaces
+  /** Runs `develop`'s commands in a workspace. */
+  sandbox: DevelopDependencies['sandbox']
+  /** Budgets of the `develop` loop. */
+  developLimits: DevelopLimits
   /** The service the commands run in, for `status`. */
   agents: () => Pick<AgentService, 'ownTask' | 'recent'>
 }
@@ -214,5 +222,11 @@ export function paramsProblem(command: string, params: Record<string, unknown>):
 }
 
 export function createCommands(deps: CommandDependencies): CommandHandlers {
-  return { debug: debugCommand(deps), analyze: analyzeCommand(deps), index: indexCommand(deps), status: statusCommand(deps) }
+  return {
+    debug: debugCommand(deps),
+    analyze: analyzeCommand(deps),
+    index: indexCommand(deps),
+    status: statusCommand(deps),
+    develop: developCommand({ ...deps, limits: deps.developLimits }),
+  }
 }

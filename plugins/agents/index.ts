@@ -14,6 +14,9 @@ export { createAgentService, type AgentService } from './service.ts'
 export { createCommands } from './commands.ts'
 export { createConnectionHub, type ConnectionHub } from './connections.ts'
 export { createMemoryTaskLog, createRedisTaskLog } from './task-log.ts'
+export { createWorkspaces, type Workspaces } from './workspaces.ts'
+export { developCommand } from './develop.ts'
+export { workspaceRoutes } from './workspace-routes.ts'
 export { CLIENT_MESSAGES, COMMAND_PARAMS, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from './model.ts'
 
 export interface AgentsPluginOptions {

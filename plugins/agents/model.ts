@@ -37,7 +37,34 @@ export const statusParams = strictObject(
   { description: 'One task of yours by id, or without taskId your recent tasks and this connection' },
 )
 
-export const COMMAND_PARAMS = { debug: debugParams, analyze: analyzeParams, index: indexParams, status: statusParams } as const
+export const developParams = strictObject(
+  {
+    importId: t.Optional(importId),
+    instruction: t.String({ minLength: 1, maxLength: 20_000, description: 'What to change or build, in your words' }),
+    checks: t.Optional(
+      t.Array(t.String({ minLength: 1, maxLength: 1000 }), {
+        maxItems: 10,
+        description: 'Command lines that must pass (run in the sandbox, in the workspace), for example `bun test`; each one\'s last verdict is in the result',
+      }),
+    ),
+    branch: t.Optional(
+      t.String({
+        minLength: 1,
+        maxLength: 100,
+        pattern: '^(?!.*\\.\\.)(?!.*//)(?!/)(?!.*/$)(?!.*\\.lock$)[A-Za-z0-9._/-]+$',
+        description: "Branch the change is committed on in the workspace's repository. Default agent/<task id>",
+      }),
+    ),
+  },
+  {
+    description:
+      'Change code in a private workspace: the import\'s files at its commit (or, without importId, an empty project), with the model using tools to read, edit and run commands. ' +
+      'The result carries the unified diff, the files changed, the last verdict of each check and the summary',
+  },
+)
+export type DevelopParams = Static<typeof developParams>
+
+export const COMMAND_PARAMS = { debug: debugParams, analyze: analyzeParams, index: indexParams, status: statusParams, develop: developParams } as const
 export type CommandName = keyof typeof COMMAND_PARAMS
 export const COMMANDS = Object.keys(COMMAND_PARAMS) as CommandName[]
 
@@ -127,6 +154,7 @@ export const MESSAGE_ERROR_CODES = {
   not_found: 'The import named in params is not one of your organisation',
   import_not_ready: 'The import named in params has not succeeded',
   task_failed: 'The task failed; message says why',
+  workspace_limit: 'The workspace would hold more files or bytes than AGENT_WORKSPACE_MAX_FILES or AGENT_WORKSPACE_MAX_BYTES allow',
   task_cancelled: 'The task was cancelled',
   task_timeout: 'The task ran longer than AGENT_TASK_TIMEOUT_SECONDS',
   task_interrupted: 'The process running the task stopped',

@@ -1,4 +1,4 @@
-/** The agents' slice of the configuration: limits of the WebSocket connections and of the tasks they start. */
+/** The agents' slice of the configuration: limits of the WebSocket connections, of the tasks they start and of development workspaces. */
 import { defineSettings, integer } from '../../src/config.ts'
 
 export const agentsSettings = defineSettings({
@@ -25,6 +25,19 @@ export const agentsSettings = defineSettings({
       fallback: 1000,
     },
     AGENT_MAX_RUNNING_TASKS_PER_USER: { doc: 'Agent tasks one user may have running at once; more are refused with too_many_tasks', parse: integer(1, 10_000), fallback: 10 },
+    AGENT_WORKSPACE_MAX_FILES: { doc: 'Files a development task\'s workspace may hold (the import\'s and those written); more fail the task with workspace_limit', parse: integer(1, 1_000_000), fallback: 5000 },
+    AGENT_WORKSPACE_MAX_BYTES: {
+      doc: "Bytes a development task's workspace may hold; also the largest file a command in it may write",
+      parse: integer(1024, 64 * 1024 * 1024 * 1024),
+      fallback: 200 * 1024 * 1024,
+    },
+    AGENT_DEVELOP_MAX_STEPS: { doc: 'Tool calls one develop task may make before it stops and hands back what it has', parse: integer(1, 10_000), fallback: 50 },
+    AGENT_DEVELOP_MAX_TOKENS: { doc: 'Model tokens (in and out) one develop task may spend', parse: integer(1000, 100_000_000), fallback: 1_000_000 },
+    AGENT_DEVELOP_TIME_LIMIT_SECONDS: {
+      doc: "Wall time of a develop task's model loop; its checks then run once more (keep it below AGENT_TASK_TIMEOUT_SECONDS)",
+      parse: integer(5, 86_400),
+      fallback: 480,
+    },
   },
   build: (v) => ({
     agents: {
@@ -37,6 +50,8 @@ export const agentsSettings = defineSettings({
       taskTimeoutSeconds: v.AGENT_TASK_TIMEOUT_SECONDS,
       maxRunningTasksPerUser: v.AGENT_MAX_RUNNING_TASKS_PER_USER,
       maxTasksKeptPerUser: v.AGENT_MAX_TASKS_KEPT_PER_USER,
+      workspace: { maxFiles: v.AGENT_WORKSPACE_MAX_FILES, maxBytes: v.AGENT_WORKSPACE_MAX_BYTES },
+      develop: { maxSteps: v.AGENT_DEVELOP_MAX_STEPS, maxTokens: v.AGENT_DEVELOP_MAX_TOKENS, timeLimitMs: v.AGENT_DEVELOP_TIME_LIMIT_SECONDS * 1000 },
     },
   }),
 })

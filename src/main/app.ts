@@ -18,7 +18,7 @@ import { chatPlugin } from '../../plugins/chat/index.ts'
 import { enhancedChatPlugin } from '../../plugins/enhanced-chat/index.ts'
 import { publishPlugin } from '../../plugins/publish/index.ts'
 import { importsPlugin } from '../../plugins/imports/index.ts'
-import { agentsPlugin } from '../../plugins/agents/index.ts'
+import { agentsPlugin, workspaceRoutes } from '../../plugins/agents/index.ts'
 import { mcpPlugin } from '../../plugins/mcp/index.ts'
 import { setupPlugin } from '../../plugins/setup/index.ts'
 import { playgroundPlugin } from '../../plugins/playground/index.ts'
@@ -110,6 +110,7 @@ export function createApp(deps: Dependencies) {
     .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
     .use(importsPlugin({ imports: deps.imports, access, plans, rateLimits }))
     .use(agentsPlugin({ hub: deps.agentConnections, access, origins }))
+    .use(workspaceRoutes({ agents: deps.agents, workspaces: deps.workspaces, access, plans, rateLimits }))
     .use(
       mcpPlugin({
         access,

@@ -30,7 +30,8 @@ import { codeIndexFromConfig, type CodeIndex } from '../../plugins/code-search/i
 import { bundledSite, createDocsIndex, type DocsIndex } from '../../plugins/docs/index.ts'
 import { createImportService, type ImportService } from '../../plugins/imports/index.ts'
 import { createAgentService, createCommands, createConnectionHub, type AgentService, type ConnectionHub } from '../../plugins/agents/index.ts'
-import { createMemoryTaskLog, createRedisTaskLog } from '../../plugins/agents/index.ts'
+import { createMemoryTaskLog, createRedisTaskLog, createWorkspaces, type Workspaces } from '../../plugins/agents/index.ts'
+import { join } from 'node:path'
 import { classPolicies, policiesFromConfig } from '../rate-limit/plugin.ts'
 import { createServiceMetrics, type ServiceMetrics } from '../observability/metrics.ts'
 import { combineModelCallObservers } from '../observability/observers.ts'
@@ -68,7 +69,9 @@ export interface Dependencies {
   /** The documentation's search index, shared by the documentation assistant and the MCP server. */
   readonly docsIndex: DocsIndex
   /** Where enhanced chat and the agents run code; created on first use (it probes the machine once). */
-  readonly sandbox: Pick<Sandbox, 'run' | 'checkSyntax'>
+  readonly sandbox: Pick<Sandbox, 'run' | 'checkSyntax' | 'runCommand'>
+  /** Development tasks' workspaces: files and diff readable through GET /api/agents/tasks/:taskId/... */
+  readonly workspaces: Workspaces
   /** Imported repositories' code, one index per organisation: POST /api/search, chat's code_search and the agents. */
   readonly codeIndex: CodeIndex
   /** Repository imports: clone or fetch, analysis, and the files they hand the code index. */
@@ -256,7 +259,16 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const sandboxFacade: Dependencies['sandbox'] = {
     run: (request) => sandboxOnDemand().run(request),
     checkSyntax: (language, code) => sandboxOnDemand().checkSyntax(language, code),
+    runCommand: (request) => sandboxOnDemand().runCommand(request),
   }
+  const workspaces = createWorkspaces({
+    root: join(config.dataDir, 'agent-workspaces'),
+    limits: config.agents.workspace,
+    retentionSeconds: config.agents.taskRetentionSeconds,
+    logger,
+  })
+  // Left by a process that stopped: past a task's longest run and the retention time, nothing reads them.
+  await workspaces.sweepOrphans(config.agents.taskTimeoutSeconds + config.agents.taskRetentionSeconds)
   const agentSettings = config.agents
   const agents: AgentService = createAgentService({
     log: redis
@@ -279,6 +291,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
         timeLimitMs: config.enhancedChat.timeLimitSeconds * 1000,
         maxAttempts: config.enhancedChat.maxAttempts,
       },
+      workspaces,
+      sandbox: sandboxFacade,
+      developLimits: { ...agentSettings.develop, maxAnswerChars: 12_000, maxLogChars: 4000 },
       agents: () => agents,
     }),
     logger,
@@ -288,7 +303,8 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     onTaskEnd: metrics && ((command, status) => metrics.agentTaskEnded(command, status)),
     cancels,
   })
-  // Closed before imports and chat, which its running tasks use.
+  // Closed before imports and chat, which its running tasks use; the workspaces after the tasks.
+  closers.push(() => workspaces.close())
   closers.push(() => agents.close())
   // Agent commands spend what POST /api/chat spends, failing closed or open as its class is configured.
   const commandPolicies = classPolicies({ policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }, 'chat').all
@@ -318,6 +334,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     chat,
     docsIndex: createDocsIndex(bundledSite().pages, config.publicBaseUrl),
     sandbox: sandboxFacade,
+    workspaces,
     integrations,
     publisher,
     codeIndex,

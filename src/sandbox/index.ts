@@ -4,13 +4,13 @@
  * decided once at start-up from what the machine allows and published in `enforcement`.
  */
 import { tmpdir } from 'node:os'
-import { resolve } from 'node:path'
+import { isAbsolute, resolve } from 'node:path'
 import type { Logger } from '../log.ts'
 import { detectCgroups, type CgroupSupport } from './cgroup.ts'
 import { checkFiles, checkSyntax, defaultEntry, SANDBOX_LANGUAGES, sandboxCommand, type SandboxLanguage, type SyntaxCheck } from './languages.ts'
-import { probeIsolation, SANDBOX_DIR, sandboxEnv, type IsolationProbe } from './launcher.ts'
+import { probeIsolation, SANDBOX_DIR, sandboxEnv, visibleProgram, type IsolationProbe } from './launcher.ts'
 import { configuredLimits, resolveLimits, type SandboxLimits } from './limits.ts'
-import { executeRun, type SandboxResult } from './run.ts'
+import { executeRun, type RunSpec, type SandboxResult } from './run.ts'
 import { SandboxRequestError, validateFiles } from './workspace.ts'
 
 export type { SandboxLanguage, SyntaxCheck } from './languages.ts'
@@ -30,6 +30,24 @@ export interface SandboxRequest {
   memoryMb?: number
   maxOutputBytes?: number
   maxProcesses?: number
+  signal?: AbortSignal
+}
+
+/**
+ * A command line run in an existing directory (a development workspace), mounted read-write as the run's
+ * working directory: every protection of `run` applies, and the files it writes stay in the directory.
+ */
+export interface SandboxCommandRequest {
+  /** Host directory the command works in; it sees it as SANDBOX_DIR. Owned by the run's uid afterwards. */
+  directory: string
+  /** Run by `/bin/sh -c`; `bun` is first on PATH, then the host's /usr/local/bin, /usr/bin and /bin. */
+  command: string
+  timeoutMs?: number
+  memoryMb?: number
+  maxOutputBytes?: number
+  maxProcesses?: number
+  /** Largest file the command may write (RLIMIT_FSIZE), in bytes; a write past it fails. Default: no limit beyond the disk. */
+  maxFileBytes?: number
   signal?: AbortSignal
 }
 
@@ -61,6 +79,7 @@ export interface SandboxOptions {
 
 export interface Sandbox {
   run(request: SandboxRequest): Promise<SandboxResult>
+  runCommand(request: SandboxCommandRequest): Promise<SandboxResult>
   /** Parses code with Bun's transpiler in-process: no file, no child process. */
   checkSyntax(language: SandboxLanguage, code: string): SyntaxCheck
   /** False when runs are refused (see `enforcement.isolation`). */
@@ -152,20 +171,41 @@ export function createSandbox(options: SandboxOptions): Sandbox {
     if (!syntax.ok) return { verdict: 'syntax_error', exitCode: null, output: syntax.message, truncated: false, durationMs: elapsed() }
     if (!probe.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${probe.reason}`)
 
-    // One controller per run, so close() can stop it whatever signal the caller gave.
+    return launch(request, {
+      files: request.files,
+      command: sandboxCommand(bunPath, request.mode, entry),
+      limits: resolveLimits(limits, request),
+    })
+  }
+
+  async function runCommand(request: SandboxCommandRequest): Promise<SandboxResult> {
+    if (closed) throw new SandboxUnavailableError('the sandbox is closed')
+    if (typeof request.command !== 'string' || request.command.trim() === '') throw new SandboxRequestError('command', 'must be a non-empty command line')
+    if (request.command.includes('\0')) throw new SandboxRequestError('command', 'must not contain NUL')
+    if (!isAbsolute(request.directory)) throw new SandboxRequestError('directory', 'must be an absolute path')
+    if (request.signal?.aborted) return { verdict: 'cancelled', exitCode: null, output: '', truncated: false, durationMs: 0 }
+    if (!probe.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${probe.reason}`)
+    const bun = visibleProgram(bunPath, hiddenPaths)
+    const maxFileBytes = request.maxFileBytes === undefined ? undefined : Math.max(1, Math.floor(request.maxFileBytes))
+    return launch(request, {
+      directory: request.directory,
+      maxFileBytes,
+      bun: { path: bun.path, runtime: bun.runtime },
+      command: ['/bin/sh', '-c', request.command],
+      limits: resolveLimits(limits, request),
+    })
+  }
+
+  /** Launches one run under its own controller, so close() can stop it whatever signal the caller gave. */
+  async function launch(request: { signal?: AbortSignal }, spec: Omit<RunSpec, 'uid' | 'signal'>): Promise<SandboxResult> {
+    if (!probe.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${probe.reason}`)
     const abort = new AbortController()
     const onCallerAbort = () => abort.abort()
     request.signal?.addEventListener('abort', onCallerAbort, { once: true })
     const uid = allocateUid()
     const done = executeRun(
       { bunPath, workRoot, tools: probe.tools, cgroups, hiddenPaths, pollIntervalMs: options.pollIntervalMs ?? 25, logger: log },
-      {
-        files: request.files,
-        command: sandboxCommand(bunPath, request.mode, entry),
-        limits: resolveLimits(limits, request),
-        uid,
-        signal: abort.signal,
-      },
+      { ...spec, uid, signal: abort.signal },
     )
     const handle = { abort, done }
     active.add(handle)
@@ -180,6 +220,7 @@ export function createSandbox(options: SandboxOptions): Sandbox {
 
   return {
     run,
+    runCommand,
     checkSyntax,
     available: probe.available,
     enforcement,

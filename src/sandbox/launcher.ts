@@ -19,6 +19,9 @@ const RUNTIME_MOUNT = '/mnt'
 /** Where the run's files are, as the sandboxed code sees them (inside its private /tmp). */
 export const SANDBOX_DIR = '/tmp/sandbox'
 
+/** In the private /tmp: holds `bun`, linked to the Bun binary, first on a command's PATH. */
+export const BIN_DIR = '/tmp/.sandbox-bin'
+
 /** Written to the launcher's stderr once set-up is done; its absence means the launch itself failed. */
 export const READY_MARKER = 'sandbox-ready'
 
@@ -27,18 +30,24 @@ const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 /**
  * Arguments: $1 run dir, $2 uid ('' keeps the current one), $3 /tmp size in KiB, $4 RLIMIT_NPROC ('' none),
  * $5 paths to hide (one per line), $6 cgroup.procs files to join (one per line), $7 a directory to bind at
- * RUNTIME_MOUNT before anything is hidden ('' none), then the command.
- * The shell starts in the service-side copy of the files (its cwd), which stays reachable after /tmp is replaced.
+ * RUNTIME_MOUNT before anything is hidden ('' none), $8 `copy` (the files are copied into the run dir) or
+ * `bind` (the directory itself is mounted read-write there), $9 RLIMIT_FSIZE in bytes ('' none), $10 the Bun
+ * binary as seen inside, linked as `bun` in BIN_DIR ('' none), then the command.
+ * The shell starts in the service-side directory (its cwd), which stays reachable after /tmp is replaced.
+ * The ownership change never follows a link (a symlink a run left behind cannot hand it a file elsewhere),
+ * and in a bound directory skips files with other hard links, which may be the same file as one outside it.
  */
 const INIT_SCRIPT = `set -eu
-work=$1 uid=$2 tmp_kb=$3 nproc=$4 hidden=$5 cgroups=$6 runtime=$7
-shift 7
+work=$1 uid=$2 tmp_kb=$3 nproc=$4 hidden=$5 cgroups=$6 runtime=$7 mode=$8 fsize=$9 bun=\${10}
+shift 10
 set -f
 IFS='
 '
 for f in $cgroups; do echo 0 > "$f"; done
 if [ -n "$runtime" ]; then mount --bind "$runtime" ${RUNTIME_MOUNT}; fi
 mount -t tmpfs -o "size=\${tmp_kb}k,mode=1777,nosuid,nodev" sandbox-tmp /tmp
+if [ "$mode" = bind ]; then mkdir -m 700 "$work"; mount --no-canonicalize --bind . "$work"; fi
+if [ -n "$bun" ]; then mkdir -m 755 ${BIN_DIR}; ln -s "$bun" ${BIN_DIR}/bun; fi
 for d in /var/tmp /run /dev/shm; do
   if [ -d "$d" ]; then mount -t tmpfs -o size=16k,mode=755,nosuid,nodev,noexec sandbox-empty "$d"; fi
 done
@@ -48,17 +57,19 @@ for p in $hidden; do
 done
 unset IFS
 set +f
-mkdir -m 700 "$work"
-cp -R ./. "$work"/
-if [ -n "$uid" ]; then chown -R "$uid:$uid" "$work"; fi
+if [ "$mode" = copy ]; then mkdir -m 700 "$work"; cp -R ./. "$work"/; fi
+if [ -n "$uid" ]; then
+  if [ "$mode" = bind ]; then find "$work" \\( -type d -o -links 1 \\) -exec chown -h "$uid:$uid" {} +
+  else chown -R -P -h "$uid:$uid" "$work"; fi
+fi
 cd "$work"
 unset OLDPWD
 echo ${READY_MARKER} >&2
 exec 2>&1
 if [ -n "$uid" ]; then
-  exec prlimit --core=0 \${nproc:+--nproc=$nproc} -- setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs --bounding-set=-all --inh-caps=-all --pdeathsig KILL -- "$@"
+  exec prlimit --core=0 \${nproc:+--nproc=$nproc} \${fsize:+--fsize=$fsize} -- setpriv --reuid="$uid" --regid="$uid" --clear-groups --no-new-privs --bounding-set=-all --inh-caps=-all --pdeathsig KILL -- "$@"
 fi
-exec prlimit --core=0 -- setpriv --no-new-privs --pdeathsig KILL -- "$@"
+exec prlimit --core=0 \${fsize:+--fsize=$fsize} -- setpriv --no-new-privs --pdeathsig KILL -- "$@"
 `
 
 export interface LauncherTools {
@@ -79,24 +90,41 @@ export interface LaunchOptions {
   readonly hiddenPaths: readonly string[]
   readonly cgroupProcs: readonly string[]
   readonly command: readonly string[]
+  /** `copy`: the cwd's files are copied into the private /tmp. `bind`: the cwd is mounted read-write there. Default copy. */
+  readonly directory?: 'copy' | 'bind'
+  /** Largest file the run may write (RLIMIT_FSIZE), in bytes; undefined for none beyond the tmpfs size. */
+  readonly maxFileBytes?: number
+  /** A directory to bind at RUNTIME_MOUNT even when the program is not hidden (Bun's, for a shell command). */
+  readonly runtimeDir?: string
+  /** The Bun binary as the run sees it, linked as BIN_DIR/bun. */
+  readonly bunPath?: string
 }
 
-/** Only these reach the sandboxed code: nothing of the service's own environment. */
-export function sandboxEnv(): Record<string, string> {
+/**
+ * Only these reach the sandboxed code: nothing of the service's own environment. `binDir` (where Bun is, as
+ * the run sees it) goes first on PATH, so a command line can say `bun`.
+ */
+export function sandboxEnv(binDir?: string): Record<string, string> {
   // BUN_BE_BUN: in the single executable `bunPath` is the service itself, which this makes act as the Bun CLI.
-  return { PATH, HOME: SANDBOX_DIR, TMPDIR: '/tmp', NO_COLOR: '1', LANG: 'C.UTF-8', BUN_BE_BUN: '1' }
+  return { PATH: binDir ? `${binDir}:${PATH}` : PATH, HOME: SANDBOX_DIR, TMPDIR: '/tmp', NO_COLOR: '1', LANG: 'C.UTF-8', BUN_BE_BUN: '1' }
 }
 
 const MASKED = ['/tmp', '/var/tmp', '/run', '/dev/shm']
+
+/** Where `program` (an absolute path) is seen inside, and the directory to bind when it would be hidden. */
+export function visibleProgram(program: string, hiddenPaths: readonly string[]): { runtime: string; path: string } {
+  const real = realpathSync(program)
+  const hidden = [...MASKED, ...hiddenPaths].some((p) => real === p || real.startsWith(`${p.replace(/\/+$/, '')}/`))
+  if (!hidden || !existsSync(RUNTIME_MOUNT)) return { runtime: '', path: program }
+  return { runtime: dirname(real), path: `${RUNTIME_MOUNT}/${basename(real)}` }
+}
 
 /** The program and its arguments as seen inside, and the directory to bind when the program would be hidden. */
 function visibleCommand(command: readonly string[], hiddenPaths: readonly string[]): { runtime: string; command: readonly string[] } {
   const [program, ...args] = command
   if (!program || !program.startsWith('/')) return { runtime: '', command }
-  const real = realpathSync(program)
-  const hidden = [...MASKED, ...hiddenPaths].some((p) => real === p || real.startsWith(`${p.replace(/\/+$/, '')}/`))
-  if (!hidden || !existsSync(RUNTIME_MOUNT)) return { runtime: '', command }
-  return { runtime: dirname(real), command: [`${RUNTIME_MOUNT}/${basename(real)}`, ...args] }
+  const visible = visibleProgram(program, hiddenPaths)
+  return { runtime: visible.runtime, command: [visible.path, ...args] }
 }
 
 /** The argv to spawn, with the service-side copy of the files as its cwd. */
@@ -129,7 +157,10 @@ export function launchCommand(tools: LauncherTools, options: LaunchOptions): str
     options.nproc === undefined ? '' : String(options.nproc),
     options.hiddenPaths.join('\n'),
     options.cgroupProcs.join('\n'),
-    visible.runtime,
+    options.runtimeDir ?? visible.runtime,
+    options.directory ?? 'copy',
+    options.maxFileBytes === undefined ? '' : String(options.maxFileBytes),
+    options.bunPath ?? '',
     ...visible.command,
   ]
 }

@@ -1,7 +1,7 @@
 /** One sandbox run: launch, watch the limits, collect output, decide the verdict, and leave nothing behind. */
 import type { Logger } from '../log.ts'
 import { createRunCgroup, type CgroupSupport, type RunCgroup } from './cgroup.ts'
-import { launchCommand, READY_MARKER, sandboxEnv, type LauncherTools } from './launcher.ts'
+import { BIN_DIR, launchCommand, READY_MARKER, sandboxEnv, type LauncherTools } from './launcher.ts'
 import type { SandboxLimits } from './limits.ts'
 import { killPids, ownedBy, readProcessTable, treeOf, type ProcessEntry } from './process-table.ts'
 import { createWorkspace, removeWorkspace } from './workspace.ts'
@@ -46,7 +46,14 @@ export interface RunEnvironment {
 }
 
 export interface RunSpec {
-  readonly files: Readonly<Record<string, string>>
+  /** Written to a fresh directory that is copied into the run, then removed; or `directory` instead. */
+  readonly files?: Readonly<Record<string, string>>
+  /** An existing directory mounted read-write as the run's directory; it stays after the run. */
+  readonly directory?: string
+  /** RLIMIT_FSIZE of the run, in bytes. */
+  readonly maxFileBytes?: number
+  /** The Bun binary as the run sees it, reachable as `bun` on PATH; and the host directory to bind for it when hidden. */
+  readonly bun?: { path: string; runtime: string }
   readonly command: readonly string[]
   readonly limits: SandboxLimits
   /** The run's own uid, or undefined when the service is not root. */
@@ -112,14 +119,14 @@ export async function executeRun(env: RunEnvironment, spec: RunSpec): Promise<Sa
   let cgroup: RunCgroup | undefined
   let workspace: string | undefined
   try {
-    workspace = await createWorkspace(env.workRoot, spec.files)
+    workspace = spec.directory ?? (await createWorkspace(env.workRoot, spec.files ?? {}))
     cgroup = createRunCgroup(env.cgroups, { memoryBytes, maxProcesses: limits.maxProcesses })
     return await supervise(env, spec, workspace, cgroup, memoryBytes)
   } finally {
     if (cgroup)
       await cgroup.remove().catch((err) => env.logger.error('sandbox cgroup not removed', { err }))
     if (uid !== undefined) await killOwnedBy(uid, env.logger)
-    if (workspace) await removeWorkspace(workspace).catch((err) => env.logger.error('sandbox directory not removed', { err, workspace }))
+    if (workspace && !spec.directory) await removeWorkspace(workspace).catch((err) => env.logger.error('sandbox directory not removed', { err, workspace }))
   }
 }
 
@@ -136,9 +143,13 @@ async function supervise(env: RunEnvironment, spec: RunSpec, workspace: string, 
       hiddenPaths: env.hiddenPaths,
       cgroupProcs: cgroup.procsFiles,
       command: spec.command,
+      directory: spec.directory ? 'bind' : 'copy',
+      maxFileBytes: spec.maxFileBytes,
+      runtimeDir: spec.bun?.runtime || undefined,
+      bunPath: spec.bun?.path,
     }),
     cwd: workspace,
-    env: sandboxEnv(),
+    env: sandboxEnv(spec.bun ? BIN_DIR : undefined),
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',

@@ -5,7 +5,7 @@
 import { expect } from 'bun:test'
 import { TypeCompiler } from 'elysia/type-system'
 import { SERVER_MESSAGES } from '../../plugins/agents/model.ts'
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
+import { startFakeOpenAi, type CompletionScript, type FakeOpenAi } from '../fakes/openai.ts'
 import { makeApp, userWithRole, type TestApp } from '../helpers.ts'
 
 export type AgentMessage = Record<string, any> & { type: string }
@@ -73,6 +73,9 @@ export async function connectAgent(url: string, token: string, options: { protoc
     close: () => socket.close(),
   }
 }
+
+/** A scripted model turn that calls one tool. */
+export const call = (name: string, args: Record<string, unknown>): CompletionScript => ({ toolCalls: [{ name, arguments: JSON.stringify(args) }], finishReason: 'tool_calls' })
 
 /** A task's final message: its result, or an error carrying a status. */
 export const isFinal = (taskId: string) => (m: AgentMessage) => m.taskId === taskId && (m.type === 'result' || (m.type === 'error' && m.status !== undefined))

@@ -1,0 +1,281 @@
+/**
+ * The `develop` command: a workspace (an import's files at its commit, or an empty project), then a loop in
+ * which the model calls tools (read, search, edit, run commands in the sandbox) until it calls `finish` or a
+ * budget (steps, tokens, wall time) runs out. Each tool call is a progress step; what it did goes to the log.
+ * The checks are run once more at the end, and the result carries the diff, the files changed, the last
+ * verdict of each check and the model's summary.
+ */
+import { meterModelCall } from '../../src/llm/model-call.ts'
+import type { ModelMessage } from '../../src/llm/provider.ts'
+import type { SandboxCommandRequest, SandboxResult, SandboxVerdict } from '../../src/sandbox/index.ts'
+import type { CodeIndex } from '../code-search/index.ts'
+import type { ImportService } from '../imports/index.ts'
+import { clip, DEVELOP_TOOLS, runDevelopTool, type DevelopToolContext } from './develop-tools.ts'
+import type { DevelopParams } from './model.ts'
+import { TaskError, type CommandContext, type CommandHandler } from './service.ts'
+import type { TaskWorkspace, Workspaces } from './workspaces.ts'
+import type { Models } from '../../src/llm/models.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
+import { AppError } from '../../src/errors.ts'
+
+export interface DevelopLimits {
+  /** Tool calls the model may make. */
+  maxSteps: number
+  /** Tokens (in and out, every model call together) the task may spend. */
+  maxTokens: number
+  /** Wall time of the loop, in milliseconds; the final checks run after it. */
+  timeLimitMs: number
+  /** Longest tool answer handed to the model, in characters. */
+  maxAnswerChars: number
+  /** Longest log line of a tool's output, in characters. */
+  maxLogChars: number
+}
+
+export interface DevelopDependencies {
+  models: Models
+  meter?: Pick<UsageMeter, 'record'>
+  imports: Pick<ImportService, 'get' | 'readFiles'>
+  codeIndex: Pick<CodeIndex, 'search'>
+  workspaces: Workspaces
+  sandbox: { runCommand(request: SandboxCommandRequest): Promise<SandboxResult> }
+  limits: DevelopLimits
+}
+
+export interface CheckVerdict {
+  command: string
+  verdict: SandboxVerdict
+  exitCode: number | null
+  passed: boolean
+  /** The end of its output. */
+  output: string
+}
+
+const SYSTEM_PROMPT = [
+  'You are a software engineer working in a workspace through tools. Make the change the user asks for, and nothing else.',
+  'Look before you edit: list and read files, search for what you need. Edit with edit_file (exact text, unique in the file) or write_file.',
+  'Run the project\'s checks with run_command and iterate until they pass. When done, call finish with a short summary for the reviewer.',
+  'The sandbox has no network: nothing can be installed.',
+].join('\n')
+
+function modelServices(deps: DevelopDependencies) {
+  try {
+    return { provider: deps.models.provider(), model: deps.models.model }
+  } catch (err) {
+    if (err instanceof AppError) throw new TaskError(err.code, err.message)
+    throw err
+  }
+}
+
+/** The workspace the task starts from: the import's files at its commit, or nothing. */
+async function openWorkspace(deps: DevelopDependencies, context: CommandContext, importId: string | undefined): Promise<{ workspace: TaskWorkspace; repositoryId?: string }> {
+  if (!importId) return { workspace: await deps.workspaces.create(context.taskId, []) }
+  const view = await deps.imports.get(context.caller.orgId, importId)
+  if (!view) throw new TaskError('not_found', `params.importId: no import ${importId} in your organisation`)
+  if (view.status !== 'succeeded' || !view.commit) throw new TaskError('import_not_ready', `Import ${importId} is ${view.status}; it must have succeeded`)
+  const { maxFiles, maxBytes } = deps.workspaces.limits
+  const read = await deps.imports.readFiles(context.caller.orgId, importId, { directory: '', maxFiles, maxBytes })
+  if (!read) throw new TaskError('not_found', `params.importId: no import ${importId} in your organisation`)
+  if (read.exceeded)
+    throw new TaskError('workspace_limit', `${view.repository.name} has more ${read.exceeded} than a workspace holds (AGENT_WORKSPACE_MAX_FILES, AGENT_WORKSPACE_MAX_BYTES)`)
+  const workspace = await deps.workspaces.create(context.taskId, read.files, { importId, commit: read.commit })
+  return { workspace, repositoryId: view.repository.id }
+}
+
+interface ModelTurn {
+  text: string
+  calls: { id: string; name: string; arguments: string }[]
+  tokens: number
+}
+
+/** One model call with the tools offered; its text and tool calls collected. */
+async function askModel(deps: DevelopDependencies, context: CommandContext, messages: ModelMessage[], signal: AbortSignal): Promise<ModelTurn> {
+  const { provider, model } = modelServices(deps)
+  let text = ''
+  const calls = new Map<number, { id: string; name: string; arguments: string }>()
+  let usage: { inputTokens: number; outputTokens: number } | undefined
+  try {
+    for await (const batch of provider.stream({ model, messages, tools: DEVELOP_TOOLS, temperature: 0 }, signal))
+      for (const event of batch) {
+        if (event.type === 'text') text += event.delta
+        else if (event.type === 'usage') usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens }
+        else if (event.type === 'tool-call') {
+          let call = calls.get(event.index)
+          if (!call) calls.set(event.index, (call = { id: event.id ?? `call_${context.taskId}_${messages.length}_${event.index}`, name: '', arguments: '' }))
+          if (event.name) call.name = event.name
+          if (event.argumentsDelta) call.arguments += event.argumentsDelta
+        }
+      }
+  } finally {
+    meterModelCall({ meter: deps.meter, caller: context.caller, model }, messages, text + JSON.stringify([...calls.values()]), usage)
+  }
+  signal.throwIfAborted()
+  const tokens = usage ? usage.inputTokens + usage.outputTokens : Math.ceil((JSON.stringify(messages).length + text.length) / 4)
+  return { text, calls: [...calls.values()], tokens }
+}
+
+const parseArguments = (text: string): Record<string, unknown> | undefined => {
+  try {
+    const value = JSON.parse(text || '{}') as unknown
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export function developCommand(deps: DevelopDependencies): CommandHandler {
+  const { limits } = deps
+  return {
+    steps: limits.maxSteps + 2,
+    async run(context) {
+      const params = context.params as DevelopParams
+      const checks = params.checks ?? []
+      modelServices(deps)
+      // Steps: opening the workspace, each tool call (at most maxSteps), the final checks. The ETA is therefore
+      // an upper bound within the step budget, from the mean time of the steps so far.
+      const totalSteps = limits.maxSteps + 2
+      context.step(0, params.importId ? 'Opening a workspace on the import' : 'Opening an empty workspace', totalSteps)
+      const { workspace, repositoryId } = await openWorkspace(deps, context, params.importId)
+      try {
+        const files = await deps.workspaces.list(context.taskId)
+        context.log(`Workspace ready: ${files.length} files${workspace.base ? ` at ${workspace.base.commit}` : ''}`)
+        const started = performance.now()
+        const deadline = AbortSignal.timeout(limits.timeLimitMs)
+        const signal = AbortSignal.any([context.signal, deadline])
+        const toolContext: DevelopToolContext = {
+          taskId: context.taskId,
+          orgId: context.caller.orgId,
+          workspaces: deps.workspaces,
+          runCommand: (request) => deps.sandbox.runCommand(request),
+          codeIndex: deps.codeIndex,
+          repositoryId,
+          signal,
+          maxAnswerChars: limits.maxAnswerChars,
+        }
+        const messages: ModelMessage[] = [
+          { role: 'system', content: SYSTEM_PROMPT },
+          {
+            role: 'user',
+            content: [
+              params.instruction,
+              checks.length ? `These commands must pass: ${checks.map((c) => `\`${c}\``).join(', ')}` : '',
+              `The workspace holds ${files.length} files:\n${clip(files.map((f) => f.path).join('\n') || '(none: a new project)', 4000)}`,
+            ]
+              .filter(Boolean)
+              .join('\n\n'),
+          },
+        ]
+        const lastVerdicts = new Map<string, CheckVerdict>()
+        let tokens = 0
+        let steps = 0
+        let summary: string | undefined
+        let stopped: 'steps' | 'tokens' | 'time' | 'answered' | undefined
+        const describe = (result: SandboxResult, command: string): CheckVerdict => ({
+          command,
+          verdict: result.verdict,
+          exitCode: result.exitCode,
+          passed: result.verdict === 'passed',
+          output: clip(result.output, 2000),
+        })
+
+        loop: for (;;) {
+          if (deadline.aborted) {
+            stopped = 'time'
+            break
+          }
+          let turn: ModelTurn
+          try {
+            turn = await askModel(deps, context, messages, signal)
+          } catch (err) {
+            if (deadline.aborted && !context.signal.aborted) {
+              stopped = 'time'
+              break
+            }
+            throw err
+          }
+          tokens += turn.tokens
+          if (turn.calls.length === 0) {
+            // An answer without a tool call ends the loop: the text is the summary.
+            summary = turn.text.trim()
+            stopped = 'answered'
+            break
+          }
+          messages.push({
+            role: 'assistant',
+            content: turn.text || null,
+            tool_calls: turn.calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments || '{}' } })),
+          })
+          for (const call of turn.calls) {
+            if (steps >= limits.maxSteps) {
+              stopped = 'steps'
+              break loop
+            }
+            steps++
+            context.step(steps, `${call.name}${describeCall(call.arguments)}`)
+            const args = parseArguments(call.arguments)
+            const outcome = args
+              ? await runDevelopTool(toolContext, call.name, args)
+              : { answer: 'Refused: the arguments are not a JSON object', summary: 'refused: arguments not JSON', refused: true }
+            context.signal.throwIfAborted()
+            if (outcome.command) {
+              const { command, result } = outcome.command
+              if (checks.includes(command.trim())) lastVerdicts.set(command.trim(), describe(result, command.trim()))
+              context.log(clip(`${outcome.summary}\n${result.output}`, limits.maxLogChars), result.verdict === 'passed' ? 'info' : 'warn')
+            } else context.log(outcome.summary, outcome.refused ? 'warn' : 'info')
+            messages.push({ role: 'tool', tool_call_id: call.id, content: outcome.answer })
+            if (outcome.finished) {
+              summary = outcome.finished.summary
+              break loop
+            }
+          }
+          if (tokens >= limits.maxTokens) {
+            stopped = 'tokens'
+            break
+          }
+        }
+        if (stopped && stopped !== 'answered') context.log(`Stopped: the ${stopped} budget is spent`, 'warn')
+
+        context.step(limits.maxSteps + 1, checks.length ? `Running ${checks.length} check${checks.length === 1 ? '' : 's'}` : 'Collecting the diff')
+        for (const command of checks) {
+          const result = await deps.sandbox.runCommand({ directory: workspace.tree, command, maxFileBytes: deps.workspaces.limits.maxBytes, signal: context.signal })
+          context.signal.throwIfAborted()
+          lastVerdicts.set(command, describe(result, command))
+          context.log(`check \`${command}\`: ${result.verdict}`, result.verdict === 'passed' ? 'info' : 'warn')
+        }
+        const usage = await deps.workspaces.usage(context.taskId)
+        if (usage.problem) throw new TaskError('workspace_limit', `The workspace holds ${usage.problem}`)
+        const { diff, files: changed } = await deps.workspaces.diff(context.taskId)
+        const branch = params.branch ?? `agent/${context.taskId}`
+        const commit = await deps.workspaces.commit(context.taskId, branch, commitMessage(params.instruction, summary))
+        return {
+          summary: summary ?? null,
+          finished: summary !== undefined && stopped === undefined,
+          ...(stopped && stopped !== 'answered' ? { stopped } : {}),
+          base: workspace.base ?? null,
+          branch,
+          commit,
+          files: changed,
+          diff,
+          checks: checks.map((command) => lastVerdicts.get(command)!),
+          steps,
+          tokens,
+          durationMs: Math.round(performance.now() - started),
+        }
+      } finally {
+        deps.workspaces.release(context.taskId)
+      }
+    },
+  }
+}
+
+/** The first line of the instruction as the subject, the model's summary as the body. */
+function commitMessage(instruction: string, summary: string | undefined): string {
+  const subject = instruction.split('\n')[0]!.trim().slice(0, 72) || 'Agent change'
+  return summary ? `${subject}\n\n${summary}` : subject
+}
+
+/** ` path` or ` $ command` after the tool's name in a progress step, from its (maybe partial) arguments. */
+function describeCall(argumentsText: string): string {
+  const args = parseArguments(argumentsText)
+  const target = args?.path ?? args?.command ?? args?.query ?? args?.directory
+  return typeof target === 'string' && target ? ` ${target.slice(0, 120)}` : ''
+}

@@ -1,0 +1,125 @@
+/** Task workspaces on their own: paths that stay inside, links never followed, limits, and the diff against the base. */
+import { afterAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { memoryLogger } from '../../src/log.ts'
+import { createWorkspaces, pathSegments } from '../../plugins/agents/workspaces.ts'
+
+const root = mkdtempSync(join(tmpdir(), 'workspaces-test-'))
+const workspaces = createWorkspaces({ root: join(root, 'ws'), limits: { maxFiles: 5, maxBytes: 1000 }, retentionSeconds: 60, logger: memoryLogger() })
+const text = (s: string) => new TextEncoder().encode(s)
+let n = 0
+const taskId = () => `task_${++n}`
+
+afterAll(async () => {
+  await workspaces.close()
+  rmSync(root, { recursive: true, force: true })
+})
+
+describe('workspace paths', () => {
+  test('relative paths are taken; empty, absolute, .. , NUL, backslash and .git paths are refused', () => {
+    expect(pathSegments('src/a.ts')).toEqual(['src', 'a.ts'])
+    expect(pathSegments('./src//a.ts')).toEqual(['src', 'a.ts'])
+    for (const bad of ['', '/etc/passwd', '../x', 'a/../../x', 'a\0b', 'a\\b', '.git/config', 'sub/.GIT/hooks', '.', 'a/..'])
+      expect(() => pathSegments(bad)).toThrow()
+  })
+
+  test('files written by a command through links stay out of reach: reads, writes, listings and deletes never follow them', async () => {
+    const id = taskId()
+    const { tree } = await workspaces.create(id, [{ path: 'a.txt', bytes: text('a\n') }])
+    const outside = join(root, 'outside.txt')
+    writeFileSync(outside, 'outside')
+    symlinkSync(outside, join(tree, 'file-link'))
+    symlinkSync(root, join(tree, 'dir-link'))
+    await expect(workspaces.read(id, 'file-link')).rejects.toThrow('symbolic link')
+    await expect(workspaces.read(id, 'dir-link/outside.txt')).rejects.toThrow('symbolic link')
+    await expect(workspaces.write(id, 'file-link', 'x')).rejects.toThrow('symbolic link')
+    await expect(workspaces.write(id, 'dir-link/new.txt', 'x')).rejects.toThrow('symbolic link')
+    await expect(workspaces.list(id, 'dir-link')).rejects.toThrow('symbolic link')
+    await expect(workspaces.list(id, 'a.txt')).rejects.toThrow('not a directory')
+    expect(readFileSync(outside, 'utf8')).toBe('outside')
+    expect(existsSync(join(root, 'new.txt'))).toBe(false)
+    await workspaces.delete(id, 'dir-link')
+    expect(existsSync(root)).toBe(true)
+    expect((await workspaces.list(id)).map((e) => `${e.path}:${e.type}`)).toEqual(['a.txt:file', 'file-link:symlink'])
+  })
+})
+
+describe('workspace limits and diff', () => {
+  test('a base over the limits is refused, and so is a write that would pass them', async () => {
+    await expect(workspaces.create(taskId(), [{ path: 'big', bytes: new Uint8Array(1001) }])).rejects.toThrow('1001 bytes')
+    const id = taskId()
+    await workspaces.create(id, [])
+    for (let i = 0; i < 5; i++) await workspaces.write(id, `f${i}`, 'x')
+    await expect(workspaces.write(id, 'f5', 'x')).rejects.toThrow('6 files')
+    await expect(workspaces.write(id, 'f0', 'x'.repeat(1000))).rejects.toThrow('1004 bytes')
+    await workspaces.write(id, 'f0', 'y')
+  })
+
+  test('the diff is against the base: added, modified and deleted files, and a later commit does not change it', async () => {
+    const id = taskId()
+    await workspaces.create(id, [
+      { path: 'keep.txt', bytes: text('same\n') },
+      { path: 'change.txt', bytes: text('old\n') },
+      { path: 'gone.txt', bytes: text('bye\n') },
+    ])
+    expect(await workspaces.diff(id)).toEqual({ diff: '', files: [] })
+    await workspaces.write(id, 'change.txt', 'new\n')
+    await workspaces.write(id, 'dir/added.txt', 'hi\n')
+    await workspaces.delete(id, 'gone.txt')
+    const first = await workspaces.diff(id)
+    expect(first.files).toEqual([
+      { path: 'change.txt', status: 'modified' },
+      { path: 'dir/added.txt', status: 'added' },
+      { path: 'gone.txt', status: 'deleted' },
+    ])
+    expect(first.diff).toContain('-old\n+new\n')
+    expect(first.diff).toContain('+++ b/dir/added.txt\n@@ -0,0 +1 @@\n+hi\n')
+    const commit = await workspaces.commit(id, 'agent/change', 'Change')
+    expect(commit).toMatch(/^[0-9a-f]{40}$/)
+    expect(await workspaces.diff(id)).toEqual(first)
+  })
+
+  test('a .git a command made is removed before Git looks at the tree, so no repository elsewhere is read', async () => {
+    const id = taskId()
+    const { tree } = await workspaces.create(id, [{ path: 'a.txt', bytes: text('a\n') }])
+    // A repository elsewhere on the host, named by a .git file as an embedded repository would be.
+    const elsewhere = join(root, 'elsewhere')
+    Bun.spawnSync(['git', 'init', '-q', elsewhere])
+    Bun.spawnSync(['git', '-C', elsewhere, '-c', 'user.name=x', '-c', 'user.email=x@y', 'commit', '-q', '--allow-empty', '-m', 'x'])
+    const head = Bun.spawnSync(['git', '-C', elsewhere, 'rev-parse', 'HEAD']).stdout.toString().trim()
+    expect(head).toMatch(/^[0-9a-f]{40}$/)
+    Bun.spawnSync(['mkdir', '-p', join(tree, 'sub'), join(tree, 'nested/.GIT')])
+    writeFileSync(join(tree, 'sub/.git'), `gitdir: ${join(elsewhere, '.git')}\n`)
+    writeFileSync(join(tree, 'sub/kept.txt'), 'kept\n')
+    const { diff, files } = await workspaces.diff(id)
+    expect(diff).not.toContain(head)
+    expect(files).toEqual([{ path: 'sub/kept.txt', status: 'added' }])
+    expect(existsSync(join(tree, 'sub/.git'))).toBe(false)
+    expect(existsSync(join(tree, 'nested/.GIT'))).toBe(false)
+  })
+
+  test('the start-up sweep removes workspaces older than the given age that no task here holds, and nothing newer', async () => {
+    const stale = join(root, 'ws', 'task_stale')
+    const recent = join(root, 'ws', 'task_recent')
+    Bun.spawnSync(['mkdir', '-p', join(stale, 'tree'), join(recent, 'tree')])
+    const old = new Date(Date.now() - 2 * 3600 * 1000)
+    utimesSync(stale, old, old)
+    const id = taskId()
+    const { tree } = await workspaces.create(id, [])
+    utimesSync(join(root, 'ws', id), old, old)
+    await workspaces.sweepOrphans(3600)
+    expect(existsSync(stale)).toBe(false)
+    expect(existsSync(recent)).toBe(true)
+    expect(existsSync(tree)).toBe(true)
+  })
+
+  test('a removed workspace is gone from disk and from reads', async () => {
+    const id = taskId()
+    const { tree } = await workspaces.create(id, [{ path: 'a', bytes: text('a') }])
+    await workspaces.remove(id)
+    expect(existsSync(tree)).toBe(false)
+    expect(() => workspaces.get(id)).toThrow('gone')
+  })
+})
