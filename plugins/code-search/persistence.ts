@@ -136,7 +136,8 @@ function sectionsOf(bytes: Uint8Array): Section[] {
       blocks.push(b)
       at += 4 + b.length
     }
-    sections.push({ kind, header: JSON.parse(decoder.decode(blocks[0])), blocks: blocks.slice(1), size: at - start })
+    // Sized as in format 2, which a format 1 file becomes when a segment is appended to it.
+    sections.push({ kind, header: JSON.parse(decoder.decode(blocks[0])), blocks: blocks.slice(1), size: at - start + (format === 1 ? 4 : 0) })
     if (format === 1) break
   }
   if (sections.length === 0) throw new Error('snapshot is truncated')

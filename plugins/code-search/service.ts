@@ -68,6 +68,8 @@ interface OrgState extends Loaded {
   pendingSince: number | undefined
   checkedAt: number
   timer: ReturnType<typeof setTimeout> | undefined
+  /** Saves asked for and not yet done: the timer adds none while one is, which saves what is pending anyway. */
+  savesInFlight: number
   /** Refreshes and saves run one at a time. */
   queue: Promise<unknown>
   refreshing: Promise<void> | undefined
@@ -184,6 +186,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
           pending: [],
           encodedPending: [],
           compacting: false,
+          savesInFlight: 0,
           pendingSince: undefined,
           checkedAt: now(),
           timer: undefined,
@@ -257,7 +260,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     clearTimeout(org.timer)
     // Debounced, but a long import still saves at least every five delays.
     const overdue = org.pendingSince !== undefined && now() - org.pendingSince >= 5 * snapshotDelayMs
-    org.timer = setTimeout(() => void save(org).catch(() => undefined), overdue ? 0 : delayMs)
+    org.timer = setTimeout(() => org.savesInFlight === 0 && void save(org).catch(() => undefined), overdue ? 0 : delayMs)
     org.timer.unref?.()
   }
 
@@ -265,6 +268,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   function save(org: OrgState): Promise<void> {
     clearTimeout(org.timer)
     org.timer = undefined
+    org.savesInFlight++
     const saving = serially(org, async () => {
       for (let attempt = 1; org.pending.length > 0; attempt++) {
         const saved = org.pending.length
@@ -301,6 +305,10 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         if (named) await adopt(org, named)
       }
     })
+    saving.then(
+      () => org.savesInFlight--,
+      () => org.savesInFlight--,
+    )
     return saving.catch((error) => {
       logger.error('code index snapshot failed; will retry', { orgId: org.orgId, err: error })
       scheduleSave(org, Math.max(snapshotDelayMs, 1000) * 5)
@@ -317,19 +325,31 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     const from = { version: org.version, file }
     snapshots
       .compact(org.orgId, from)
-      .then((bytes) =>
+      .then((compacted) =>
         serially(org, async () => {
-          // A later save holds changes the compacted file does not: the next save compacts again.
-          if (org.version !== from.version) return
-          const claimed = await snapshots.commit(org.orgId, from.version, bytes)
+          // Segments saved while the Worker ran are appended to its base as they are.
+          const current = org.layout!
+          if (current.chain !== layout.chain || !org.file) return
+          const saved = fileBytes(current) - fileBytes(layout)
+          const bytes = saved === 0 ? compacted : concat(compacted, (await snapshots.read(org.orgId, { version: org.version, file: org.file })).subarray(fileBytes(layout)))
+          const claimed = await snapshots.commit(org.orgId, org.version, bytes)
           if (!claimed) return
-          const chain = decodeSnapshotHeader(bytes).chain
-          Object.assign(org, { ...claimed, layout: { chain, sections: 1, baseBytes: bytes.length - 8, segmentBytes: 0 } })
+          const chain = decodeSnapshotHeader(compacted).chain
+          const baseBytes = compacted.length - 8
+          Object.assign(org, { ...claimed, layout: { chain, sections: 1 + current.sections - layout.sections, baseBytes, segmentBytes: current.segmentBytes - layout.segmentBytes } })
           logger.debug('code index compacted', { orgId: org.orgId, version: org.version, bytes: bytes.length })
         }),
       )
       .catch((error) => logger.warn('code index compaction failed', { orgId: org.orgId, err: error }))
       .finally(() => (org.compacting = false))
+  }
+
+  const fileBytes = (layout: SnapshotLayout) => 8 + layout.baseBytes + layout.segmentBytes
+  const concat = (head: Uint8Array, tail: Uint8Array) => {
+    const out = new Uint8Array(head.length + tail.length)
+    out.set(head, 0)
+    out.set(tail, head.length)
+    return out
   }
 
   async function queryVector(text: string): Promise<Float32Array> {
