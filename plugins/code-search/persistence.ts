@@ -14,10 +14,10 @@
  *
  * Format 2: "CIDX", format version (u32), then sections, each a kind (u32) and length-prefixed (u32)
  * blocks: a base (kind 1) has a JSON header, Orama's saved state as JSON and the vector block (see
- * VectorStore.serialise); a segment (kind 2) has a JSON header and its encoded changes. Blocks after the
- * header are compressed with zstd (level 1: code compresses about 4.5 times, for a third more time spent
- * saving). The last section's header describes the whole file. Format 1 (a base alone, without the kind)
- * is still read.
+ * VectorStore.serialise), both compressed with zstd (level 1: code compresses about 4.5 times, for a third
+ * more time spent saving); a segment (kind 2) has a JSON header and its encoded changes, uncompressed, so
+ * the event loop never copies or compresses them. The last section's header describes the whole file.
+ * Format 1 (a base alone, without the kind) is still read.
  */
 import { createHash } from 'node:crypto'
 import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
@@ -90,19 +90,25 @@ export function encodeSnapshot(index: OrgIndex, header: Omit<SnapshotHeader, 'di
 }
 
 /**
- * One segment of already encoded changes (changes.ts), compressed off the event loop. `fresh` makes it a
- * whole file, for an index that was empty at the version it builds on; otherwise it is appended to that
- * version's file.
+ * One segment of already encoded changes (changes.ts), as the pieces to write one after the other: nothing
+ * is copied or compressed on the event loop (the compaction compresses). `fresh` makes it a whole file,
+ * for an index that was empty at the version it builds on; otherwise it is appended to that version's file.
  */
-export async function encodeSegment(changes: Uint8Array[], header: SnapshotHeader, fresh: boolean): Promise<Uint8Array> {
-  const body = new Uint8Array(changes.reduce((sum, change) => sum + change.length, 0))
+export function encodeSegment(changes: readonly Uint8Array[], header: SnapshotHeader, fresh: boolean): Uint8Array[] {
+  const headerBlock = encoder.encode(JSON.stringify(header))
+  const prefix = new Uint8Array((fresh ? 8 : 0) + 12 + headerBlock.length)
+  const view = new DataView(prefix.buffer)
   let at = 0
-  for (const change of changes) {
-    body.set(change, at)
-    at += change.length
+  if (fresh) {
+    prefix.set(encoder.encode(MAGIC), 0)
+    view.setUint32(4, FORMAT)
+    at = 8
   }
-  const segment = section(SEGMENT, [encoder.encode(JSON.stringify(header)), new Uint8Array(await Bun.zstdCompress(body, { level: 1 }))])
-  return fresh ? fileOf([segment]) : segment
+  view.setUint32(at, SEGMENT)
+  view.setUint32(at + 4, headerBlock.length)
+  prefix.set(headerBlock, at + 8)
+  view.setUint32(at + 8 + headerBlock.length, changes.reduce((sum, change) => sum + change.length, 0))
+  return [prefix, ...changes]
 }
 
 interface Section {
@@ -167,7 +173,7 @@ export function decodeSnapshot(bytes: Uint8Array): { header: SnapshotHeader; ind
       index = OrgIndex.restore(raw, vectors)
     } else {
       index ??= new OrgIndex()
-      for (const change of decodeChanges(new Uint8Array(Bun.zstdDecompressSync(blocks[0]!)))) applyChange(index, change)
+      for (const change of decodeChanges(blocks[0]!)) applyChange(index, change)
     }
   }
   return { header: sections.at(-1)!.header, index: index!, layout: layoutOf(sections) }
@@ -182,11 +188,11 @@ function layoutOf(sections: Section[]): SnapshotLayout {
  * The changes a snapshot holds beyond its first `known` sections, when it extends the chain of a file
  * already loaded; undefined when it does not (another process compacted it), and it must be read whole.
  */
-export async function decodeSnapshotTail(bytes: Uint8Array, known: SnapshotLayout): Promise<{ header: SnapshotHeader; changes: Change[]; layout: SnapshotLayout } | undefined> {
+export function decodeSnapshotTail(bytes: Uint8Array, known: SnapshotLayout): { header: SnapshotHeader; changes: Change[]; layout: SnapshotLayout } | undefined {
   const sections = sectionsOf(bytes)
   if (!known.chain || sections[0]!.header.chain !== known.chain || sections.length < known.sections) return undefined
   const changes: Change[] = []
-  for (const { blocks } of sections.slice(known.sections)) changes.push(...decodeChanges(new Uint8Array(await Bun.zstdDecompress(blocks[0]!))))
+  for (const { blocks } of sections.slice(known.sections)) changes.push(...decodeChanges(blocks[0]!))
   return { header: sections.at(-1)!.header, changes, layout: layoutOf(sections) }
 }
 
@@ -206,7 +212,7 @@ export interface SnapshotStore {
    * Writes version `base + 1` and claims it; undefined when another process claimed that version first.
    * With `appendTo` (the file of version `base`), `bytes` is a segment written after a copy of that file.
    */
-  commit(orgId: string, base: number, bytes: Uint8Array, appendTo?: string): Promise<SnapshotVersion | undefined>
+  commit(orgId: string, base: number, bytes: Uint8Array | readonly Uint8Array[], appendTo?: string): Promise<SnapshotVersion | undefined>
   /** The snapshot rewritten as one base section, by a Worker; claim it with commit. */
   compact?(orgId: string, snapshot: SnapshotVersion): Promise<Uint8Array>
   /** Ends the compaction Worker. */
@@ -230,11 +236,13 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
   const orgDir = (orgId: string) => join(dir, orgDirName(orgId))
   let compactor: Compactor | undefined
 
-  async function writeDurably(path: string, bytes: Uint8Array, append: boolean): Promise<void> {
+  async function writeDurably(path: string, pieces: Uint8Array | readonly Uint8Array[], append: boolean): Promise<void> {
     const file = await open(path, append ? 'a' : 'w', 0o600)
     try {
-      let written = 0
-      while (written < bytes.length) written += (await file.write(bytes, written)).bytesWritten
+      for (const bytes of pieces instanceof Uint8Array ? [pieces] : pieces) {
+        let written = 0
+        while (written < bytes.length) written += (await file.write(bytes, written)).bytesWritten
+      }
       await file.sync()
     } finally {
       await file.close()

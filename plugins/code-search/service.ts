@@ -286,15 +286,16 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         }
         // Only the changes since the last save, already encoded; appended to that save's file.
         const fresh = org.file === undefined
-        const bytes = await encodeSegment(org.encodedPending.slice(0, saved), header, fresh)
-        const claimed = await snapshots!.commit(org.orgId, org.version, bytes, org.file)
+        const pieces = encodeSegment(org.encodedPending.slice(0, saved), header, fresh)
+        const bytes = pieces.reduce((sum, piece) => sum + piece.length, 0)
+        const claimed = await snapshots!.commit(org.orgId, org.version, pieces, org.file)
         if (claimed) {
           const layout = org.layout ?? { chain, sections: 0, baseBytes: 0, segmentBytes: fresh ? -8 : 0 }
-          Object.assign(org, { ...claimed, layout: { ...layout, sections: layout.sections + 1, segmentBytes: layout.segmentBytes + bytes.length } })
+          Object.assign(org, { ...claimed, layout: { ...layout, sections: layout.sections + 1, segmentBytes: layout.segmentBytes + bytes } })
           org.pending.splice(0, saved)
           org.encodedPending.splice(0, saved)
           org.pendingSince = org.pending.length > 0 ? now() : undefined
-          logger.debug('code index saved', { orgId: org.orgId, version: org.version, chunks: org.index.chunkCount, bytes: bytes.length })
+          logger.debug('code index saved', { orgId: org.orgId, version: org.version, chunks: org.index.chunkCount, bytes })
           if (org.pending.length > 0) scheduleSave(org)
           compactLater(org)
           return
