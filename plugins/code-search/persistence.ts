@@ -20,7 +20,7 @@
  * Format 1 (a base alone, without the kind) is still read.
  */
 import { createHash } from 'node:crypto'
-import { copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
+import { copyFile, link, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { RawData } from '@orama/orama'
 import type { Database } from '../../src/storage/database.ts'
@@ -315,9 +315,16 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
       return { version, file }
     },
 
-    compact(orgId, snapshot) {
+    async compact(orgId, snapshot) {
       compactor ??= startCompactor()
-      return compactor.compact(join(orgDir(orgId), snapshot.file), { orgId, version: snapshot.version + 1, savedAt: now() })
+      // A link of its own, which pruning leaves alone until it is orphaned: a save claimed meanwhile prunes the file.
+      const pinned = join(orgDir(orgId), `compacting-${crypto.randomUUID().slice(0, 12)}.tmp`)
+      await link(join(orgDir(orgId), snapshot.file), pinned)
+      try {
+        return await compactor.compact(pinned, { orgId, version: snapshot.version + 1, savedAt: now() })
+      } finally {
+        await rm(pinned, { force: true })
+      }
     },
 
     close() {

@@ -332,13 +332,13 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
           const current = org.layout!
           if (current.chain !== layout.chain || !org.file) return
           const saved = fileBytes(current) - fileBytes(layout)
-          const bytes = saved === 0 ? compacted : concat(compacted, (await snapshots.read(org.orgId, { version: org.version, file: org.file })).subarray(fileBytes(layout)))
-          const claimed = await snapshots.commit(org.orgId, org.version, bytes)
+          const tail = saved === 0 ? [] : [(await snapshots.read(org.orgId, { version: org.version, file: org.file })).subarray(fileBytes(layout))]
+          const claimed = await snapshots.commit(org.orgId, org.version, [compacted, ...tail])
           if (!claimed) return
           const chain = decodeSnapshotHeader(compacted).chain
           const baseBytes = compacted.length - 8
           Object.assign(org, { ...claimed, layout: { chain, sections: 1 + current.sections - layout.sections, baseBytes, segmentBytes: current.segmentBytes - layout.segmentBytes } })
-          logger.debug('code index compacted', { orgId: org.orgId, version: org.version, bytes: bytes.length })
+          logger.debug('code index compacted', { orgId: org.orgId, version: org.version, bytes: fileBytes(org.layout!) })
         }),
       )
       .catch((error) => logger.warn('code index compaction failed', { orgId: org.orgId, err: error }))
@@ -346,12 +346,6 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   }
 
   const fileBytes = (layout: SnapshotLayout) => 8 + layout.baseBytes + layout.segmentBytes
-  const concat = (head: Uint8Array, tail: Uint8Array) => {
-    const out = new Uint8Array(head.length + tail.length)
-    out.set(head, 0)
-    out.set(tail, head.length)
-    return out
-  }
 
   async function queryVector(text: string): Promise<Float32Array> {
     let vector = queryVectors.get(text)

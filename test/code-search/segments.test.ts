@@ -3,7 +3,7 @@ import { readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
-import { createFileSnapshotStore, decodeSnapshot, decodeSnapshotHeader, orgDirName } from '../../plugins/code-search/persistence.ts'
+import { createFileSnapshotStore, decodeSnapshot, decodeSnapshotHeader, orgDirName, type SnapshotStore } from '../../plugins/code-search/persistence.ts'
 import { createCodeIndex, type CodeIndexOptions } from '../../plugins/code-search/service.ts'
 import type { SearchMode } from '../../plugins/code-search/types.ts'
 import { forEachBackend, tempDir, type BackendDatabase } from '../helpers.ts'
@@ -103,6 +103,35 @@ forEachBackend(({ name, open }) => {
       await index.indexFiles({ orgId: org, repositoryId: 'shop', repositoryName: 'acme/shop', files: change })
       await index.close()
       expect((await make().search({ orgId: org }, { query: 'wombats', mode: 'text' })).map((r) => r.path)).toEqual(['src/http/retry.ts'])
+    })
+
+    test('segments saved while the Worker compacts are kept after its base', async () => {
+      const { org, store, make, fileOf } = setUp()
+      let release = () => {}
+      const gate = new Promise<void>((resolve) => (release = resolve))
+      // The Worker's answer is held back until a second save has appended its segment.
+      const slow: SnapshotStore = {
+        ...store,
+        compact: async (...args) => {
+          const bytes = await store.compact!(...args)
+          await gate
+          return bytes
+        },
+      }
+      const index = make({ snapshots: slow, compactAfterBytes: 1 })
+      await index.indexFiles({ orgId: org, repositoryId: 'shop', repositoryName: 'acme/shop', files: corpus })
+      await index.indexFiles({ orgId: org, repositoryId: 'shop', repositoryName: 'acme/shop', files: change })
+      expect(await store.current(org)).toMatchObject({ version: 2 })
+      release()
+      await waitFor(async () => (await store.current(org))?.version === 3, 'the compacted version')
+      const layout = decodeSnapshot(await fileOf()).layout
+      expect(layout).toMatchObject({ sections: 2 })
+      expect(layout.baseBytes).toBeGreaterThan(0)
+      const expected = await answers(index, org)
+      await index.close()
+      const restarted = make()
+      expect(await answers(restarted, org)).toEqual(expected)
+      expect((await restarted.search({ orgId: org }, { query: 'wombats', mode: 'text' })).map((r) => r.path)).toEqual(['src/http/retry.ts'])
     })
 
     test('a process sharing the data directory reads only the segments another appended since its own', async () => {
