@@ -349,7 +349,7 @@ export type CompactionAnswer = { id: number; bytes: Uint8Array } | { id: number;
 
 /** One Worker, started on the first compaction, doing one organisation's at a time in the order asked. */
 function startCompactor(): Compactor {
-  const worker = new Worker(new URL('./compaction-worker.ts', import.meta.url).href)
+  const worker = new Worker(new URL('./compaction-worker.ts', import.meta.url))
   // An idle Worker must not keep the process alive.
   worker.unref()
   const waiting = new Map<number, { resolve(bytes: Uint8Array): void; reject(error: Error): void }>()
