@@ -230,7 +230,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     for (const change of tail.changes) applyChange(org.index, change)
     for (const change of org.pending) applyChange(org.index, change)
     Object.assign(org, { version: named.version, file: named.file, layout: tail.layout })
-    logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: named.version, segments: tail.changes.length })
+    logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: named.version, changes: tail.changes.length })
     return true
   }
 

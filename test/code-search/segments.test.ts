@@ -144,7 +144,7 @@ forEachBackend(({ name, open }) => {
       await a.indexFiles({ orgId: org, repositoryId: 'shop', repositoryName: 'acme/shop', files: change })
       expect((await b.search({ orgId: org }, { query: 'wombats', mode: 'text' })).map((r) => r.path)).toEqual(['src/http/retry.ts'])
       const reloads = logger.lines.filter((l) => l.msg === 'code index reloaded: another process saved a newer snapshot')
-      expect(reloads.at(-1)).toMatchObject({ version: 2, segments: 1 })
+      expect(reloads.at(-1)).toMatchObject({ version: 2, changes: 1 })
       expect(await answers(b, org)).toEqual(await answers(a, org))
     })
 
