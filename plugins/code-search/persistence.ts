@@ -347,9 +347,15 @@ export interface CompactionRequest {
 
 export type CompactionAnswer = { id: number; bytes: Uint8Array } | { id: number; error: string; code?: string }
 
+// In the standalone executable (`npm run build`, which names the Worker as a second entry point) modules live in
+// Bun's embedded file system, where a Worker is found by its path from the build's root.
+const COMPACTION_WORKER = import.meta.url.startsWith('file:///$bunfs/')
+  ? './plugins/code-search/compaction-worker.ts'
+  : new URL('./compaction-worker.ts', import.meta.url)
+
 /** One Worker, started on the first compaction, doing one organisation's at a time in the order asked. */
 function startCompactor(): Compactor {
-  const worker = new Worker(new URL('./compaction-worker.ts', import.meta.url))
+  const worker = new Worker(COMPACTION_WORKER)
   // An idle Worker must not keep the process alive.
   worker.unref()
   const waiting = new Map<number, { resolve(bytes: Uint8Array): void; reject(error: Error): void }>()
