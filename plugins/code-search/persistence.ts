@@ -7,21 +7,32 @@
  * only then claimed in the database with a compare-and-set on the version: the file the database names
  * is always complete, and of two processes saving on the same version exactly one wins.
  *
- * Format: "CIDX", format version (u32), then three length-prefixed (u32) blocks: a JSON header, Orama's
- * saved state as JSON, and the vector block (see VectorStore.serialise), the last two compressed with zstd
- * (level 1: code compresses about 4.5 times, for a third more time spent saving).
+ * A save writes only what changed: the next version's file is the previous one, copied by the kernel,
+ * with one segment appended holding the changes since (see changes.ts). Now and then a Worker compacts
+ * the file into one base section (the whole index as Orama saves it), so loading stays fast; neither
+ * the copy, the compression, the writes nor the compaction run on the event loop.
+ *
+ * Format 2: "CIDX", format version (u32), then sections, each a kind (u32) and length-prefixed (u32)
+ * blocks: a base (kind 1) has a JSON header, Orama's saved state as JSON and the vector block (see
+ * VectorStore.serialise), both compressed with zstd (level 1: code compresses about 4.5 times, for a third
+ * more time spent saving); a segment (kind 2) has a JSON header and its encoded changes, uncompressed, so
+ * the event loop never copies or compresses them. The last section's header describes the whole file.
+ * Format 1 (a base alone, without the kind) is still read.
  */
 import { createHash } from 'node:crypto'
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs'
+import { copyFile, link, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { RawData } from '@orama/orama'
 import type { Database } from '../../src/storage/database.ts'
 import { toNumber } from '../../src/storage/database.ts'
+import { applyChange, decodeChanges, type Change } from './changes.ts'
 import { OrgIndex } from './org-index.ts'
 import { VectorStore } from './vectors.ts'
 
 const MAGIC = 'CIDX'
-const FORMAT = 1
+const FORMAT = 2
+const BASE = 1
+const SEGMENT = 2
 
 export interface SnapshotHeader {
   orgId: string
@@ -33,22 +44,18 @@ export interface SnapshotHeader {
   slots: number
   chunks: number
   savedAt: number
+  /** Shared by every version appended to one first section; a compaction starts a new chain. */
+  chain?: string
 }
 
-export function encodeSnapshot(index: OrgIndex, header: Omit<SnapshotHeader, 'dimensions' | 'slots' | 'chunks'>): Uint8Array {
-  const vectors = index.vectors
-  const full: SnapshotHeader = { ...header, dimensions: vectors?.dimensions ?? 0, slots: vectors?.slots ?? 0, chunks: index.chunkCount }
-  const encoder = new TextEncoder()
-  const blocks = [
-    encoder.encode(JSON.stringify(full)),
-    Bun.zstdCompressSync(encoder.encode(JSON.stringify(index.saveDatabase())), { level: 1 }),
-    Bun.zstdCompressSync(vectors?.serialise() ?? new Uint8Array(0), { level: 1 }),
-  ]
-  const out = new Uint8Array(8 + blocks.reduce((sum, block) => sum + 4 + block.length, 0))
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+function section(kind: number, blocks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(4 + blocks.reduce((sum, block) => sum + 4 + block.length, 0))
   const view = new DataView(out.buffer)
-  out.set(encoder.encode(MAGIC), 0)
-  view.setUint32(4, FORMAT)
-  let at = 8
+  view.setUint32(0, kind)
+  let at = 4
   for (const block of blocks) {
     view.setUint32(at, block.length)
     out.set(block, at + 4)
@@ -57,33 +64,136 @@ export function encodeSnapshot(index: OrgIndex, header: Omit<SnapshotHeader, 'di
   return out
 }
 
-export function decodeSnapshotHeader(bytes: Uint8Array): SnapshotHeader {
-  return JSON.parse(new TextDecoder().decode(blocksOf(bytes)[0]))
-}
-
-export function decodeSnapshot(bytes: Uint8Array): { header: SnapshotHeader; index: OrgIndex } {
-  const [headerBlock, databaseBlock, vectorBlock] = blocksOf(bytes)
-  const decoder = new TextDecoder()
-  const header = JSON.parse(decoder.decode(headerBlock)) as SnapshotHeader
-  const vectors = header.dimensions > 0 ? VectorStore.deserialise(header.dimensions, header.slots, new Uint8Array(Bun.zstdDecompressSync(vectorBlock!))) : undefined
-  const raw = JSON.parse(decoder.decode(Bun.zstdDecompressSync(databaseBlock!))) as RawData
-  return { header, index: OrgIndex.restore(raw, vectors) }
-}
-
-function blocksOf(bytes: Uint8Array): Uint8Array[] {
-  if (bytes.length < 8 || new TextDecoder().decode(bytes.subarray(0, 4)) !== MAGIC) throw new Error('not a code index snapshot')
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  if (view.getUint32(4) !== FORMAT) throw new Error(`snapshot format ${view.getUint32(4)} is not ${FORMAT}`)
-  const blocks: Uint8Array[] = []
+function fileOf(sections: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(8 + sections.reduce((sum, s) => sum + s.length, 0))
+  out.set(encoder.encode(MAGIC), 0)
+  new DataView(out.buffer).setUint32(4, FORMAT)
   let at = 8
-  for (let i = 0; i < 3; i++) {
+  for (const s of sections) {
+    out.set(s, at)
+    at += s.length
+  }
+  return out
+}
+
+/** A whole snapshot: the index in one base section. Costly for a large index: the compaction Worker calls it. */
+export function encodeSnapshot(index: OrgIndex, header: Omit<SnapshotHeader, 'dimensions' | 'slots' | 'chunks'>): Uint8Array {
+  const vectors = index.vectors
+  const full: SnapshotHeader = { chain: crypto.randomUUID(), ...header, dimensions: vectors?.dimensions ?? 0, slots: vectors?.slots ?? 0, chunks: index.chunkCount }
+  return fileOf([
+    section(BASE, [
+      encoder.encode(JSON.stringify(full)),
+      Bun.zstdCompressSync(encoder.encode(JSON.stringify(index.saveDatabase())), { level: 1 }),
+      Bun.zstdCompressSync(vectors?.serialise() ?? new Uint8Array(0), { level: 1 }),
+    ]),
+  ])
+}
+
+/**
+ * One segment of already encoded changes (changes.ts), as the pieces to write one after the other: nothing
+ * is copied or compressed on the event loop (the compaction compresses). `fresh` makes it a whole file,
+ * for an index that was empty at the version it builds on; otherwise it is appended to that version's file.
+ */
+export function encodeSegment(changes: readonly Uint8Array[], header: SnapshotHeader, fresh: boolean): Uint8Array[] {
+  const headerBlock = encoder.encode(JSON.stringify(header))
+  const prefix = new Uint8Array((fresh ? 8 : 0) + 12 + headerBlock.length)
+  const view = new DataView(prefix.buffer)
+  let at = 0
+  if (fresh) {
+    prefix.set(encoder.encode(MAGIC), 0)
+    view.setUint32(4, FORMAT)
+    at = 8
+  }
+  view.setUint32(at, SEGMENT)
+  view.setUint32(at + 4, headerBlock.length)
+  prefix.set(headerBlock, at + 8)
+  view.setUint32(at + 8 + headerBlock.length, changes.reduce((sum, change) => sum + change.length, 0))
+  return [prefix, ...changes]
+}
+
+interface Section {
+  kind: number
+  header: SnapshotHeader
+  blocks: Uint8Array[]
+  /** Bytes of the whole section. */
+  size: number
+}
+
+function sectionsOf(bytes: Uint8Array): Section[] {
+  if (bytes.length < 8 || decoder.decode(bytes.subarray(0, 4)) !== MAGIC) throw new Error('not a code index snapshot')
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const format = view.getUint32(4)
+  if (format !== 1 && format !== FORMAT) throw new Error(`snapshot format ${format} is not ${FORMAT}`)
+  const block = (at: number) => {
     if (at + 4 > bytes.length) throw new Error('snapshot is truncated')
     const length = view.getUint32(at)
     if (at + 4 + length > bytes.length) throw new Error('snapshot is truncated')
-    blocks.push(bytes.subarray(at + 4, at + 4 + length))
-    at += 4 + length
+    return bytes.subarray(at + 4, at + 4 + length)
   }
-  return blocks
+  const sections: Section[] = []
+  for (let at = 8; at < bytes.length; ) {
+    const start = at
+    const kind = format === 1 ? BASE : view.getUint32(at)
+    if (format !== 1) at += 4
+    if (kind !== BASE && kind !== SEGMENT) throw new Error(`snapshot section of unknown kind ${kind}`)
+    const blocks: Uint8Array[] = []
+    for (let i = 0; i < (kind === BASE ? 3 : 2); i++) {
+      const b = block(at)
+      blocks.push(b)
+      at += 4 + b.length
+    }
+    // Sized as in format 2, which a format 1 file becomes when a segment is appended to it.
+    sections.push({ kind, header: JSON.parse(decoder.decode(blocks[0])), blocks: blocks.slice(1), size: at - start + (format === 1 ? 4 : 0) })
+    if (format === 1) break
+  }
+  if (sections.length === 0) throw new Error('snapshot is truncated')
+  return sections
+}
+
+export function decodeSnapshotHeader(bytes: Uint8Array): SnapshotHeader {
+  return sectionsOf(bytes).at(-1)!.header
+}
+
+/** How a decoded snapshot is laid out: what deciding to compact it, or to read only its new segments, needs. */
+export interface SnapshotLayout {
+  chain: string | undefined
+  sections: number
+  baseBytes: number
+  segmentBytes: number
+}
+
+export function decodeSnapshot(bytes: Uint8Array): { header: SnapshotHeader; index: OrgIndex; layout: SnapshotLayout } {
+  const sections = sectionsOf(bytes)
+  let index: OrgIndex | undefined
+  for (const { kind, header, blocks } of sections) {
+    if (kind === BASE) {
+      const [databaseBlock, vectorBlock] = blocks
+      const vectors = header.dimensions > 0 ? VectorStore.deserialise(header.dimensions, header.slots, new Uint8Array(Bun.zstdDecompressSync(vectorBlock!))) : undefined
+      const raw = JSON.parse(decoder.decode(Bun.zstdDecompressSync(databaseBlock!))) as RawData
+      index = OrgIndex.restore(raw, vectors)
+    } else {
+      index ??= new OrgIndex()
+      for (const change of decodeChanges(blocks[0]!)) applyChange(index, change)
+    }
+  }
+  return { header: sections.at(-1)!.header, index: index!, layout: layoutOf(sections) }
+}
+
+function layoutOf(sections: Section[]): SnapshotLayout {
+  const baseBytes = sections[0]!.kind === BASE ? sections[0]!.size : 0
+  return { chain: sections[0]!.header.chain, sections: sections.length, baseBytes, segmentBytes: sections.reduce((sum, s) => sum + s.size, 0) - baseBytes }
+}
+
+/**
+ * The changes a snapshot holds beyond its first `known` sections, when it extends the chain of a file
+ * already loaded; undefined when it does not (another process compacted it), and it must be read whole.
+ */
+export function decodeSnapshotTail(bytes: Uint8Array, known: SnapshotLayout): { header: SnapshotHeader; changes: Change[]; layout: SnapshotLayout } | undefined {
+  const sections = sectionsOf(bytes)
+  if (!known.chain || sections[0]!.header.chain !== known.chain || sections.length < known.sections) return undefined
+  const changes: Change[] = []
+  for (const { blocks } of sections.slice(known.sections)) changes.push(...decodeChanges(blocks[0]!))
+  return { header: sections.at(-1)!.header, changes, layout: layoutOf(sections) }
 }
 
 /** The snapshot the database names for an organisation. */
@@ -98,8 +208,15 @@ export interface SnapshotStore {
   /** What the database names for the organisation; undefined when it has never been saved. */
   current(orgId: string): Promise<SnapshotVersion | undefined>
   read(orgId: string, snapshot: SnapshotVersion): Promise<Uint8Array>
-  /** Writes version `base + 1` and claims it; false when another process claimed that version first. */
-  commit(orgId: string, base: number, bytes: Uint8Array): Promise<boolean>
+  /**
+   * Writes version `base + 1` and claims it; undefined when another process claimed that version first.
+   * With `appendTo` (the file of version `base`), `bytes` is a segment written after a copy of that file.
+   */
+  commit(orgId: string, base: number, bytes: Uint8Array | readonly Uint8Array[], appendTo?: string): Promise<SnapshotVersion | undefined>
+  /** The snapshot rewritten as one base section, by a Worker; claim it with commit. */
+  compact?(orgId: string, snapshot: SnapshotVersion): Promise<Uint8Array>
+  /** Ends the compaction Worker. */
+  close?(): void
 }
 
 export interface FileSnapshotStoreOptions {
@@ -117,27 +234,42 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
   const { db, dir } = options
   const now = options.now ?? Date.now
   const orgDir = (orgId: string) => join(dir, orgDirName(orgId))
+  let compactor: Compactor | undefined
 
-  function writeDurably(path: string, bytes: Uint8Array): void {
-    const fd = openSync(path, 'w', 0o600)
+  async function writeDurably(path: string, pieces: Uint8Array | readonly Uint8Array[], append: boolean): Promise<void> {
+    const file = await open(path, append ? 'a' : 'w', 0o600)
     try {
-      let written = 0
-      while (written < bytes.length) written += writeSync(fd, bytes, written)
-      fsyncSync(fd)
+      for (const bytes of pieces instanceof Uint8Array ? [pieces] : pieces) {
+        let written = 0
+        while (written < bytes.length) written += (await file.write(bytes, written)).bytesWritten
+      }
+      await file.sync()
     } finally {
-      closeSync(fd)
+      await file.close()
     }
   }
 
+  /** Copies a snapshot to append a segment to it; one of format 1 gets format 2's header and section kind. */
+  async function copyForAppend(from: string, to: string): Promise<void> {
+    const head = new DataView((await Bun.file(from).slice(0, 8).arrayBuffer()) as ArrayBuffer)
+    if (head.byteLength < 8 || head.getUint32(4) !== 1) return copyFile(from, to)
+    const prefix = new Uint8Array(12)
+    prefix.set(encoder.encode(MAGIC), 0)
+    new DataView(prefix.buffer).setUint32(4, FORMAT)
+    new DataView(prefix.buffer).setUint32(8, BASE)
+    await writeDurably(to, prefix, false)
+    await writeDurably(to, new Uint8Array(await Bun.file(from).slice(8).arrayBuffer()), true)
+  }
+
   /** Removes older versions and orphans; a process still reading an old version retries on the new one. */
-  function prune(orgId: string, keep: string, keepVersion: number): void {
+  async function prune(orgId: string, keep: string, keepVersion: number): Promise<void> {
     const folder = orgDir(orgId)
-    for (const name of readdirSync(folder)) {
+    for (const name of await readdir(folder)) {
       if (name === keep) continue
       const path = join(folder, name)
       const version = Number(/^(\d+)-/.exec(name)?.[1] ?? Number.NaN)
       try {
-        if (version < keepVersion || now() - statSync(path).mtimeMs > ORPHAN_AFTER_MS) rmSync(path, { force: true })
+        if (version < keepVersion || now() - (await stat(path)).mtimeMs > ORPHAN_AFTER_MS) await rm(path, { force: true })
       } catch {
         // Another process pruned it first.
       }
@@ -154,27 +286,99 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
       return new Uint8Array(await Bun.file(join(orgDir(orgId), snapshot.file)).arrayBuffer())
     },
 
-    async commit(orgId, base, bytes) {
+    async commit(orgId, base, bytes, appendTo) {
       const version = base + 1
       const folder = orgDir(orgId)
-      mkdirSync(folder, { recursive: true })
+      await mkdir(folder, { recursive: true })
       // Each writer its own name: two processes saving the same version never overwrite each other's file.
       const file = `${version}-${crypto.randomUUID().slice(0, 12)}.snapshot`
       const temp = join(folder, `${file}.tmp`)
-      writeDurably(temp, bytes)
-      renameSync(temp, join(folder, file))
+      try {
+        if (appendTo) await copyForAppend(join(folder, appendTo), temp)
+      } catch (error) {
+        // The base version's file was pruned: a newer version was claimed, so this one cannot be.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+        throw error
+      }
+      await writeDurably(temp, bytes, appendTo !== undefined)
+      await rename(temp, join(folder, file))
       const at = now()
       const claimed =
         base === 0
           ? await db.sql`INSERT INTO code_index_versions (org_id, version, snapshot, updated_at) VALUES (${orgId}, ${version}, ${file}, ${at}) ON CONFLICT (org_id) DO NOTHING RETURNING version`
           : await db.sql`UPDATE code_index_versions SET version = ${version}, snapshot = ${file}, updated_at = ${at} WHERE org_id = ${orgId} AND version = ${base} RETURNING version`
       if (claimed.length === 0) {
-        rmSync(join(folder, file), { force: true })
-        return false
+        await rm(join(folder, file), { force: true })
+        return undefined
       }
-      prune(orgId, file, version)
-      return true
+      await prune(orgId, file, version)
+      return { version, file }
     },
+
+    async compact(orgId, snapshot) {
+      compactor ??= startCompactor()
+      // A link of its own, which pruning leaves alone until it is orphaned: a save claimed meanwhile prunes the file.
+      const pinned = join(orgDir(orgId), `compacting-${crypto.randomUUID().slice(0, 12)}.tmp`)
+      await link(join(orgDir(orgId), snapshot.file), pinned)
+      try {
+        return await compactor.compact(pinned, { orgId, version: snapshot.version + 1, savedAt: now() })
+      } finally {
+        await rm(pinned, { force: true })
+      }
+    },
+
+    close() {
+      compactor?.terminate()
+      compactor = undefined
+    },
+  }
+}
+
+interface Compactor {
+  compact(path: string, header: CompactionRequest['header']): Promise<Uint8Array>
+  terminate(): void
+}
+
+export interface CompactionRequest {
+  id: number
+  path: string
+  header: Pick<SnapshotHeader, 'orgId' | 'version' | 'savedAt'>
+}
+
+export type CompactionAnswer = { id: number; bytes: Uint8Array } | { id: number; error: string; code?: string }
+
+// In the standalone executable (`npm run build`, which names the Worker as a second entry point) modules live in
+// Bun's embedded file system, where a Worker is found by its path from the build's root.
+const COMPACTION_WORKER = import.meta.url.startsWith('file:///$bunfs/')
+  ? './plugins/code-search/compaction-worker.ts'
+  : new URL('./compaction-worker.ts', import.meta.url)
+
+/** One Worker, started on the first compaction, doing one organisation's at a time in the order asked. */
+function startCompactor(): Compactor {
+  const worker = new Worker(COMPACTION_WORKER)
+  // An idle Worker must not keep the process alive.
+  worker.unref()
+  const waiting = new Map<number, { resolve(bytes: Uint8Array): void; reject(error: Error): void }>()
+  let nextId = 1
+  worker.onmessage = ({ data }: MessageEvent<CompactionAnswer>) => {
+    const caller = waiting.get(data.id)
+    waiting.delete(data.id)
+    if (waiting.size === 0) worker.unref()
+    if ('bytes' in data) caller?.resolve(data.bytes)
+    else caller?.reject(Object.assign(new Error(data.error), { code: data.code }))
+  }
+  worker.onerror = (event) => {
+    for (const caller of waiting.values()) caller.reject(new Error(`compaction worker failed: ${event.message}`))
+    waiting.clear()
+  }
+  return {
+    compact(path, header) {
+      const id = nextId++
+      worker.ref()
+      worker.postMessage({ id, path, header } satisfies CompactionRequest)
+      return new Promise((resolve, reject) => waiting.set(id, { resolve, reject }))
+    },
+    terminate: () => worker.terminate(),
   }
 }
 

@@ -17,7 +17,8 @@ import type { EmbeddingProvider } from './embeddings/provider.ts'
 import { languageOfPath } from './languages.ts'
 import { OrgIndex, type ChunkFilter, type FileChunks } from './org-index.ts'
 import { asksForTests, filePrior } from './query.ts'
-import { decodeSnapshot, encodeSnapshot, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
+import { applyChange, encodeChange, type Change } from './changes.ts'
+import { decodeSnapshot, decodeSnapshotHeader, decodeSnapshotTail, encodeSegment, type SnapshotLayout, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
 import type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, SearchMode } from './types.ts'
 import type { ScoredSlot } from './vectors.ts'
@@ -33,6 +34,11 @@ export interface CodeIndexOptions {
   refreshIntervalMs?: number
   /** Chunks embedded per call. Default 64. */
   embedBatchSize?: number
+  /**
+   * Segments appended to an organisation's snapshot since its base, in bytes, beyond which a Worker
+   * rewrites it as one base (also when they outweigh half the base). Default 8 MiB.
+   */
+  compactAfterBytes?: number
   chunker?: ChunkerOptions
   now?: () => number
 }
@@ -41,23 +47,29 @@ export const SEARCH_MODES = ['hybrid', 'text', 'vector'] as const satisfies read
 export const MAX_LIMIT = 50
 export const DEFAULT_LIMIT = 10
 export const MAX_QUERY_LENGTH = 500
+/** Longest stretch of indexing between two turns of the event loop, in milliseconds. */
+const SLICE_MS = 4
 
-type Change =
-  | { kind: 'file'; file: FileChunks }
-  | { kind: 'removePaths'; repositoryId: string; paths: readonly string[] }
-  | { kind: 'removeRepository'; repositoryId: string }
-  | { kind: 'commit'; repositoryId: string; commit: string; embeddings: string }
-
-interface OrgState {
-  readonly orgId: string
+interface Loaded {
   index: OrgIndex
   /** The snapshot version `index` was loaded from or saved as; 0 before the first. */
   version: number
-  /** Applied to `index`, not yet in a saved snapshot. */
+  /** That version's file, which the next save appends to; undefined while the index holds nothing saved. */
+  file: string | undefined
+  layout: SnapshotLayout | undefined
+}
+
+interface OrgState extends Loaded {
+  readonly orgId: string
+  /** Applied to `index`, not yet in a saved snapshot; each also encoded, as a segment holds it. */
   pending: Change[]
+  encodedPending: Uint8Array[]
+  compacting: boolean
   pendingSince: number | undefined
   checkedAt: number
   timer: ReturnType<typeof setTimeout> | undefined
+  /** Saves asked for and not yet done: the timer adds none while one is, which saves what is pending anyway. */
+  savesInFlight: number
   /** Refreshes and saves run one at a time. */
   queue: Promise<unknown>
   refreshing: Promise<void> | undefined
@@ -89,13 +101,6 @@ function weighByFile(index: OrgIndex, list: ScoredSlot[], askingForTests: boolea
   return list
     .map(({ slot, score }) => ({ slot, score: score * filePrior(index.chunk(slot)!.path, askingForTests) }))
     .sort((a, b) => b.score - a.score)
-}
-
-function applyChange(index: OrgIndex, change: Change): void {
-  if (change.kind === 'file') index.replaceFile(change.file)
-  else if (change.kind === 'commit') index.recordCommit(change.repositoryId, change.commit, change.embeddings)
-  else if (change.kind === 'removePaths') for (const path of change.paths) index.removePath(change.repositoryId, path)
-  else index.removeRepository(change.repositoryId)
 }
 
 const invalid = (field: string, message: string) => new AppError('validation_failed', `${field}: ${message}`, { errors: [{ field, message }] })
@@ -138,25 +143,27 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   const snapshotDelayMs = options.snapshotDelayMs ?? 2000
   const refreshIntervalMs = options.refreshIntervalMs ?? 2000
   const embedBatchSize = options.embedBatchSize ?? 64
+  const compactAfterBytes = options.compactAfterBytes ?? 8 * 1024 ** 2
   const states = new Map<string, Promise<OrgState>>()
   const queryVectors = new Map<string, Float32Array>()
   let closed = false
 
   /** The snapshot the database names, read and decoded; a file pruned while we looked is looked up again. */
-  async function loadSnapshot(orgId: string, named: SnapshotVersion): Promise<{ version: number; index: OrgIndex }> {
+  async function loadSnapshot(orgId: string, named: SnapshotVersion): Promise<Loaded> {
     let snapshot = named
     for (let attempt = 1; ; attempt++) {
       try {
-        const { header, index } = decodeSnapshot(await snapshots!.read(orgId, snapshot))
+        const { header, index, layout } = decodeSnapshot(await snapshots!.read(orgId, snapshot))
         if (header.embeddings !== embeddings.id) {
           logger.warn('code index snapshot made with other embeddings; starting empty, re-import the repositories', {
             orgId,
             snapshot: header.embeddings,
             configured: embeddings.id,
           })
-          return { version: snapshot.version, index: new OrgIndex() }
+          // No file to append to: the next save writes a whole one.
+          return { version: snapshot.version, file: undefined, layout: undefined, index: new OrgIndex() }
         }
-        return { version: snapshot.version, index }
+        return { version: snapshot.version, file: snapshot.file, layout, index }
       } catch (error) {
         const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
         const newer = missing ? await snapshots!.current(orgId) : undefined
@@ -171,9 +178,21 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     if (!pending) {
       pending = (async () => {
         const named = await snapshots?.current(orgId)
-        const loaded = named ? await loadSnapshot(orgId, named) : { version: 0, index: new OrgIndex() }
+        const loaded: Loaded = named ? await loadSnapshot(orgId, named) : { version: 0, file: undefined, layout: undefined, index: new OrgIndex() }
         if (named) logger.info('code index loaded', { orgId, version: loaded.version, chunks: loaded.index.chunkCount })
-        return { orgId, ...loaded, pending: [], pendingSince: undefined, checkedAt: now(), timer: undefined, queue: Promise.resolve(), refreshing: undefined }
+        return {
+          orgId,
+          ...loaded,
+          pending: [],
+          encodedPending: [],
+          compacting: false,
+          savesInFlight: 0,
+          pendingSince: undefined,
+          checkedAt: now(),
+          timer: undefined,
+          queue: Promise.resolve(),
+          refreshing: undefined,
+        }
       })()
       // A failed load is tried again by the next caller rather than remembered.
       pending.catch(() => states.delete(orgId))
@@ -190,11 +209,29 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
 
   /** Replaces the index with the newer snapshot `named`, with this process's unsaved changes on top. */
   async function adopt(org: OrgState, named: SnapshotVersion): Promise<void> {
+    if (await adoptTail(org, named)) return
     const loaded = await loadSnapshot(org.orgId, named)
     for (const change of org.pending) applyChange(loaded.index, change)
-    org.index = loaded.index
-    org.version = loaded.version
+    Object.assign(org, loaded)
     logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: loaded.version })
+  }
+
+  /**
+   * When the newer snapshot is ours with segments appended, applies only those (and our unsaved changes
+   * again on top): the cost of what changed, not of decoding the whole index. False when it must be read whole.
+   */
+  async function adoptTail(org: OrgState, named: SnapshotVersion): Promise<boolean> {
+    if (!org.layout) return false
+    const tail = await snapshots!
+      .read(org.orgId, named)
+      .then((bytes) => decodeSnapshotTail(bytes, org.layout!))
+      .catch(() => undefined)
+    if (!tail || tail.header.embeddings !== embeddings.id) return false
+    for (const change of tail.changes) applyChange(org.index, change)
+    for (const change of org.pending) applyChange(org.index, change)
+    Object.assign(org, { version: named.version, file: named.file, layout: tail.layout })
+    logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: named.version, changes: tail.changes.length })
+    return true
   }
 
   /** Loads a newer snapshot if the database names one; `always` skips the refresh interval. */
@@ -213,6 +250,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     applyChange(org.index, change)
     if (!snapshots) return
     org.pending.push(change)
+    org.encodedPending.push(encodeChange(change))
     org.pendingSince ??= now()
     scheduleSave(org)
   }
@@ -222,7 +260,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     clearTimeout(org.timer)
     // Debounced, but a long import still saves at least every five delays.
     const overdue = org.pendingSince !== undefined && now() - org.pendingSince >= 5 * snapshotDelayMs
-    org.timer = setTimeout(() => void save(org).catch(() => undefined), overdue ? 0 : delayMs)
+    org.timer = setTimeout(() => org.savesInFlight === 0 && void save(org).catch(() => undefined), overdue ? 0 : delayMs)
     org.timer.unref?.()
   }
 
@@ -230,16 +268,36 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   function save(org: OrgState): Promise<void> {
     clearTimeout(org.timer)
     org.timer = undefined
+    org.savesInFlight++
     const saving = serially(org, async () => {
       for (let attempt = 1; org.pending.length > 0; attempt++) {
         const saved = org.pending.length
-        const bytes = encodeSnapshot(org.index, { orgId: org.orgId, version: org.version + 1, embeddings: embeddings.id, savedAt: now() })
-        if (await snapshots!.commit(org.orgId, org.version, bytes)) {
-          org.version += 1
+        const vectors = org.index.vectors
+        const chain = org.layout?.chain ?? crypto.randomUUID()
+        const header = {
+          orgId: org.orgId,
+          version: org.version + 1,
+          embeddings: embeddings.id,
+          dimensions: vectors?.dimensions ?? 0,
+          slots: vectors?.slots ?? 0,
+          chunks: org.index.chunkCount,
+          savedAt: now(),
+          chain,
+        }
+        // Only the changes since the last save, already encoded; appended to that save's file.
+        const fresh = org.file === undefined
+        const pieces = encodeSegment(org.encodedPending.slice(0, saved), header, fresh)
+        const bytes = pieces.reduce((sum, piece) => sum + piece.length, 0)
+        const claimed = await snapshots!.commit(org.orgId, org.version, pieces, org.file)
+        if (claimed) {
+          const layout = org.layout ?? { chain, sections: 0, baseBytes: 0, segmentBytes: fresh ? -8 : 0 }
+          Object.assign(org, { ...claimed, layout: { ...layout, sections: layout.sections + 1, segmentBytes: layout.segmentBytes + bytes } })
           org.pending.splice(0, saved)
+          org.encodedPending.splice(0, saved)
           org.pendingSince = org.pending.length > 0 ? now() : undefined
-          logger.debug('code index saved', { orgId: org.orgId, version: org.version, chunks: org.index.chunkCount, bytes: bytes.length })
+          logger.debug('code index saved', { orgId: org.orgId, version: org.version, chunks: org.index.chunkCount, bytes })
           if (org.pending.length > 0) scheduleSave(org)
+          compactLater(org)
           return
         }
         // Another process saved this version first: build on its snapshot and try again.
@@ -248,12 +306,46 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         if (named) await adopt(org, named)
       }
     })
+    saving.then(
+      () => org.savesInFlight--,
+      () => org.savesInFlight--,
+    )
     return saving.catch((error) => {
       logger.error('code index snapshot failed; will retry', { orgId: org.orgId, err: error })
       scheduleSave(org, Math.max(snapshotDelayMs, 1000) * 5)
       throw error
     })
   }
+
+  /** Has a Worker rewrite the snapshot as one base once its segments weigh enough; claimed unless a save came first. */
+  function compactLater(org: OrgState): void {
+    const { layout, file } = org
+    if (closed || !snapshots?.compact || org.compacting || !layout || !file) return
+    if (layout.segmentBytes < Math.max(compactAfterBytes, layout.baseBytes / 2)) return
+    org.compacting = true
+    const from = { version: org.version, file }
+    snapshots
+      .compact(org.orgId, from)
+      .then((compacted) =>
+        serially(org, async () => {
+          // Segments saved while the Worker ran are appended to its base as they are.
+          const current = org.layout!
+          if (current.chain !== layout.chain || !org.file) return
+          const saved = fileBytes(current) - fileBytes(layout)
+          const tail = saved === 0 ? [] : [(await snapshots.read(org.orgId, { version: org.version, file: org.file })).subarray(fileBytes(layout))]
+          const claimed = await snapshots.commit(org.orgId, org.version, [compacted, ...tail])
+          if (!claimed) return
+          const chain = decodeSnapshotHeader(compacted).chain
+          const baseBytes = compacted.length - 8
+          Object.assign(org, { ...claimed, layout: { chain, sections: 1 + current.sections - layout.sections, baseBytes, segmentBytes: current.segmentBytes - layout.segmentBytes } })
+          logger.debug('code index compacted', { orgId: org.orgId, version: org.version, bytes: fileBytes(org.layout!) })
+        }),
+      )
+      .catch((error) => logger.warn('code index compaction failed', { orgId: org.orgId, err: error }))
+      .finally(() => (org.compacting = false))
+  }
+
+  const fileBytes = (layout: SnapshotLayout) => 8 + layout.baseBytes + layout.segmentBytes
 
   async function queryVector(text: string): Promise<Float32Array> {
     let vector = queryVectors.get(text)
@@ -265,7 +357,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     return vector
   }
 
-  const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+  const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0))
 
   return {
     async indexFiles(input: IndexFilesInput) {
@@ -279,22 +371,30 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       let chunks = 0
       let batch: FileChunks[] = []
       let batchChunks = 0
+      // Chunking, offline embedding and indexing never wait on I/O: the work is cut into slices of a few
+      // milliseconds, and other requests run between them.
+      let sliceStart = performance.now()
+      const giveWay = async () => {
+        if (performance.now() - sliceStart < SLICE_MS) return
+        await yieldToEventLoop()
+        sliceStart = performance.now()
+      }
       const flush = async () => {
         const texts = batch.flatMap((file) => file.chunks.map((chunk) => chunk.content))
         const vectors = texts.length > 0 ? await embeddings.embed(texts, { signal }) : []
         signal?.throwIfAborted()
+        await giveWay()
         let at = 0
         for (const file of batch) {
           for (const chunk of file.chunks) chunk.vector = vectors[at++]!
           apply(org, { kind: 'file', file })
           files++
           chunks += file.chunks.length
+          await giveWay()
         }
         batch = []
         batchChunks = 0
         input.onProgress?.({ filesIndexed: files, chunksIndexed: chunks })
-        // Embedding offline never waits on I/O; without this a large import would hold the event loop.
-        await yieldToEventLoop()
       }
       for await (const file of input.files) {
         signal?.throwIfAborted()
@@ -304,6 +404,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         batch.push({ repositoryId, repositoryName, path, language, chunks: pieces.map((piece) => ({ ...piece, vector: new Float32Array(0) })) })
         batchChunks += pieces.length
         if (batchChunks >= embedBatchSize) await flush()
+        else await giveWay()
       }
       if (batch.length > 0) await flush()
       if (input.removedPaths?.length) apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
@@ -372,6 +473,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         if (snapshots && org.pending.length > 0) await save(org).catch(() => undefined)
         await org.queue
       }
+      snapshots?.close?.()
     },
   }
 }

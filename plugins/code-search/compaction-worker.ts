@@ -1,0 +1,19 @@
+/**
+ * The compaction Worker: reads a snapshot file (a base and its segments, or segments alone), rebuilds
+ * the index and writes it back as one base section, all on its own thread, and hands the bytes back
+ * (transferred, not copied) for the store to claim as the next version.
+ */
+import { decodeSnapshot, encodeSnapshot, type CompactionAnswer, type CompactionRequest } from './persistence.ts'
+
+declare const self: Worker
+
+self.onmessage = async ({ data }: MessageEvent<CompactionRequest>) => {
+  const { id, path, header } = data
+  try {
+    const { header: last, index } = decodeSnapshot(new Uint8Array(await Bun.file(path).arrayBuffer()))
+    const bytes = encodeSnapshot(index, { ...header, embeddings: last.embeddings })
+    self.postMessage({ id, bytes } satisfies CompactionAnswer, [bytes.buffer as ArrayBuffer])
+  } catch (error) {
+    self.postMessage({ id, error: String((error as Error).message ?? error), code: (error as NodeJS.ErrnoException).code } satisfies CompactionAnswer)
+  }
+}
