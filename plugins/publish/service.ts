@@ -84,20 +84,25 @@ export function createPublisher(options: PublisherOptions) {
     return { repository: raced, created: false }
   }
 
-  /** Pages on for the branch's root, with the site's custom domain (or none). */
-  async function ensurePages(token: string, target: PublishTarget): Promise<PublishAnswer['pages']> {
+  /**
+   * Pages on for the branch's root, with the site's custom domain (or none), and where GitHub says the
+   * site is served (PUT answers no body, so the site is read again after an update).
+   */
+  async function ensurePages(token: string, target: PublishTarget): Promise<{ pages: PublishAnswer['pages']; htmlUrl: string | undefined }> {
     const cname = target.customDomain ?? null
     const site = await api.pagesSite(token, target.owner, target.name)
+    const update = async (pages: PublishAnswer['pages']) => {
+      await api.updatePages(token, target.owner, target.name, { branch: target.branch, cname })
+      return { pages, htmlUrl: (await api.pagesSite(token, target.owner, target.name))?.htmlUrl }
+    }
     if (!site) {
       const enabled = await api.enablePages(token, target.owner, target.name, target.branch)
-      if (enabled && !cname) return 'enabled'
+      if (enabled && !cname) return { pages: 'enabled', htmlUrl: enabled.htmlUrl }
       // The custom domain is set by an update; so is a site someone enabled in between (409).
-      await api.updatePages(token, target.owner, target.name, { branch: target.branch, cname })
-      return enabled ? 'enabled' : 'updated'
+      return update(enabled ? 'enabled' : 'updated')
     }
-    if (site.branch === target.branch && site.path === '/' && site.cname === cname && site.buildType !== 'workflow') return 'unchanged'
-    await api.updatePages(token, target.owner, target.name, { branch: target.branch, cname })
-    return 'updated'
+    if (site.branch === target.branch && site.path === '/' && site.cname === cname && site.buildType !== 'workflow') return { pages: 'unchanged', htmlUrl: site.htmlUrl }
+    return update('updated')
   }
 
   async function publish(caller: Caller, token: string, target: PublishTarget, site: SiteFile[], body: PublishBody, progress: ProgressListener): Promise<PublishAnswer> {
@@ -127,8 +132,9 @@ export function createPublisher(options: PublisherOptions) {
     }
 
     let pages: PublishAnswer['pages']
+    let htmlUrl: string | undefined
     try {
-      pages = await ensurePages(token, target)
+      ;({ pages, htmlUrl } = await ensurePages(token, target))
     } catch (error) {
       if (!(error instanceof AppError)) throw error
       // The branch holds the site, but it is not served as asked: an error, with what did happen.
@@ -137,7 +143,8 @@ export function createPublisher(options: PublisherOptions) {
         extensions: { ...error.options.extensions, repository, commit: commit.commit, pushed: !commit.unchanged },
       })
     }
-    const url = publicUrl(target)
+    // GitHub's own address (an account's custom domain moves every project site); built only when it gives none.
+    const url = htmlUrl ?? publicUrl(target)
     await progress({ stage: 'pages', pages, url })
 
     meter.record({ orgId: caller.orgId, userId: caller.userId, kind: 'publish' })

@@ -6,7 +6,10 @@
  *   cannot see is 404, as on GitHub)
  * - POST /user/repos (201; 422 when the name exists on the account)
  * - GET /repos/{owner}/{repo}/pages (404 until enabled), POST (201; 409 when already enabled; 422 when
- *   the branch does not exist), PUT (204; cname and source) — writes need admin rights (403)
+ *   the branch does not exist), PUT (204; cname and source) — writes need admin rights (403). The
+ *   site's `html_url` is where GitHub serves it: the repository's custom domain, else the owner's
+ *   (`pagesDomains`: a custom domain on `<owner>.github.io` moves project sites under it), else
+ *   `<owner>.github.io`, at the root for the user site and under /<name>/ for a project site.
  *
  * Every call needs `Authorization: Bearer <token>` (or `token <token>`) that `accountOf` knows; anything
  * else is 401 "Bad credentials". Tests steer it: repositories and who may do what, one-off failures.
@@ -49,6 +52,10 @@ export interface FakePagesApiOptions {
 export interface FakePagesApi extends FakeServer {
   /** By lower-cased `owner/name`. */
   readonly repositories: Map<string, FakeRepository>
+  /** An account's custom Pages domain, by lower-cased login. */
+  readonly pagesDomains: Map<string, string>
+  /** Pages answers leave `html_url` out (as older GitHub Enterprise servers do). */
+  omitHtmlUrl: boolean
   addRepository(owner: string, name: string, options?: Partial<Pick<FakeRepository, 'private' | 'access' | 'pages'>>): FakeRepository
   repository(owner: string, name: string): FakeRepository | undefined
   /** The next `count` calls of `method` to a path matching `path` answer `status`. */
@@ -71,6 +78,15 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
   const repositories = new Map<string, FakeRepository>()
   const failures: { method: string; path: RegExp; status: number; remaining: number }[] = []
   const counts = { pagesEnabled: 0, pagesUpdated: 0, repositoriesCreated: 0 }
+  const pagesDomains = new Map<string, string>()
+  const state = { omitHtmlUrl: false }
+
+  function htmlUrlOf(r: FakeRepository, site: FakePagesSite): string {
+    if (site.cname) return `https://${site.cname}/`
+    const userSite = `${r.owner.toLowerCase()}.github.io`
+    const host = pagesDomains.get(r.owner.toLowerCase()) ?? userSite
+    return r.name.toLowerCase() === userSite ? `https://${host}/` : `https://${host}/${r.name}/`
+  }
 
   function addRepository(owner: string, name: string, extra: Partial<Pick<FakeRepository, 'private' | 'access' | 'pages'>> = {}): FakeRepository {
     const repository: FakeRepository = { owner, name, private: extra.private ?? false, access: extra.access ?? {}, pages: extra.pages }
@@ -100,7 +116,7 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
     status: 'built',
     cname: site.cname,
     custom_404: false,
-    html_url: site.cname ? `https://${site.cname}/` : `https://${r.owner.toLowerCase()}.github.io/${r.name}/`,
+    ...(state.omitHtmlUrl ? {} : { html_url: htmlUrlOf(r, site) }),
     build_type: site.buildType,
     source: { branch: site.branch, path: site.path },
     public: !r.private,
@@ -190,6 +206,13 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
   return {
     ...server,
     repositories,
+    pagesDomains,
+    get omitHtmlUrl() {
+      return state.omitHtmlUrl
+    },
+    set omitHtmlUrl(value: boolean) {
+      state.omitHtmlUrl = value
+    },
     addRepository,
     repository: (owner, name) => repositories.get(key(owner, name)),
     fail(method, path, status, count = 1) {
