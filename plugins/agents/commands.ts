@@ -33,6 +33,8 @@ export interface CommandDependencies {
   sandbox: DevelopDependencies['sandbox']
   /** Budgets of the `develop` loop. */
   developLimits: DevelopLimits
+  /** Pushes `develop`'s change and opens its pull request. */
+  proposer?: DevelopDependencies['proposer']
   /** The service the commands run in, for `status`. */
   agents: () => Pick<AgentService, 'ownTask' | 'recent'>
 }

@@ -55,6 +55,12 @@ export const developParams = strictObject(
         description: "Branch the change is committed on in the workspace's repository. Default agent/<task id>",
       }),
     ),
+    push: t.Optional(
+      t.Boolean({
+        description:
+          "Push the change as that new branch to the import's repository on the code host with the user's connection, and open a pull request into the imported branch; its URL is in the result (pullRequest)",
+      }),
+    ),
   },
   {
     description:

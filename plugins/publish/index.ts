@@ -12,7 +12,7 @@ import { publishAnswer, publishBody, streamDescription, type PublishAnswer } fro
 import type { PublishJob, Publisher } from './service.ts'
 export { publishSettings } from './settings.ts'
 
-export { createPublisher, type Publisher } from './service.ts'
+export { createPublisher, type ChangeProposal, type FileChange, type ProposedChange, type Publisher } from './service.ts'
 
 export interface PublishPluginOptions {
   publisher: Publisher

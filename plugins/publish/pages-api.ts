@@ -163,6 +163,24 @@ export function createPagesApi(options: PagesApiOptions) {
       return pagesSiteFrom(body)
     },
 
+    /**
+     * Opens a pull request of `head` into `base` (branches of this repository): its number and address, or
+     * `exists` when an open one already has that head (GitHub's 422 saying so).
+     */
+    async openPullRequest(
+      token: string,
+      owner: string,
+      name: string,
+      pull: { head: string; base: string; title: string; body: string },
+    ): Promise<{ number: number; url: string } | 'exists'> {
+      const path = `${repoPath(owner, name)}/pulls`
+      const { status, body } = await call(token, 'POST', path, pull)
+      if (status === 201 && typeof body.number === 'number' && httpUrl(body.html_url)) return { number: body.number, url: httpUrl(body.html_url)! }
+      const errors = Array.isArray(body.errors) ? body.errors.map(record) : []
+      if (status === 422 && errors.some((e) => typeof e.message === 'string' && e.message.startsWith('A pull request already exists'))) return 'exists'
+      throw unexpected(`POST ${path}`, status, body)
+    },
+
     /** Points the Pages site at the root of `branch`, with `cname` (null removes the custom domain). */
     async updatePages(token: string, owner: string, name: string, site: { branch: string; cname: string | null }): Promise<void> {
       const path = `${repoPath(owner, name)}/pages`

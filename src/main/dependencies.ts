@@ -294,6 +294,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
       workspaces,
       sandbox: sandboxFacade,
       developLimits: { ...agentSettings.develop, maxAnswerChars: 12_000, maxLogChars: 4000 },
+      proposer: publisher,
       agents: () => agents,
     }),
     logger,

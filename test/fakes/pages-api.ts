@@ -10,6 +10,8 @@
  *   site's `html_url` is where GitHub serves it: the repository's custom domain, else the owner's
  *   (`pagesDomains`: a custom domain on `<owner>.github.io` moves project sites under it), else
  *   `<owner>.github.io`, at the root for the user site and under /<name>/ for a project site.
+ * - POST /repos/{owner}/{repo}/pulls (201 with `number`, `html_url`; 422 "Validation Failed" when a
+ *   branch is missing or an open pull request already exists for the head) — needs push rights (403)
  *
  * Every call needs `Authorization: Bearer <token>` (or `token <token>`) that `accountOf` knows; anything
  * else is 401 "Bad credentials". Tests steer it: repositories and who may do what, one-off failures.
@@ -31,6 +33,18 @@ export interface FakePagesSite {
   buildType: 'legacy' | 'workflow'
 }
 
+export interface FakePullRequest {
+  number: number
+  title: string
+  body: string | null
+  /** Branch name, without the owner. */
+  head: string
+  base: string
+  htmlUrl: string
+  /** Who opened it. */
+  user: string
+}
+
 export interface FakeRepository {
   owner: string
   name: string
@@ -38,6 +52,7 @@ export interface FakeRepository {
   /** Access of accounts other than the owner, by login. */
   access: Record<string, FakeAccess>
   pages: FakePagesSite | undefined
+  pulls: FakePullRequest[]
 }
 
 export interface FakePagesApiOptions {
@@ -89,7 +104,7 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
   }
 
   function addRepository(owner: string, name: string, extra: Partial<Pick<FakeRepository, 'private' | 'access' | 'pages'>> = {}): FakeRepository {
-    const repository: FakeRepository = { owner, name, private: extra.private ?? false, access: extra.access ?? {}, pages: extra.pages }
+    const repository: FakeRepository = { owner, name, private: extra.private ?? false, access: extra.access ?? {}, pages: extra.pages, pulls: [] }
     repositories.set(key(owner, name), repository)
     return repository
   }
@@ -122,6 +137,45 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
     public: !r.private,
     https_enforced: true,
   })
+
+  const invalid = (errors: Record<string, string>[]) =>
+    json({ message: 'Validation Failed', errors, documentation_url: `${DOCS}/pulls/pulls#create-a-pull-request`, status: '422' }, 422)
+
+  function openPull(r: FakeRepository, access: FakeAccess, login: string, body: Record<string, any> | undefined): Response {
+    if (access === 'pull') return message('Resource not accessible by integration', 403)
+    const title = body?.title
+    const rawHead = body?.head
+    const base = body?.base
+    if (typeof title !== 'string' || !title) return invalid([{ resource: 'PullRequest', field: 'title', code: 'missing_field' }])
+    if (typeof rawHead !== 'string' || typeof base !== 'string') return invalid([{ resource: 'PullRequest', field: typeof base === 'string' ? 'head' : 'base', code: 'missing_field' }])
+    // `owner:branch` or, within the repository, just the branch.
+    const colon = rawHead.indexOf(':')
+    const head = colon < 0 ? rawHead : rawHead.slice(colon + 1)
+    if (colon >= 0 && rawHead.slice(0, colon).toLowerCase() !== r.owner.toLowerCase()) return invalid([{ resource: 'PullRequest', field: 'head', code: 'invalid' }])
+    const exists = (branch: string) => !options.branchExists || options.branchExists(r, branch)
+    if (!exists(base)) return invalid([{ resource: 'PullRequest', field: 'base', code: 'invalid' }])
+    if (!exists(head)) return invalid([{ resource: 'PullRequest', field: 'head', code: 'invalid' }])
+    if (r.pulls.some((p) => p.head === head && p.base === base))
+      return invalid([{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${r.owner}:${head}.` }])
+    const number = r.pulls.length + 1
+    const pull: FakePullRequest = { number, title, body: typeof body?.body === 'string' ? body.body : null, head, base, htmlUrl: `https://github.com/${r.owner}/${r.name}/pull/${number}`, user: login }
+    r.pulls.push(pull)
+    return json(
+      {
+        url: `http://api.github.invalid/repos/${r.owner}/${r.name}/pulls/${number}`,
+        id: 5000 + number,
+        number,
+        state: 'open',
+        html_url: pull.htmlUrl,
+        title: pull.title,
+        body: pull.body,
+        user: { login },
+        head: { label: `${r.owner}:${head}`, ref: head },
+        base: { label: `${r.owner}:${base}`, ref: base },
+      },
+      201,
+    )
+  }
 
   async function readJson(request: Request): Promise<Record<string, any> | undefined> {
     try {
@@ -163,12 +217,13 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
       return json(repositoryBody(repository, 'admin'), 201)
     }
 
-    const match = /^\/repos\/([^/]+)\/([^/]+)(\/pages)?$/.exec(path)
+    const match = /^\/repos\/([^/]+)\/([^/]+)(\/pages|\/pulls)?$/.exec(path)
     const repository = match ? repositories.get(key(decodeURIComponent(match[1]!), decodeURIComponent(match[2]!))) : undefined
     const access = repository && accessOf(repository, account.login)
     if (!match) return message('Not Found', 404)
     if (!repository || !access) return message('Not Found', 404)
     if (!match[3]) return method === 'GET' ? json(repositoryBody(repository, access)) : message('Not Found', 404)
+    if (match[3] === '/pulls') return method === 'POST' ? openPull(repository, access, account.login, await readJson(request)) : message('Not Found', 404)
 
     if (method === 'GET') return repository.pages ? json(pagesBody(repository, repository.pages)) : message('Not Found', 404)
     if (access !== 'admin') return message('Must have admin rights to Repository.', 403)
