@@ -41,6 +41,8 @@ export interface DevelopDependencies {
   workspaces: Workspaces
   sandbox: { runCommand(request: SandboxCommandRequest): Promise<SandboxResult> }
   limits: DevelopLimits
+  /** Replaces the loop's instructions (build_site brings its own). */
+  systemPrompt?: string
   /** Pushes a change on a new branch with the user's code-host connection and opens a pull request (`push: true`). */
   proposer?: { proposeChange(caller: Caller, proposal: ChangeProposal): Promise<ProposedChange> }
 }
@@ -188,7 +190,7 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
           maxAnswerChars: limits.maxAnswerChars,
         }
         const messages: ModelMessage[] = [
-          { role: 'system', content: SYSTEM_PROMPT },
+          { role: 'system', content: deps.systemPrompt ?? SYSTEM_PROMPT },
           {
             role: 'user',
             content: [

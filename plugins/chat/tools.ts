@@ -21,7 +21,7 @@ export interface ServerTool {
 }
 
 /** Agent commands the chat model may run. */
-export const AGENT_COMMANDS = ['develop', 'analyze', 'debug'] as const
+export const AGENT_COMMANDS = ['develop', 'build_site', 'analyze', 'debug'] as const
 
 /** Starts and follows agent tasks for the chat (the agents' service, spending the chat budget). */
 export interface AgentRunner {
@@ -120,7 +120,7 @@ export function serverTools(deps: ServerToolDependencies): Map<ServerToolName, S
     tools.set('run_agent', {
       definition: fn(
         'run_agent',
-        'Run an agent task and wait for its result. develop: change code in a private workspace of an import (params: instruction, importId, checks, branch, push) and get the diff, the check verdicts and, with push, the pull request URL. analyze: summarise an import (params: importId). debug: fix a code snippet (params: code, language, ...).',
+        'Run an agent task and wait for its result. develop: change code in a private workspace of an import (params: instruction, importId, checks, branch, push) and get the diff, the check verdicts and, with push, the pull request URL. build_site: build a static site and publish it to GitHub Pages (params: instruction, repository owner/name, branch, customDomain) and get its URL. analyze: summarise an import (params: importId). debug: fix a code snippet (params: code, language, ...).',
         {
           command: { type: 'string', enum: [...AGENT_COMMANDS] },
           params: { type: 'object', description: "The command's parameters, as over /ws/agent" },

@@ -300,6 +300,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
       sandbox: sandboxFacade,
       developLimits: { ...agentSettings.develop, maxAnswerChars: 12_000, maxLogChars: 4000 },
       proposer: publisher,
+      publisher,
       agents: () => agents,
     }),
     logger,

@@ -55,7 +55,7 @@ describe('run_agent in chat', () => {
   test('a bad command comes back to the model as a tool error, with no task started', async () => {
     h.model.queue = [call('run_agent', { command: 'index', params: {} }), { text: 'I cannot do that.' }]
     const events = await readEvents(await post({ messages: [{ role: 'user', content: 'index it' }] }))
-    expect(chunks(events).find((c) => c.type === 'tool-output-error')!.errorText).toContain('command must be one of develop, analyze, debug')
+    expect(chunks(events).find((c) => c.type === 'tool-output-error')!.errorText).toContain('command must be one of develop, build_site, analyze, debug')
     expect(chunks(events).some((c) => c.type === 'data-agent')).toBe(false)
   })
 
