@@ -27,19 +27,21 @@ describe('develop with push', () => {
   const gitIn = (...args: string[]) =>
     runGit(join(git.root, OWNER, 'calc.git'), { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home.path, GIT_CONFIG_NOSYSTEM: '1' }, args)
 
+  const hasBranch = (branch: string) => {
+    try {
+      gitIn('rev-parse', '--verify', '--quiet', `refs/heads/${branch}`)
+      return true
+    } catch {
+      return false
+    }
+  }
+
   beforeAll(async () => {
     git = startGitServer()
     oauth = startFakeOAuthProvider({ [CLIENT.id]: { secret: CLIENT.secret, redirectUri: `${PUBLIC_BASE_URL}/api/integrations/github/callback` } })
     api = startFakePagesApi({
       accountOf: (token) => (oauth.issuedTokens.includes(token) ? { login: oauth.account.login, id: oauth.account.id } : undefined),
-      branchExists: (repository, branch) => {
-        try {
-          gitIn('rev-parse', '--verify', '--quiet', `refs/heads/${branch}`)
-          return repository.name === 'calc'
-        } catch {
-          return false
-        }
-      },
+      branchExists: (repository, branch) => repository.name === 'calc' && hasBranch(branch),
     })
     h = await agentHarness({
       PUBLIC_BASE_URL,
