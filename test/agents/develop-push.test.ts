@@ -112,6 +112,18 @@ describe('develop with push', () => {
     client.close()
   })
 
+  test('a branch that already exists is not overwritten: the push is refused and no second pull request is opened', async () => {
+    const before = gitIn('rev-parse', 'refs/heads/fix/sum')
+    h.model.queue = [call('write_file', { path: 'NOTES.md', content: 'notes\n' }), call('finish', { summary: 'notes' })]
+    const client = await h.connect()
+    const taskId = await h.run(client, 'develop', { importId, instruction: 'Add notes', branch: 'fix/sum', push: true })
+    const final = await client.next(isFinal(taskId), 60_000)
+    expect(final).toMatchObject({ type: 'error', code: 'push_rejected' })
+    expect(gitIn('rev-parse', 'refs/heads/fix/sum')).toBe(before)
+    expect(api.repository(OWNER, 'calc')!.pulls).toHaveLength(1)
+    client.close()
+  })
+
   test('push without an import is refused before any work', async () => {
     const client = await h.connect()
     const taskId = await h.run(client, 'develop', { instruction: 'New project', push: true })
