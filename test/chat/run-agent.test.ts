@@ -101,3 +101,25 @@ describe('run_agent in chat', () => {
     client.close()
   })
 })
+
+describe('run_agent and the chat budget', () => {
+  let h: AgentHarness
+  beforeAll(async () => {
+    h = await agentHarness({ RATE_LIMIT_CHAT_PER_MINUTE: '1' })
+  })
+  afterAll(() => h.close())
+
+  test('a task started from the chat spends the chat budget: with the request having spent it, the start is refused', async () => {
+    h.model.queue = [call('run_agent', { command: 'develop', params: { instruction: 'Anything' } }), { text: 'Out of budget.' }]
+    const response = await fetch(`${h.url}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${h.token}` },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'go' }] }),
+    })
+    expect(response.status).toBe(200)
+    const events = await readEvents(response)
+    expect(chunks(events).find((c) => c.type === 'tool-output-error')!.errorText).toMatch(/^Rate limit "[^"]+" exceeded/)
+    expect(chunks(events).some((c) => c.type === 'data-agent')).toBe(false)
+    expect(textOf(events)).toBe('Out of budget.')
+  })
+})
