@@ -14,6 +14,7 @@ import { extractCode, runEnhancedTurn, type CodeChecker, type EnhancedOptions } 
 import type { CodeIndex } from '../code-search/index.ts'
 import type { DebugParams } from './model.ts'
 import { developCommand, type DevelopDependencies, type DevelopLimits } from './develop.ts'
+import { buildSiteCommand, type BuildSiteDependencies } from './build-site.ts'
 import type { Workspaces } from './workspaces.ts'
 import { TaskError, type AgentService, type CommandContext, type CommandHandler, type CommandHandlers } from './service.ts'
 
@@ -33,6 +34,10 @@ export interface CommandDependencies {
   sandbox: DevelopDependencies['sandbox']
   /** Budgets of the `develop` loop. */
   developLimits: DevelopLimits
+  /** Pushes `develop`'s change and opens its pull request. */
+  proposer?: DevelopDependencies['proposer']
+  /** Publishes `build_site`'s site. */
+  publisher?: BuildSiteDependencies['publisher']
   /** The service the commands run in, for `status`. */
   agents: () => Pick<AgentService, 'ownTask' | 'recent'>
 }
@@ -228,5 +233,6 @@ export function createCommands(deps: CommandDependencies): CommandHandlers {
     index: indexCommand(deps),
     status: statusCommand(deps),
     develop: developCommand({ ...deps, limits: deps.developLimits }),
+    build_site: buildSiteCommand({ ...deps, limits: deps.developLimits }),
   }
 }

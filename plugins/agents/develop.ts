@@ -17,6 +17,8 @@ import type { TaskWorkspace, Workspaces } from './workspaces.ts'
 import type { Models } from '../../src/llm/models.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { AppError } from '../../src/errors.ts'
+import type { ChangeProposal, ProposedChange } from '../publish/index.ts'
+import type { Caller } from '../../src/auth/caller.ts'
 
 export interface DevelopLimits {
   /** Tool calls the model may make. */
@@ -39,6 +41,10 @@ export interface DevelopDependencies {
   workspaces: Workspaces
   sandbox: { runCommand(request: SandboxCommandRequest): Promise<SandboxResult> }
   limits: DevelopLimits
+  /** Replaces the loop's instructions (build_site brings its own). */
+  systemPrompt?: string
+  /** Pushes a change on a new branch with the user's code-host connection and opens a pull request (`push: true`). */
+  proposer?: { proposeChange(caller: Caller, proposal: ChangeProposal): Promise<ProposedChange> }
 }
 
 export interface CheckVerdict {
@@ -67,7 +73,11 @@ function modelServices(deps: DevelopDependencies) {
 }
 
 /** The workspace the task starts from: the import's files at its commit, or nothing. */
-async function openWorkspace(deps: DevelopDependencies, context: CommandContext, importId: string | undefined): Promise<{ workspace: TaskWorkspace; repositoryId?: string }> {
+async function openWorkspace(
+  deps: DevelopDependencies,
+  context: CommandContext,
+  importId: string | undefined,
+): Promise<{ workspace: TaskWorkspace; repositoryId?: string; source?: { url: string; ref: string | null } }> {
   if (!importId) return { workspace: await deps.workspaces.create(context.taskId, []) }
   const view = await deps.imports.get(context.caller.orgId, importId)
   if (!view) throw new TaskError('not_found', `params.importId: no import ${importId} in your organisation`)
@@ -78,7 +88,34 @@ async function openWorkspace(deps: DevelopDependencies, context: CommandContext,
   if (read.exceeded)
     throw new TaskError('workspace_limit', `${view.repository.name} has more ${read.exceeded} than a workspace holds (AGENT_WORKSPACE_MAX_FILES, AGENT_WORKSPACE_MAX_BYTES)`)
   const workspace = await deps.workspaces.create(context.taskId, read.files, { importId, commit: read.commit })
-  return { workspace, repositoryId: view.repository.id }
+  return { workspace, repositoryId: view.repository.id, source: { url: view.repository.url, ref: view.ref } }
+}
+
+/** The workspace's change pushed as a new branch on the import's repository, with a pull request. */
+async function pushChange(
+  deps: DevelopDependencies,
+  context: CommandContext,
+  change: { source: { url: string; ref: string | null }; baseCommit: string; branch: string; files: { path: string; status: string }[]; message: string; summary: string | undefined },
+): Promise<ProposedChange> {
+  if (!deps.proposer) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
+  const changes = []
+  for (const file of change.files) changes.push({ path: file.path, bytes: file.status === 'deleted' ? null : await deps.workspaces.read(context.taskId, file.path) })
+  const [title, ...rest] = change.message.split('\n')
+  try {
+    return await deps.proposer.proposeChange(context.caller, {
+      repositoryUrl: change.source.url,
+      baseBranch: change.source.ref,
+      baseCommit: change.baseCommit,
+      branch: change.branch,
+      changes,
+      message: change.message,
+      title: title!,
+      body: rest.join('\n').trim() || (change.summary ?? ''),
+    })
+  } catch (err) {
+    if (err instanceof AppError) throw new TaskError(err.code, err.message)
+    throw err
+  }
 }
 
 interface ModelTurn {
@@ -134,7 +171,8 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
       // an upper bound within the step budget, from the mean time of the steps so far.
       const totalSteps = limits.maxSteps + 2
       context.step(0, params.importId ? 'Opening a workspace on the import' : 'Opening an empty workspace', totalSteps)
-      const { workspace, repositoryId } = await openWorkspace(deps, context, params.importId)
+      if (params.push && !params.importId) throw new TaskError('validation_failed', 'params.push: a new project has no repository to push to; give an importId')
+      const { workspace, repositoryId, source } = await openWorkspace(deps, context, params.importId)
       try {
         const files = await deps.workspaces.list(context.taskId)
         context.log(`Workspace ready: ${files.length} files${workspace.base ? ` at ${workspace.base.commit}` : ''}`)
@@ -152,7 +190,7 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
           maxAnswerChars: limits.maxAnswerChars,
         }
         const messages: ModelMessage[] = [
-          { role: 'system', content: SYSTEM_PROMPT },
+          { role: 'system', content: deps.systemPrompt ?? SYSTEM_PROMPT },
           {
             role: 'user',
             content: [
@@ -245,7 +283,15 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
         if (usage.problem) throw new TaskError('workspace_limit', `The workspace holds ${usage.problem}`)
         const { diff, files: changed } = await deps.workspaces.diff(context.taskId)
         const branch = params.branch ?? `agent/${context.taskId}`
-        const commit = await deps.workspaces.commit(context.taskId, branch, commitMessage(params.instruction, summary))
+        const message = commitMessage(params.instruction, summary)
+        const commit = await deps.workspaces.commit(context.taskId, branch, message)
+        let pushed: ProposedChange | undefined
+        if (params.push && source && workspace.base) {
+          if (changed.length === 0) throw new TaskError('nothing_to_push', 'The workspace holds no change to push')
+          context.log(`Pushing ${branch} to ${source.url} and opening a pull request`)
+          pushed = await pushChange(deps, context, { source, baseCommit: workspace.base.commit, branch, files: changed, message, summary })
+          context.log(`Pull request ${pushed.pullRequest.url}`)
+        }
         return {
           summary: summary ?? null,
           finished: summary !== undefined && stopped === undefined,
@@ -253,6 +299,7 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
           base: workspace.base ?? null,
           branch,
           commit,
+          ...(pushed ? { pushed: { repository: pushed.repository, branch: pushed.branch, commit: pushed.commit, base: pushed.base }, pullRequest: pushed.pullRequest } : {}),
           files: changed,
           diff,
           checks: checks.map((command) => lastVerdicts.get(command)!),

@@ -16,6 +16,7 @@ export { createConnectionHub, type ConnectionHub } from './connections.ts'
 export { createMemoryTaskLog, createRedisTaskLog } from './task-log.ts'
 export { createWorkspaces, type Workspaces } from './workspaces.ts'
 export { developCommand } from './develop.ts'
+export { createAgentRunner, type AgentRunner } from './runner.ts'
 export { workspaceRoutes } from './workspace-routes.ts'
 export { CLIENT_MESSAGES, COMMAND_PARAMS, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from './model.ts'
 

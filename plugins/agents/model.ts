@@ -55,6 +55,12 @@ export const developParams = strictObject(
         description: "Branch the change is committed on in the workspace's repository. Default agent/<task id>",
       }),
     ),
+    push: t.Optional(
+      t.Boolean({
+        description:
+          "Push the change as that new branch to the import's repository on the code host with the user's connection, and open a pull request into the imported branch; its URL is in the result (pullRequest)",
+      }),
+    ),
   },
   {
     description:
@@ -64,7 +70,22 @@ export const developParams = strictObject(
 )
 export type DevelopParams = Static<typeof developParams>
 
-export const COMMAND_PARAMS = { debug: debugParams, analyze: analyzeParams, index: indexParams, status: statusParams, develop: developParams } as const
+export const buildSiteParams = strictObject(
+  {
+    instruction: t.String({ minLength: 1, maxLength: 20_000, description: 'The site to build, in your words' }),
+    repository: t.String({ minLength: 3, maxLength: 140, description: 'owner/name on GitHub to publish to (created on the connected account when missing)' }),
+    branch: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Branch Pages serves. Default gh-pages' })),
+    customDomain: t.Optional(t.String({ minLength: 3, maxLength: 253, description: 'Custom domain, written as CNAME' })),
+  },
+  {
+    description:
+      'Build a multi-file static site in a new workspace with the model using tools, check it (every page balanced, every local link and asset present), ' +
+      'then publish it to GitHub Pages with the connected account; the result carries the URL the Pages API reports',
+  },
+)
+export type BuildSiteParams = Static<typeof buildSiteParams>
+
+export const COMMAND_PARAMS = { debug: debugParams, analyze: analyzeParams, index: indexParams, status: statusParams, develop: developParams, build_site: buildSiteParams } as const
 export type CommandName = keyof typeof COMMAND_PARAMS
 export const COMMANDS = Object.keys(COMMAND_PARAMS) as CommandName[]
 

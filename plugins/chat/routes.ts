@@ -52,7 +52,8 @@ export function chatPlugin(options: ChatPluginOptions) {
     .post(
       '/api/chat',
       async ({ body, principal, request }) => {
-        const { chatId, generationId } = await chat.startTurn(principal, { id: body.id, messages: body.messages, turn: turnOptions(body) })
+        const turn = { ...turnOptions(body), mayRunAgents: principal.scopes.includes('agents:run') }
+        const { chatId, generationId } = await chat.startTurn(principal, { id: body.id, messages: body.messages, turn })
         return follow(generationId, chatId, 0, request.signal)
       },
       {

@@ -20,6 +20,7 @@ import type { ChatRequest } from './model.ts'
 import { ChatStore, type Chat } from './store.ts'
 import type { GenerationMeta, StreamLog } from './stream-log.ts'
 import { runTurn, type ChatSettings, type Turn, type TurnServices } from './turn.ts'
+import type { AgentRunner } from './tools.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 
 export interface ChatServiceOptions {
@@ -29,6 +30,8 @@ export interface ChatServiceOptions {
   provider: ModelProvider | undefined
   webSearch: Pick<WebSearchService, 'search' | 'configured'>
   codeIndex?: Pick<CodeIndex, 'search'>
+  /** Runs agent tasks for the run_agent tool; without it the tool is not offered. */
+  agents?: AgentRunner
   meter?: Pick<UsageMeter, 'record'>
   settings: ChatSettings
   log: StreamLog
@@ -66,6 +69,7 @@ export function createChatService(options: ChatServiceOptions) {
     provider: requireProvider(),
     webSearch: options.webSearch,
     codeIndex: options.codeIndex,
+    agents: options.agents,
     meter: options.meter,
     settings: options.settings,
   })

@@ -5,7 +5,7 @@ import type { Emit } from '../../src/llm/ui-stream.ts'
 import type { ModelProvider, ModelTool } from '../../src/llm/provider.ts'
 import { StreamError } from '../../src/llm/provider.ts'
 
-export const SERVER_TOOL_NAMES = ['web_search', 'code_search', 'generate_image'] as const
+export const SERVER_TOOL_NAMES = ['web_search', 'code_search', 'generate_image', 'run_agent'] as const
 export type ServerToolName = (typeof SERVER_TOOL_NAMES)[number]
 
 export interface ToolContext {
@@ -20,12 +20,36 @@ export interface ServerTool {
   execute(input: Record<string, unknown>, context: ToolContext): Promise<unknown>
 }
 
+/** Agent commands the chat model may run. */
+export const AGENT_COMMANDS = ['develop', 'build_site', 'analyze', 'debug'] as const
+
+/** Starts and follows agent tasks for the chat (the agents' service, spending the chat budget). */
+export interface AgentRunner {
+  /** Checks the params and the caller's chat budget, then starts the task; answers its id. Throws with a message the model can read. */
+  start(caller: { orgId: string; userId: string }, command: string, params: Record<string, unknown>): Promise<string>
+  /** Follows the task's messages from its first (as sent over /ws/agent); answers how to stop following. */
+  follow(caller: { orgId: string; userId: string }, taskId: string, listener: (message: Record<string, unknown>, final: boolean) => void): Promise<() => void>
+}
+
+/** The data of a `data-agent` part: one per task, updated in place (same id) as the task goes on. */
+export interface AgentPartData {
+  taskId: string
+  command: string
+  step: string | null
+  eta: string | null
+  status: string
+}
+
+/** Largest tool result the model gets back from a task, in characters. */
+const MAX_AGENT_RESULT_CHARS = 12_000
+
 export interface ServerToolDependencies {
   webSearch: Pick<WebSearchService, 'search' | 'configured'>
   codeIndex?: Pick<CodeIndex, 'search'>
   provider: ModelProvider
   imageModel: string
   imageMaxBytes: number
+  agents?: AgentRunner
 }
 
 const fn = (name: string, description: string, properties: Record<string, unknown>, required: string[]): ModelTool => ({
@@ -91,6 +115,21 @@ export function serverTools(deps: ServerToolDependencies): Map<ServerToolName, S
       },
     })
   }
+  if (deps.agents) {
+    const runner = deps.agents
+    tools.set('run_agent', {
+      definition: fn(
+        'run_agent',
+        'Run an agent task and wait for its result. develop: change code in a private workspace of an import (params: instruction, importId, checks, branch, push) and get the diff, the check verdicts and, with push, the pull request URL. build_site: build a static site and publish it to GitHub Pages (params: instruction, repository owner/name, branch, customDomain) and get its URL. analyze: summarise an import (params: importId). debug: fix a code snippet (params: code, language, ...).',
+        {
+          command: { type: 'string', enum: [...AGENT_COMMANDS] },
+          params: { type: 'object', description: "The command's parameters, as over /ws/agent" },
+        },
+        ['command', 'params'],
+      ),
+      execute: (input, context) => runAgent(runner, input, context),
+    })
+  }
   tools.set('generate_image', {
     definition: fn('generate_image', 'Generate an image from a text description.', { prompt: { type: 'string' } }, ['prompt']),
     async execute(input, context) {
@@ -100,4 +139,78 @@ export function serverTools(deps: ServerToolDependencies): Map<ServerToolName, S
     },
   })
   return tools
+}
+
+/**
+ * Runs an agent task for the chat: its progress goes out as one `data-agent` part (same id, so a UI redraws it in
+ * place), and its result, clipped, is what the model reads. A cancelled chat stops waiting; the task goes on.
+ */
+async function runAgent(runner: AgentRunner, input: Record<string, unknown>, context: ToolContext): Promise<unknown> {
+  const command = input.command
+  if (typeof command !== 'string' || !(AGENT_COMMANDS as readonly string[]).includes(command)) throw new Error(`command must be one of ${AGENT_COMMANDS.join(', ')}`)
+  const params = input.params ?? {}
+  if (!params || typeof params !== 'object' || Array.isArray(params)) throw new Error('params must be an object')
+  const caller = { orgId: context.orgId, userId: context.userId }
+  const taskId = await runner.start(caller, command, params as Record<string, unknown>)
+  const part: AgentPartData = { taskId, command, step: null, eta: null, status: 'queued' }
+  const show = (change: Partial<AgentPartData>) => {
+    Object.assign(part, change)
+    context.emit({ type: 'data-agent', id: `agent-${taskId}`, data: { ...part } })
+  }
+  show({})
+  context.signal.throwIfAborted()
+  return new Promise((resolve, reject) => {
+    let stop: (() => void) | undefined
+    let ended = false
+    const end = () => {
+      ended = true
+      stop?.()
+      context.signal.removeEventListener('abort', onAbort)
+    }
+    const onAbort = () => {
+      end()
+      reject(context.signal.reason)
+    }
+    context.signal.addEventListener('abort', onAbort, { once: true })
+    runner
+      .follow(caller, taskId, (message, final) => {
+        if (ended) return
+        if (message.type === 'progress')
+          show({
+            status: typeof message.status === 'string' ? message.status : part.status,
+            ...(typeof message.step === 'string' ? { step: message.step } : {}),
+            eta: typeof message.eta === 'string' ? message.eta : null,
+          })
+        if (!final) return
+        end()
+        if (message.type === 'result') {
+          show({ status: 'succeeded', eta: null })
+          resolve({ taskId, status: 'succeeded', output: clipped(message.output) })
+        } else {
+          const status = message.code === 'task_cancelled' ? 'cancelled' : 'failed'
+          show({ status, eta: null })
+          resolve({ taskId, status, error: { code: message.code, message: message.message } })
+        }
+      })
+      .then(
+        (stopFollowing) => {
+          stop = stopFollowing
+          if (ended) stopFollowing()
+        },
+        (err: unknown) => {
+          end()
+          reject(err)
+        },
+      )
+  })
+}
+
+/** The task's output as the model reads it: whole when small, else with the longest text fields (a diff) cut. */
+function clipped(output: unknown): unknown {
+  if (JSON.stringify(output ?? null).length <= MAX_AGENT_RESULT_CHARS || !output || typeof output !== 'object') return output
+  const copy: Record<string, unknown> = { ...(output as Record<string, unknown>) }
+  for (const [key, value] of Object.entries(copy))
+    if (typeof value === 'string' && value.length > 2000) copy[key] = `${value.slice(0, 2000)}\n… (${value.length - 2000} more characters; read the task's diff over the API)`
+  const text = JSON.stringify(copy)
+  return text.length <= MAX_AGENT_RESULT_CHARS ? copy : { truncated: text.slice(0, MAX_AGENT_RESULT_CHARS) }
 }

@@ -48,6 +48,8 @@ export interface Turn {
   clientTools?: readonly ClientTool[]
   /** Instructions placed before the history. */
   system?: string
+  /** The caller holds `agents:run`: only then is run_agent offered. */
+  mayRunAgents?: boolean
 }
 
 const SYSTEM_PROMPT =
@@ -85,7 +87,7 @@ export async function runTurn(services: TurnServices, turn: Turn, outerEmit: Emi
 
   const tools = serverTools({ ...services, imageModel: settings.imageModel, imageMaxBytes: settings.imageMaxBytes })
   const offered = turn.serverTools ? new Set(turn.serverTools) : undefined
-  const activeServerTools = [...tools].filter(([name]) => !offered || offered.has(name))
+  const activeServerTools = [...tools].filter(([name]) => (!offered || offered.has(name)) && (name !== 'run_agent' || turn.mayRunAgents === true))
   const clientTools = new Map((turn.clientTools ?? []).map((t) => [t.name, t]))
   const toolDefinitions: ModelTool[] = [
     ...activeServerTools.map(([, t]) => t.definition),

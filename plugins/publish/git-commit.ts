@@ -32,8 +32,24 @@ export interface Workspace {
   /** Writes the site as a tree and, unless that tree is the parent's, a commit on top of `parent`. */
   commitSite(site: readonly SiteFile[], options: { parent?: { commit: string; tree: string }; message: string; author: CommitAuthor }): Promise<{ commit: string; tree: string; unchanged: boolean }>
   push(remote: Remote, branch: string, commit: string): Promise<void>
+  /**
+   * Fetches `commit` from `branch` (its tip, or within the branch's recent history) and the name of the
+   * remote's default branch; undefined when the branch no longer reaches the commit.
+   */
+  fetchCommit(remote: Remote, branch: string | null, commit: string): Promise<{ branch: string; tree: string } | undefined>
+  /** A commit on `parent` whose tree is the parent's with `changes` (null content deletes the file); file modes are kept. */
+  commitChanges(parent: string, changes: readonly FileChange[], options: { message: string; author: CommitAuthor }): Promise<string>
   remove(): Promise<void>
 }
+
+export interface FileChange {
+  path: string
+  /** The new content, or null when the file is deleted. */
+  bytes: Uint8Array | null
+}
+
+/** How deep a fetch looks for a base commit behind the branch tip. */
+const BASE_SEARCH_DEPTH = 200
 
 const FILE_MODE = '100644'
 const TREE_MODE = '040000'
@@ -62,16 +78,16 @@ export async function openWorkspace(client: HttpClient): Promise<Workspace> {
   }
 
   /** Writes `files` (paths relative to this directory) as nested trees; answers the root tree id. */
-  async function writeTree(files: readonly { path: string; oid: string }[]): Promise<string> {
+  async function writeTree(files: readonly { path: string; oid: string; mode?: string; type?: TreeEntry['type'] }[]): Promise<string> {
     const blobs: TreeEntry[] = []
-    const children = new Map<string, { path: string; oid: string }[]>()
+    const children = new Map<string, { path: string; oid: string; mode?: string; type?: TreeEntry['type'] }[]>()
     for (const file of files) {
       const slash = file.path.indexOf('/')
-      if (slash < 0) blobs.push({ mode: FILE_MODE, path: file.path, oid: file.oid, type: 'blob' })
+      if (slash < 0) blobs.push({ mode: file.mode ?? FILE_MODE, path: file.path, oid: file.oid, type: file.type ?? 'blob' })
       else {
         const name = file.path.slice(0, slash)
         const list = children.get(name) ?? []
-        list.push({ path: file.path.slice(slash + 1), oid: file.oid })
+        list.push({ ...file, path: file.path.slice(slash + 1) })
         children.set(name, list)
       }
     }
@@ -112,6 +128,44 @@ export async function openWorkspace(client: HttpClient): Promise<Workspace> {
       const ref = `refs/heads/${branch}`
       await git.writeRef({ fs, gitdir, ref, value: commit, force: true })
       await gitCall(remote, 'write', () => git.push({ fs, http, gitdir, url: remote.url, ref, remoteRef: ref, onAuth: onAuthWith(remote.token) }))
+    },
+
+    async fetchCommit(remote, branch, commit) {
+      const onAuth = onAuthWith(remote.token)
+      const info = await gitCall(remote, 'read', () => git.getRemoteInfo({ http, url: remote.url, onAuth }))
+      const head = typeof info.HEAD === 'string' ? info.HEAD.replace(/^refs\/heads\//, '') : undefined
+      const from = branch && info.refs?.heads?.[branch] ? branch : head
+      if (!from || !info.refs?.heads?.[from]) return undefined
+      await git.addRemote({ fs, gitdir, remote: REMOTE, url: remote.url, force: true })
+      // The tip first; deeper only when the branch moved on since the commit.
+      for (const depth of [1, BASE_SEARCH_DEPTH]) {
+        await gitCall(remote, 'read', () => git.fetch({ fs, http, gitdir, remote: REMOTE, ref: from, remoteRef: from, singleBranch: true, depth, tags: false, onAuth }))
+        const found = await git.readCommit({ fs, gitdir, oid: commit }).catch(() => undefined)
+        if (found) return { branch: head ?? from, tree: found.commit.tree }
+      }
+      return undefined
+    },
+
+    async commitChanges(parent, changes, { message, author }) {
+      const entries = new Map<string, { path: string; oid: string; mode: string; type: TreeEntry['type'] }>()
+      const walk = async (oid: string, prefix: string) => {
+        for (const entry of (await git.readTree({ fs, gitdir, oid })).tree) {
+          const path = prefix + entry.path
+          if (entry.type === 'tree') await walk(entry.oid, `${path}/`)
+          else entries.set(path, { path, oid: entry.oid, mode: entry.mode, type: entry.type })
+        }
+      }
+      const { commit: base } = await git.readCommit({ fs, gitdir, oid: parent })
+      await walk(base.tree, '')
+      for (const change of changes) {
+        if (change.bytes === null) entries.delete(change.path)
+        else {
+          const oid = await git.writeBlob({ fs, gitdir, blob: change.bytes })
+          entries.set(change.path, { path: change.path, oid, mode: entries.get(change.path)?.mode ?? FILE_MODE, type: 'blob' })
+        }
+      }
+      const tree = await writeTree([...entries.values()])
+      return git.commit({ fs, gitdir, message, author, committer: author, tree, parent: [parent], noUpdateBranch: true })
     },
 
     remove: () => rm(gitdir, { recursive: true, force: true }),

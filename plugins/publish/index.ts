@@ -12,7 +12,8 @@ import { publishAnswer, publishBody, streamDescription, type PublishAnswer } fro
 import type { PublishJob, Publisher } from './service.ts'
 export { publishSettings } from './settings.ts'
 
-export { createPublisher, type Publisher } from './service.ts'
+export { createPublisher, type ChangeProposal, type FileChange, type ProposedChange, type Publisher, type PublishJob } from './service.ts'
+export type { PublishAnswer } from './model.ts'
 
 export interface PublishPluginOptions {
   publisher: Publisher

@@ -54,7 +54,7 @@ export const publishAnswer = t.Object({
   commit: t.String({ description: 'Commit id now at the tip of the branch' }),
   previousCommit: t.Nullable(t.String({ description: 'The tip before this publish; null for a new branch' })),
   unchanged: t.Boolean({ description: 'The branch already held exactly this site: no commit was made and commit is the existing one' }),
-  url: t.String({ description: 'Where the site is served: https://<owner>.github.io/<name>/ or the custom domain' }),
+  url: t.String({ description: "Where the site is served, as the Pages API reports it (html_url); https://<owner>.github.io/<name>/ or the custom domain when it reports none" }),
   repositoryCreated: t.Boolean(),
   pages: oneOf(PAGES_OUTCOMES, { description: 'enabled (Pages switched on now), updated (branch or custom domain changed), unchanged' }),
   files: integer({ description: 'Files committed, .nojekyll and CNAME included' }),

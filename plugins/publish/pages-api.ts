@@ -18,6 +18,8 @@ export interface PagesSite {
   path: string
   cname: string | null
   buildType: string | undefined
+  /** Where GitHub serves the site (`html_url`), when it says. */
+  htmlUrl: string | undefined
 }
 
 export interface PagesApiOptions {
@@ -40,6 +42,17 @@ async function bodyOf(response: Response): Promise<Record<string, unknown>> {
     return record(JSON.parse(text))
   } catch {
     return {}
+  }
+}
+
+/** An absolute http(s) URL, or undefined: only such an address is handed on as the site's. */
+function httpUrl(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined
+  try {
+    const url = new URL(value)
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.toString() : undefined
+  } catch {
+    return undefined
   }
 }
 
@@ -96,6 +109,17 @@ export function createPagesApi(options: PagesApiOptions) {
     }
   }
 
+  const pagesSiteFrom = (body: Record<string, unknown>): PagesSite => {
+    const source = record(body.source)
+    return {
+      branch: typeof source.branch === 'string' ? source.branch : undefined,
+      path: typeof source.path === 'string' ? source.path : '/',
+      cname: typeof body.cname === 'string' ? body.cname : null,
+      buildType: typeof body.build_type === 'string' ? body.build_type : undefined,
+      htmlUrl: httpUrl(body.html_url),
+    }
+  }
+
   const repoPath = (owner: string, name: string) => `/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}`
 
   return {
@@ -127,22 +151,34 @@ export function createPagesApi(options: PagesApiOptions) {
       const { status, body } = await call(token, 'GET', `${repoPath(owner, name)}/pages`)
       if (status === 404) return undefined
       if (status !== 200) throw unexpected(`GET ${repoPath(owner, name)}/pages`, status, body)
-      const source = record(body.source)
-      return {
-        branch: typeof source.branch === 'string' ? source.branch : undefined,
-        path: typeof source.path === 'string' ? source.path : '/',
-        cname: typeof body.cname === 'string' ? body.cname : null,
-        buildType: typeof body.build_type === 'string' ? body.build_type : undefined,
-      }
+      return pagesSiteFrom(body)
     },
 
-    /** Enables Pages, published from the root of `branch`; false when it was already enabled. */
-    async enablePages(token: string, owner: string, name: string, branch: string): Promise<boolean> {
+    /** Enables Pages, published from the root of `branch`: the new site, or undefined when it was already enabled. */
+    async enablePages(token: string, owner: string, name: string, branch: string): Promise<PagesSite | undefined> {
       const path = `${repoPath(owner, name)}/pages`
       const { status, body } = await call(token, 'POST', path, { build_type: 'legacy', source: { branch, path: '/' } })
-      if (status === 409) return false
+      if (status === 409) return undefined
       if (status !== 201) throw unexpected(`POST ${path}`, status, body)
-      return true
+      return pagesSiteFrom(body)
+    },
+
+    /**
+     * Opens a pull request of `head` into `base` (branches of this repository): its number and address, or
+     * `exists` when an open one already has that head (GitHub's 422 saying so).
+     */
+    async openPullRequest(
+      token: string,
+      owner: string,
+      name: string,
+      pull: { head: string; base: string; title: string; body: string },
+    ): Promise<{ number: number; url: string } | 'exists'> {
+      const path = `${repoPath(owner, name)}/pulls`
+      const { status, body } = await call(token, 'POST', path, pull)
+      if (status === 201 && typeof body.number === 'number' && httpUrl(body.html_url)) return { number: body.number, url: httpUrl(body.html_url)! }
+      const errors = Array.isArray(body.errors) ? body.errors.map(record) : []
+      if (status === 422 && errors.some((e) => typeof e.message === 'string' && e.message.startsWith('A pull request already exists'))) return 'exists'
+      throw unexpected(`POST ${path}`, status, body)
     },
 
     /** Points the Pages site at the root of `branch`, with `cname` (null removes the custom domain). */

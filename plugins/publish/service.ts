@@ -8,13 +8,13 @@ import { AppError } from '../../src/errors.ts'
 import type { HttpClient } from '../../src/http.ts'
 import type { Logger } from '../../src/log.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
-import { openWorkspace, type CommitAuthor, type Remote } from './git-commit.ts'
+import { openWorkspace, type CommitAuthor, type FileChange, type Remote } from './git-commit.ts'
 import { createGitHttp } from './git-http.ts'
 import { DEFAULT_BRANCH, DEFAULT_MESSAGE, type ProgressEvent, type PublishAnswer, type PublishBody } from './model.ts'
 import { CONNECT_ROUTE, createPagesApi, type PagesApi, type Repository } from './pages-api.ts'
 import { buildSite, type InlineFile, type ReadFile, type SiteFile, type SiteLimits, type SiteOptions } from './site-validation.ts'
 import { normaliseDirectory, type ImportService } from '../imports/index.ts'
-import { parseTarget, publicUrl, type PublishTarget } from './target.ts'
+import { branchProblem, parseTarget, publicUrl, repositoryProblem, type PublishTarget } from './target.ts'
 import type { HttpClient as GitHttpClient } from 'isomorphic-git'
 import type { Caller } from '../../src/auth/caller.ts'
 
@@ -37,7 +37,31 @@ export interface PublisherOptions {
   gitHttp?: GitHttpClient
 }
 
-export type { Caller }
+export type { Caller, FileChange }
+
+/** A change to a repository on the code host, proposed as a new branch and a pull request. */
+export interface ChangeProposal {
+  /** The git URL the files came from (an import's repository); it must be on CODEHOST_GIT_URL. */
+  repositoryUrl: string
+  /** The branch the base commit was taken from; null for the repository's default branch. */
+  baseBranch: string | null
+  baseCommit: string
+  /** The new branch; a push to an existing one is refused unless it fast-forwards. */
+  branch: string
+  changes: readonly FileChange[]
+  message: string
+  title: string
+  body: string
+}
+
+export interface ProposedChange {
+  repository: string
+  branch: string
+  /** The pushed commit, whose parent is the base commit. */
+  commit: string
+  base: { branch: string; commit: string }
+  pullRequest: { number: number; url: string }
+}
 
 /** Receives each step as it is done; a returned promise is waited for before the next step. */
 export type ProgressListener = (event: ProgressEvent) => void | Promise<void>
@@ -84,20 +108,25 @@ export function createPublisher(options: PublisherOptions) {
     return { repository: raced, created: false }
   }
 
-  /** Pages on for the branch's root, with the site's custom domain (or none). */
-  async function ensurePages(token: string, target: PublishTarget): Promise<PublishAnswer['pages']> {
+  /**
+   * Pages on for the branch's root, with the site's custom domain (or none), and where GitHub says the
+   * site is served (PUT answers no body, so the site is read again after an update).
+   */
+  async function ensurePages(token: string, target: PublishTarget): Promise<{ pages: PublishAnswer['pages']; htmlUrl: string | undefined }> {
     const cname = target.customDomain ?? null
     const site = await api.pagesSite(token, target.owner, target.name)
+    const update = async (pages: PublishAnswer['pages']) => {
+      await api.updatePages(token, target.owner, target.name, { branch: target.branch, cname })
+      return { pages, htmlUrl: (await api.pagesSite(token, target.owner, target.name))?.htmlUrl }
+    }
     if (!site) {
       const enabled = await api.enablePages(token, target.owner, target.name, target.branch)
-      if (enabled && !cname) return 'enabled'
+      if (enabled && !cname) return { pages: 'enabled', htmlUrl: enabled.htmlUrl }
       // The custom domain is set by an update; so is a site someone enabled in between (409).
-      await api.updatePages(token, target.owner, target.name, { branch: target.branch, cname })
-      return enabled ? 'enabled' : 'updated'
+      return update(enabled ? 'enabled' : 'updated')
     }
-    if (site.branch === target.branch && site.path === '/' && site.cname === cname && site.buildType !== 'workflow') return 'unchanged'
-    await api.updatePages(token, target.owner, target.name, { branch: target.branch, cname })
-    return 'updated'
+    if (site.branch === target.branch && site.path === '/' && site.cname === cname && site.buildType !== 'workflow') return { pages: 'unchanged', htmlUrl: site.htmlUrl }
+    return update('updated')
   }
 
   async function publish(caller: Caller, token: string, target: PublishTarget, site: SiteFile[], body: PublishBody, progress: ProgressListener): Promise<PublishAnswer> {
@@ -127,8 +156,9 @@ export function createPublisher(options: PublisherOptions) {
     }
 
     let pages: PublishAnswer['pages']
+    let htmlUrl: string | undefined
     try {
-      pages = await ensurePages(token, target)
+      ;({ pages, htmlUrl } = await ensurePages(token, target))
     } catch (error) {
       if (!(error instanceof AppError)) throw error
       // The branch holds the site, but it is not served as asked: an error, with what did happen.
@@ -137,7 +167,8 @@ export function createPublisher(options: PublisherOptions) {
         extensions: { ...error.options.extensions, repository, commit: commit.commit, pushed: !commit.unchanged },
       })
     }
-    const url = publicUrl(target)
+    // GitHub's own address (an account's custom domain moves every project site); built only when it gives none.
+    const url = htmlUrl ?? publicUrl(target)
     await progress({ stage: 'pages', pages, url })
 
     meter.record({ orgId: caller.orgId, userId: caller.userId, kind: 'publish' })
@@ -186,7 +217,56 @@ export function createPublisher(options: PublisherOptions) {
     return buildSite(files, options.limits, { ...site, fieldOf: (_, path) => `source(${path})`, siteField: 'source.directory' })
   }
 
+  /** owner/name of a git URL on the code host, or undefined for another host. */
+  function codeHostRepository(url: string): { owner: string; name: string } | undefined {
+    const prefix = `${options.gitUrl.replace(/\/+$/, '')}/`
+    if (!url.startsWith(prefix)) return undefined
+    const parts = url.slice(prefix.length).replace(/\/+$/, '').replace(/\.git$/, '').split('/')
+    if (parts.length !== 2 || repositoryProblem(parts.join('/'))) return undefined
+    return { owner: parts[0]!, name: parts[1]! }
+  }
+
+  async function proposeChange(caller: Caller, proposal: ChangeProposal): Promise<ProposedChange> {
+    const where = codeHostRepository(proposal.repositoryUrl)
+    if (!where)
+      throw new AppError('validation_failed', `${proposal.repositoryUrl} is not a repository on the code host (${options.gitUrl}); only those can get a pull request`, {
+        errors: [{ field: 'push', message: 'the repository is not on the code host' }],
+      })
+    const problem = branchProblem(proposal.branch)
+    if (problem) throw new AppError('validation_failed', `branch: ${problem}`, { errors: [{ field: 'branch', message: problem }] })
+    const token = await integrations.tokenFor(caller.userId, 'github')
+    if (!token) throw new AppError('codehost_not_connected', `Connect GitHub first: ${CONNECT_ROUTE} starts the connection`, { extensions: { provider: 'github', connect: CONNECT_ROUTE } })
+    const repository = `${where.owner}/${where.name}`
+    const viewer = await api.viewer(token)
+    const remote: Remote = { url: `${options.gitUrl}/${where.owner}/${where.name}.git`, token, repository }
+    const author: CommitAuthor = { name: viewer.login, email: `${viewer.id ? `${viewer.id}+` : ''}${viewer.login}@users.noreply.github.com` }
+    const workspace = await openWorkspace(gitHttp)
+    let commit: string
+    let baseBranch: string
+    try {
+      const base = await workspace.fetchCommit(remote, proposal.baseBranch, proposal.baseCommit)
+      if (!base)
+        throw new AppError('conflict', `${repository} no longer reaches commit ${proposal.baseCommit} from ${proposal.baseBranch ?? 'its default branch'}; import it again`, {
+          extensions: { repository, commit: proposal.baseCommit },
+        })
+      baseBranch = proposal.baseBranch ?? base.branch
+      commit = await workspace.commitChanges(proposal.baseCommit, proposal.changes, { message: proposal.message, author })
+      await workspace.push(remote, proposal.branch, commit)
+    } finally {
+      await workspace.remove().catch((err) => logger.warn('proposal workspace not removed', { err, gitdir: workspace.gitdir }))
+    }
+    const opened = await api.openPullRequest(token, where.owner, where.name, { head: proposal.branch, base: baseBranch, title: proposal.title, body: proposal.body })
+    if (opened === 'exists')
+      throw new AppError('conflict', `${repository}@${proposal.branch} holds commit ${commit}, but a pull request from that branch is already open`, {
+        extensions: { repository, branch: proposal.branch, commit },
+      })
+    logger.info('change proposed', { repository, branch: proposal.branch, commit, pullRequest: opened.number, userId: caller.userId })
+    return { repository, branch: proposal.branch, commit, base: { branch: baseBranch, commit: proposal.baseCommit }, pullRequest: opened }
+  }
+
   return {
+    proposeChange,
+
     /**
      * Checks the request and the connection without calling GitHub: 422 `validation_failed` or
      * `invalid_site`, 413 `site_too_large`, 409 `codehost_not_connected`.

@@ -99,7 +99,7 @@ export const UI_CHUNKS = {
   }),
   data: t.Object(
     { type: t.TemplateLiteral('data-${string}'), id: t.Optional(t.String()), data: t.Unknown(), transient: t.Optional(t.Boolean()) },
-    { description: 'Another data part: enhanced chat writes `data-plan`, `data-step` and `data-check`' },
+    { description: "Another data part: enhanced chat writes `data-plan`, `data-step` and `data-check`; an agent task run from the chat, `data-agent` (one id per task, updated in place)" },
   ),
   error: chunk('error', 'The generation failed', { errorText: t.String() }),
   abort: chunk('abort', 'The generation was cancelled', { reason: t.Optional(t.String()) }),

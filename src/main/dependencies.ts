@@ -29,7 +29,7 @@ import { createSandbox, type Sandbox } from '../sandbox/index.ts'
 import { codeIndexFromConfig, type CodeIndex } from '../../plugins/code-search/index.ts'
 import { bundledSite, createDocsIndex, type DocsIndex } from '../../plugins/docs/index.ts'
 import { createImportService, type ImportService } from '../../plugins/imports/index.ts'
-import { createAgentService, createCommands, createConnectionHub, type AgentService, type ConnectionHub } from '../../plugins/agents/index.ts'
+import { createAgentRunner, createAgentService, createCommands, createConnectionHub, type AgentService, type ConnectionHub } from '../../plugins/agents/index.ts'
 import { createMemoryTaskLog, createRedisTaskLog, createWorkspaces, type Workspaces } from '../../plugins/agents/index.ts'
 import { join } from 'node:path'
 import { classPolicies, policiesFromConfig } from '../rate-limit/plugin.ts'
@@ -191,6 +191,11 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     provider: modelProvider,
     webSearch,
     codeIndex,
+    // The agents are made later; the chat reaches them only once a turn runs.
+    agents: createAgentRunner({
+      agents: () => agents,
+      rateLimit: { limiter, policies: classPolicies({ policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }, 'chat').all },
+    }),
     meter,
     settings: chatConfig,
     maxGenerationMs: chatConfig.generationTimeoutSeconds * 1000,
@@ -294,6 +299,8 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
       workspaces,
       sandbox: sandboxFacade,
       developLimits: { ...agentSettings.develop, maxAnswerChars: 12_000, maxLogChars: 4000 },
+      proposer: publisher,
+      publisher,
       agents: () => agents,
     }),
     logger,

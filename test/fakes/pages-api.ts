@@ -6,7 +6,12 @@
  *   cannot see is 404, as on GitHub)
  * - POST /user/repos (201; 422 when the name exists on the account)
  * - GET /repos/{owner}/{repo}/pages (404 until enabled), POST (201; 409 when already enabled; 422 when
- *   the branch does not exist), PUT (204; cname and source) — writes need admin rights (403)
+ *   the branch does not exist), PUT (204; cname and source) — writes need admin rights (403). The
+ *   site's `html_url` is where GitHub serves it: the repository's custom domain, else the owner's
+ *   (`pagesDomains`: a custom domain on `<owner>.github.io` moves project sites under it), else
+ *   `<owner>.github.io`, at the root for the user site and under /<name>/ for a project site.
+ * - POST /repos/{owner}/{repo}/pulls (201 with `number`, `html_url`; 422 "Validation Failed" when a
+ *   branch is missing or an open pull request already exists for the head) — needs push rights (403)
  *
  * Every call needs `Authorization: Bearer <token>` (or `token <token>`) that `accountOf` knows; anything
  * else is 401 "Bad credentials". Tests steer it: repositories and who may do what, one-off failures.
@@ -28,6 +33,18 @@ export interface FakePagesSite {
   buildType: 'legacy' | 'workflow'
 }
 
+export interface FakePullRequest {
+  number: number
+  title: string
+  body: string | null
+  /** Branch name, without the owner. */
+  head: string
+  base: string
+  htmlUrl: string
+  /** Who opened it. */
+  user: string
+}
+
 export interface FakeRepository {
   owner: string
   name: string
@@ -35,6 +52,7 @@ export interface FakeRepository {
   /** Access of accounts other than the owner, by login. */
   access: Record<string, FakeAccess>
   pages: FakePagesSite | undefined
+  pulls: FakePullRequest[]
 }
 
 export interface FakePagesApiOptions {
@@ -49,6 +67,10 @@ export interface FakePagesApiOptions {
 export interface FakePagesApi extends FakeServer {
   /** By lower-cased `owner/name`. */
   readonly repositories: Map<string, FakeRepository>
+  /** An account's custom Pages domain, by lower-cased login. */
+  readonly pagesDomains: Map<string, string>
+  /** Pages answers leave `html_url` out (as older GitHub Enterprise servers do). */
+  omitHtmlUrl: boolean
   addRepository(owner: string, name: string, options?: Partial<Pick<FakeRepository, 'private' | 'access' | 'pages'>>): FakeRepository
   repository(owner: string, name: string): FakeRepository | undefined
   /** The next `count` calls of `method` to a path matching `path` answer `status`. */
@@ -71,9 +93,18 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
   const repositories = new Map<string, FakeRepository>()
   const failures: { method: string; path: RegExp; status: number; remaining: number }[] = []
   const counts = { pagesEnabled: 0, pagesUpdated: 0, repositoriesCreated: 0 }
+  const pagesDomains = new Map<string, string>()
+  const state = { omitHtmlUrl: false }
+
+  function htmlUrlOf(r: FakeRepository, site: FakePagesSite): string {
+    if (site.cname) return `https://${site.cname}/`
+    const userSite = `${r.owner.toLowerCase()}.github.io`
+    const host = pagesDomains.get(r.owner.toLowerCase()) ?? userSite
+    return r.name.toLowerCase() === userSite ? `https://${host}/` : `https://${host}/${r.name}/`
+  }
 
   function addRepository(owner: string, name: string, extra: Partial<Pick<FakeRepository, 'private' | 'access' | 'pages'>> = {}): FakeRepository {
-    const repository: FakeRepository = { owner, name, private: extra.private ?? false, access: extra.access ?? {}, pages: extra.pages }
+    const repository: FakeRepository = { owner, name, private: extra.private ?? false, access: extra.access ?? {}, pages: extra.pages, pulls: [] }
     repositories.set(key(owner, name), repository)
     return repository
   }
@@ -100,12 +131,51 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
     status: 'built',
     cname: site.cname,
     custom_404: false,
-    html_url: site.cname ? `https://${site.cname}/` : `https://${r.owner.toLowerCase()}.github.io/${r.name}/`,
+    ...(state.omitHtmlUrl ? {} : { html_url: htmlUrlOf(r, site) }),
     build_type: site.buildType,
     source: { branch: site.branch, path: site.path },
     public: !r.private,
     https_enforced: true,
   })
+
+  const invalid = (errors: Record<string, string>[]) =>
+    json({ message: 'Validation Failed', errors, documentation_url: `${DOCS}/pulls/pulls#create-a-pull-request`, status: '422' }, 422)
+
+  function openPull(r: FakeRepository, access: FakeAccess, login: string, body: Record<string, any> | undefined): Response {
+    if (access === 'pull') return message('Resource not accessible by integration', 403)
+    const title = body?.title
+    const rawHead = body?.head
+    const base = body?.base
+    if (typeof title !== 'string' || !title) return invalid([{ resource: 'PullRequest', field: 'title', code: 'missing_field' }])
+    if (typeof rawHead !== 'string' || typeof base !== 'string') return invalid([{ resource: 'PullRequest', field: typeof base === 'string' ? 'head' : 'base', code: 'missing_field' }])
+    // `owner:branch` or, within the repository, just the branch.
+    const colon = rawHead.indexOf(':')
+    const head = colon < 0 ? rawHead : rawHead.slice(colon + 1)
+    if (colon >= 0 && rawHead.slice(0, colon).toLowerCase() !== r.owner.toLowerCase()) return invalid([{ resource: 'PullRequest', field: 'head', code: 'invalid' }])
+    const exists = (branch: string) => !options.branchExists || options.branchExists(r, branch)
+    if (!exists(base)) return invalid([{ resource: 'PullRequest', field: 'base', code: 'invalid' }])
+    if (!exists(head)) return invalid([{ resource: 'PullRequest', field: 'head', code: 'invalid' }])
+    if (r.pulls.some((p) => p.head === head && p.base === base))
+      return invalid([{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${r.owner}:${head}.` }])
+    const number = r.pulls.length + 1
+    const pull: FakePullRequest = { number, title, body: typeof body?.body === 'string' ? body.body : null, head, base, htmlUrl: `https://github.com/${r.owner}/${r.name}/pull/${number}`, user: login }
+    r.pulls.push(pull)
+    return json(
+      {
+        url: `http://api.github.invalid/repos/${r.owner}/${r.name}/pulls/${number}`,
+        id: 5000 + number,
+        number,
+        state: 'open',
+        html_url: pull.htmlUrl,
+        title: pull.title,
+        body: pull.body,
+        user: { login },
+        head: { label: `${r.owner}:${head}`, ref: head },
+        base: { label: `${r.owner}:${base}`, ref: base },
+      },
+      201,
+    )
+  }
 
   async function readJson(request: Request): Promise<Record<string, any> | undefined> {
     try {
@@ -147,12 +217,13 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
       return json(repositoryBody(repository, 'admin'), 201)
     }
 
-    const match = /^\/repos\/([^/]+)\/([^/]+)(\/pages)?$/.exec(path)
+    const match = /^\/repos\/([^/]+)\/([^/]+)(\/pages|\/pulls)?$/.exec(path)
     const repository = match ? repositories.get(key(decodeURIComponent(match[1]!), decodeURIComponent(match[2]!))) : undefined
     const access = repository && accessOf(repository, account.login)
     if (!match) return message('Not Found', 404)
     if (!repository || !access) return message('Not Found', 404)
     if (!match[3]) return method === 'GET' ? json(repositoryBody(repository, access)) : message('Not Found', 404)
+    if (match[3] === '/pulls') return method === 'POST' ? openPull(repository, access, account.login, await readJson(request)) : message('Not Found', 404)
 
     if (method === 'GET') return repository.pages ? json(pagesBody(repository, repository.pages)) : message('Not Found', 404)
     if (access !== 'admin') return message('Must have admin rights to Repository.', 403)
@@ -190,6 +261,13 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
   return {
     ...server,
     repositories,
+    pagesDomains,
+    get omitHtmlUrl() {
+      return state.omitHtmlUrl
+    },
+    set omitHtmlUrl(value: boolean) {
+      state.omitHtmlUrl = value
+    },
     addRepository,
     repository: (owner, name) => repositories.get(key(owner, name)),
     fail(method, path, status, count = 1) {

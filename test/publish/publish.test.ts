@@ -145,6 +145,34 @@ for (const backend of BACKENDS) {
       expect((await res.json()).url).toBe(`https://${LOGIN}.github.io/`)
     })
 
+    test("the answered URL is the one the Pages API reports: an account's custom domain serves project sites under it", async () => {
+      w.api.pagesDomains.set(LOGIN.toLowerCase(), 'www.example.org')
+      try {
+        const first = await w.publish(token, { repository: `${LOGIN}/moved`, files: sampleSite('moved').files })
+        expect(first.status).toBe(200)
+        expect(await first.json()).toMatchObject({ pages: 'enabled', url: 'https://www.example.org/moved/' })
+        // Unchanged Pages: the address comes from the site as read.
+        const again = await w.publish(token, { repository: `${LOGIN}/moved`, files: sampleSite('again').files })
+        expect(await again.json()).toMatchObject({ pages: 'unchanged', url: 'https://www.example.org/moved/' })
+        // Updated Pages (another branch): read again after the update.
+        const moved = await w.publish(token, { repository: `${LOGIN}/moved`, branch: 'live', files: sampleSite('live').files })
+        expect(await moved.json()).toMatchObject({ pages: 'updated', url: 'https://www.example.org/moved/' })
+      } finally {
+        w.api.pagesDomains.delete(LOGIN.toLowerCase())
+      }
+    })
+
+    test('when the Pages API reports no html_url the address is built from the repository', async () => {
+      w.api.omitHtmlUrl = true
+      try {
+        const res = await w.publish(token, { repository: `${LOGIN}/unreported`, files: sampleSite().files })
+        expect(res.status).toBe(200)
+        expect(await res.json()).toMatchObject({ pages: 'enabled', url: `https://${LOGIN}.github.io/unreported/` })
+      } finally {
+        w.api.omitHtmlUrl = false
+      }
+    })
+
     test('without index.html the site is published when the caller says so', async () => {
       const res = await w.publish(token, { repository: `${LOGIN}/assets-only`, requireIndex: false, files: [{ path: 'data.json', content: '{"a":1}' }] })
       expect(res.status).toBe(200)

@@ -1,0 +1,81 @@
+/**
+ * The `build_site` command: the develop loop builds a static site in a new, empty workspace; the site is then
+ * checked (pages balanced, every local link and asset present) and published with the publish service. The
+ * answer's URL is the one the Pages API reports.
+ */
+import { AppError } from '../../src/errors.ts'
+import type { Caller } from '../../src/auth/caller.ts'
+import type { PublishAnswer, PublishJob } from '../publish/index.ts'
+import { developCommand, type DevelopDependencies } from './develop.ts'
+import type { BuildSiteParams } from './model.ts'
+import { TaskError, type CommandHandler } from './service.ts'
+import { checkSite } from './site-check.ts'
+
+export interface BuildSiteDependencies extends Omit<DevelopDependencies, 'systemPrompt'> {
+  publisher?: { prepare(caller: Caller, body: PublishRequest): Promise<PublishJob> }
+}
+
+/** What build_site asks the publish service for. */
+export interface PublishRequest {
+  repository: string
+  branch?: string
+  customDomain?: string
+  files: { path: string; content: string; encoding: 'base64' }[]
+  message?: string
+}
+
+const SITE_PROMPT = [
+  'You are a web developer building a static website in an empty workspace through tools. Write plain HTML, CSS and, only if needed, JavaScript files.',
+  'The root page is index.html. Use relative links between pages and to assets, and make sure every file you link to exists. Close every element you open.',
+  'No build step and no network: the files you write are published as they are. When done, call finish with a short summary.',
+].join('\n')
+
+const asAppError = (err: unknown) => (err instanceof AppError ? new TaskError(err.code, err.message) : err)
+
+export function buildSiteCommand(deps: BuildSiteDependencies): CommandHandler {
+  const { limits } = deps
+  const develop = developCommand({ ...deps, systemPrompt: SITE_PROMPT })
+  const totalSteps = limits.maxSteps + 4
+  return {
+    steps: totalSteps,
+    async run(context) {
+      const params = context.params as BuildSiteParams
+      if (!deps.publisher) throw new TaskError('not_configured', 'Publishing is not available in this deployment')
+      const built = (await develop.run({ ...context, params: { instruction: params.instruction } })) as { summary: string | null; finished: boolean; stopped?: string }
+      context.step(limits.maxSteps + 2, 'Checking the site', totalSteps)
+      const files = []
+      for (const entry of await deps.workspaces.list(context.taskId))
+        if (entry.type === 'file') files.push({ path: entry.path, bytes: await deps.workspaces.read(context.taskId, entry.path) })
+      const problems = checkSite(files)
+      for (const problem of problems.slice(0, 20)) context.log(problem, 'warn')
+      if (problems.length)
+        throw new TaskError('invalid_site', `The site is not published: ${problems.length} problem${problems.length === 1 ? '' : 's'} (${problems.slice(0, 5).join('; ')})`)
+      context.step(limits.maxSteps + 3, `Publishing to ${params.repository}`, totalSteps)
+      let answer: PublishAnswer
+      try {
+        const job = await deps.publisher.prepare(context.caller, {
+          repository: params.repository,
+          ...(params.branch ? { branch: params.branch } : {}),
+          ...(params.customDomain ? { customDomain: params.customDomain } : {}),
+          files: files.map((f) => ({ path: f.path, content: Buffer.from(f.bytes).toString('base64'), encoding: 'base64' as const })),
+          message: params.instruction.split('\n')[0]!.trim().slice(0, 72) || 'Publish site',
+        })
+        answer = await job.run((progress) => context.log(`publish: ${progress.stage}`))
+      } catch (err) {
+        throw asAppError(err)
+      }
+      context.log(`Published at ${answer.url}`)
+      return {
+        summary: built.summary,
+        finished: built.finished,
+        ...(built.stopped ? { stopped: built.stopped } : {}),
+        url: answer.url,
+        repository: answer.repository,
+        branch: answer.branch,
+        commit: answer.commit,
+        pages: answer.pages,
+        files: files.map((f) => f.path),
+      }
+    },
+  }
+}

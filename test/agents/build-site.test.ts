@@ -1,0 +1,107 @@
+/**
+ * build_site: the scripted model writes a multi-file site in an empty workspace; it is checked and published to
+ * the git server and the Pages API fake, and the result carries the URL that API reports.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { checkSite } from '../../plugins/agents/site-check.ts'
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
+import { LOGIN, startWorld, text, type Member, type PublishWorld } from '../publish/support.ts'
+import { call } from './helpers.ts'
+
+const bytes = (files: Record<string, string>) => Object.entries(files).map(([path, content]) => ({ path, bytes: new TextEncoder().encode(content) }))
+
+describe('site check', () => {
+  test('a site whose links and assets all resolve and whose pages are balanced has no problems', () => {
+    expect(
+      checkSite(
+        bytes({
+          'index.html': '<!doctype html><title>Home</title><link rel="stylesheet" href="css/site.css"><div><a href="about/">About</a> <a href="docs">Docs</a> <a href="#top">top</a> <a href="https://example.com/x">out</a><img src="img/logo.png" srcset="img/logo.png 1x, img/logo@2x.png 2x"></div>',
+          'about/index.html': '<p>About<p>more <a href="../index.html">home</a> <a href="/css/site.css?v=2">css</a>',
+          'docs.html': '<ul><li>one<li>two</ul><script>if (a < b && "</div>") {}</script>',
+          'css/site.css': 'body{}',
+          'img/logo.png': 'png',
+          'img/logo@2x.png': 'png',
+        }),
+      ),
+    ).toEqual([])
+  })
+
+  test('missing files, links out of the site, unclosed and stray tags and a missing root page are each reported', () => {
+    expect(
+      checkSite(
+        bytes({
+          'page.html': '<div><section><a href="missing.html">x</a><img src="../../etc/passwd"></div>\n</span>',
+          'other.html': '<main>\n<p>never closed',
+        }),
+      ),
+    ).toEqual([
+      'index.html: the site has no root page',
+      'page.html:1: <section> is not closed before </div> on line 1',
+      'page.html:2: </span> closes no open <span>',
+      'page.html: link missing.html names no file of the site',
+      'page.html: link ../../etc/passwd points outside the site',
+      'other.html:1: <main> is never closed',
+    ])
+  })
+})
+
+describe('build_site', () => {
+  let w: PublishWorld
+  let model: FakeOpenAi
+  let member: Member
+  beforeAll(async () => {
+    model = startFakeOpenAi()
+    w = await startWorld('sqlite', { OPENAI_BASE_URL: model.baseUrl, CHAT_MODEL: 'fake-model' })
+    member = await w.connectedMember()
+  })
+  afterAll(async () => {
+    await w.close()
+    await model.close()
+  })
+
+  /** Runs the command to its end; answers its messages. */
+  async function run(params: Record<string, unknown>) {
+    const caller = { userId: member.userId, orgId: member.orgId }
+    const taskId = w.t.deps.agents.start(caller, 'build_site', params)
+    await w.t.deps.agents.settled(taskId)
+    const messages: Record<string, any>[] = []
+    const { stop } = await w.t.deps.agents.follow(caller, taskId, 0, (wire) => messages.push(JSON.parse(wire)))
+    stop()
+    return messages
+  }
+
+  test('the site is built, checked and published; the answer carries the URL the Pages API reports', async () => {
+    w.api.pagesDomains.set(LOGIN.toLowerCase(), 'sites.example.org')
+    model.queue = [
+      call('write_file', { path: 'index.html', content: '<!doctype html><title>Bakery</title><link rel="stylesheet" href="style.css"><h1>Bakery</h1><a href="menu.html">Menu</a>' }),
+      call('write_file', { path: 'menu.html', content: '<!doctype html><title>Menu</title><link rel="stylesheet" href="style.css"><ul><li>Bread</ul><a href="index.html">Home</a>' }),
+      call('write_file', { path: 'style.css', content: 'body { font-family: serif }\n' }),
+      call('finish', { summary: 'A two-page bakery site.' }),
+    ]
+    const messages = await run({ instruction: 'A site for my bakery', repository: `${LOGIN}/bakery` })
+    const final = messages.at(-1)!
+    expect(final).toMatchObject({
+      type: 'result',
+      output: { summary: 'A two-page bakery site.', url: 'https://sites.example.org/bakery/', repository: `${LOGIN}/bakery`, branch: 'gh-pages', pages: 'enabled' },
+    })
+    expect(final.output.files.sort()).toEqual(['index.html', 'menu.html', 'style.css'])
+    expect(final.output.commit).toBe(w.tip(LOGIN, 'bakery', 'gh-pages'))
+    const clone = await w.clone(LOGIN, 'bakery', 'gh-pages')
+    expect(Object.keys(clone).sort()).toEqual(['.nojekyll', 'index.html', 'menu.html', 'style.css'])
+    expect(text(clone, 'style.css')).toBe('body { font-family: serif }\n')
+    const steps = messages.filter((m) => m.type === 'progress' && m.step).map((m) => m.step)
+    expect(steps.slice(-2)).toEqual(['Checking the site', `Publishing to ${LOGIN}/bakery`])
+  })
+
+  test('a site with a broken link is not published and the task says why', async () => {
+    model.queue = [
+      call('write_file', { path: 'index.html', content: '<!doctype html><title>x</title><a href="missing.html">gone</a>' }),
+      call('finish', { summary: 'done' }),
+    ]
+    const reposBefore = w.api.repositoriesCreated
+    const messages = await run({ instruction: 'Broken', repository: `${LOGIN}/broken` })
+    expect(messages.at(-1)).toMatchObject({ type: 'error', code: 'invalid_site', message: expect.stringContaining('index.html: link missing.html names no file of the site') })
+    expect(w.api.repositoriesCreated).toBe(reposBefore)
+    expect(w.tip(LOGIN, 'broken', 'gh-pages')).toBeUndefined()
+  })
+})
