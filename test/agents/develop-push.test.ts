@@ -7,7 +7,7 @@ import { startGitServer, runGit, type GitServer } from '../fakes/git-server.ts'
 import { defaultAccount, startFakeOAuthProvider, type FakeOAuthProvider } from '../fakes/oauth-provider.ts'
 import { startFakePagesApi, type FakePagesApi } from '../fakes/pages-api.ts'
 import { tempDir } from '../helpers.ts'
-import { agentHarness, call, isFinal, type AgentHarness } from './helpers.ts'
+import { agentHarness, importRepository, call, isFinal, type AgentHarness } from './helpers.ts'
 import { join } from 'node:path'
 
 const PUBLIC_BASE_URL = 'https://app.example'
@@ -56,10 +56,7 @@ describe('develop with push', () => {
     git.createRepository(`${OWNER}/calc`, { 'README.md': '# Calc\n', 'src/sum.ts': BROKEN, 'src/old.ts': 'export {}\n' })
     // The account may push to the organisation's repository, as a collaborator.
     api.addRepository(OWNER, 'calc', { access: { [defaultAccount.login]: 'push' } })
-    const started = await h.t.deps.imports.start({ orgId: h.user.orgId, userId: h.user.id }, { repository: git.urlOf(`${OWNER}/calc`) })
-    importId = started.id
-    await h.t.deps.imports.settled(importId)
-    importedCommit = (await h.t.deps.imports.get(h.user.orgId, importId))!.commit!
+    ;({ id: importId, commit: importedCommit } = await importRepository(h, git.urlOf(`${OWNER}/calc`)))
     // The main branch moves on after the import: the pushed branch must still start from the imported commit.
     const work = join(home.path, 'work')
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home.path, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'T', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 'T', GIT_COMMITTER_EMAIL: 't@example.com' }

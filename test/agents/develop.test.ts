@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { startGitServer, type GitServer } from '../fakes/git-server.ts'
 import { userWithRole } from '../helpers.ts'
 import { marker, processesWith, waitFor } from '../sandbox/support.ts'
-import { agentHarness, call, expectContiguous, isFinal, type AgentHarness } from './helpers.ts'
+import { agentHarness, importRepository, call, expectContiguous, isFinal, type AgentHarness } from './helpers.ts'
 
 const BROKEN = 'export const sum = (a: number, b: number) => a - b\n'
 const WRONG = 'export const sum = (a: number, b: number) => a * b\n'
@@ -26,10 +26,7 @@ describe('develop', () => {
     git = startGitServer()
     h = await agentHarness({ IMPORT_ALLOW_HOSTS: `127.0.0.1:${git.port}` })
     git.createRepository('acme/calc', { 'README.md': '# Calc\n', 'src/sum.ts': BROKEN, 'src/sum.test.ts': TESTS })
-    const started = await h.t.deps.imports.start({ orgId: h.user.orgId, userId: h.user.id }, { repository: git.urlOf('acme/calc') })
-    importId = started.id
-    await h.t.deps.imports.settled(importId)
-    expect((await h.t.deps.imports.get(h.user.orgId, importId))?.status).toBe('succeeded')
+    importId = (await importRepository(h, git.urlOf('acme/calc'))).id
   })
   afterAll(async () => {
     await h.close()

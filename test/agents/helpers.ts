@@ -134,3 +134,13 @@ export async function agentHarness(env: Record<string, string> = {}): Promise<Ag
   }
   return harness
 }
+
+/** Imports `url` for the harness's user and waits until it succeeded; answers the import. */
+export async function importRepository(h: AgentHarness, url: string): Promise<{ id: string; commit: string }> {
+  const { imports } = h.t.deps
+  const started = await imports.start({ orgId: h.user.orgId, userId: h.user.id }, { repository: url })
+  await imports.settled(started.id)
+  const done = await imports.get(h.user.orgId, started.id)
+  expect(done?.status).toBe('succeeded')
+  return { id: started.id, commit: done!.commit! }
+}

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startGitServer, type GitServer } from '../fakes/git-server.ts'
 import { queryUsage } from '../../src/usage/meter.ts'
 import { userWithRole } from '../helpers.ts'
-import { agentHarness, expectContiguous, isFinal, type AgentHarness } from './helpers.ts'
+import { agentHarness, importRepository, expectContiguous, isFinal, type AgentHarness } from './helpers.ts'
 
 describe('agent commands on an import', () => {
   let git: GitServer
@@ -18,10 +18,7 @@ describe('agent commands on an import', () => {
       'src/balance.ts': 'export function balanceOf(entries: number[]) {\n  return entries.reduce((sum, e) => sum - e, 0)\n}\n',
       'src/journal.ts': 'export const journal: number[] = []\n',
     })
-    const started = await h.t.deps.imports.start({ orgId: h.user.orgId, userId: h.user.id }, { repository: git.urlOf('acme/ledger') })
-    importId = started.id
-    await h.t.deps.imports.settled(importId)
-    expect((await h.t.deps.imports.get(h.user.orgId, importId))?.status).toBe('succeeded')
+    importId = (await importRepository(h, git.urlOf('acme/ledger'))).id
   })
   afterAll(async () => {
     await h.close()
