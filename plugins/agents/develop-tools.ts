@@ -171,14 +171,10 @@ export async function runDevelopTool(context: DevelopToolContext, name: string, 
       case 'run_command': {
         const command = stringArg(args, 'command')
         if (!command.trim()) return refused('command is empty')
-        const result = await context.runCommand({
-          directory: workspaces.get(taskId).tree,
-          command,
-          maxFileBytes: workspaces.limits.maxBytes,
-          signal: context.signal,
-        })
-        const usage = await workspaces.usage(taskId)
-        if (usage.problem) throw new TaskError('workspace_limit', `After \`${command.slice(0, 200)}\` the workspace holds ${usage.problem}`)
+        const { value: result, problem } = await workspaces.whileWithinLimits(taskId, context.signal, (signal) =>
+          context.runCommand({ directory: workspaces.get(taskId).tree, command, maxFileBytes: workspaces.limits.maxBytes, signal }),
+        )
+        if (problem) throw new TaskError('workspace_limit', `\`${command.slice(0, 200)}\` made the workspace hold ${problem}; it was stopped`)
         const status = result.exitCode === null ? result.verdict : `exit ${result.exitCode}`
         return {
           answer: clip(`${status}\n${result.output}${result.truncated ? '\n[output cut at the sandbox limit]' : ''}`, context.maxAnswerChars),

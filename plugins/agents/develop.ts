@@ -274,8 +274,11 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
 
         context.step(limits.maxSteps + 1, checks.length ? `Running ${checks.length} check${checks.length === 1 ? '' : 's'}` : 'Collecting the diff')
         for (const command of checks) {
-          const result = await deps.sandbox.runCommand({ directory: workspace.tree, command, maxFileBytes: deps.workspaces.limits.maxBytes, signal: context.signal })
+          const { value: result, problem } = await deps.workspaces.whileWithinLimits(context.taskId, context.signal, (signal) =>
+            deps.sandbox.runCommand({ directory: workspace.tree, command, maxFileBytes: deps.workspaces.limits.maxBytes, signal }),
+          )
           context.signal.throwIfAborted()
+          if (problem) throw new TaskError('workspace_limit', `Check \`${command.slice(0, 200)}\` made the workspace hold ${problem}`)
           lastVerdicts.set(command, describe(result, command))
           context.log(`check \`${command}\`: ${result.verdict}`, result.verdict === 'passed' ? 'info' : 'warn')
         }
@@ -308,7 +311,7 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
           durationMs: Math.round(performance.now() - started),
         }
       } finally {
-        deps.workspaces.release(context.taskId)
+        await deps.workspaces.release(context.taskId)
       }
     },
   }

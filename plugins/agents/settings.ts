@@ -25,7 +25,7 @@ export const agentsSettings = defineSettings({
       fallback: 1000,
     },
     AGENT_MAX_RUNNING_TASKS_PER_USER: { doc: 'Agent tasks one user may have running at once; more are refused with too_many_tasks', parse: integer(1, 10_000), fallback: 10 },
-    AGENT_WORKSPACE_MAX_FILES: { doc: 'Files a development task\'s workspace may hold (the import\'s and those written); more fail the task with workspace_limit', parse: integer(1, 1_000_000), fallback: 5000 },
+    AGENT_WORKSPACE_MAX_FILES: { doc: 'Files a development task\'s workspace may hold (the import\'s and those written), and as many directories; more fail the task with workspace_limit', parse: integer(1, 1_000_000), fallback: 5000 },
     AGENT_WORKSPACE_MAX_BYTES: {
       doc: "Bytes a development task's workspace may hold; also the largest file a command in it may write",
       parse: integer(1024, 64 * 1024 * 1024 * 1024),

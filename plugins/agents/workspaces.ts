@@ -5,15 +5,18 @@
  * forged from inside. Paths given to the file functions never leave the tree: `..`, absolute paths and symbolic
  * links anywhere on the way are refused, and what was opened is checked to lie inside the tree. A workspace
  * is removed `retentionSeconds` after its task ends.
+ *
+ * `<root>/<taskId>/workspace.json` records the base and, once the task ended, when the workspace expires: every
+ * process sharing the root (the same DATA_DIR) reads any workspace through it, and removes expired ones.
  */
-import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, writeSync, ftruncateSync } from 'node:fs'
-import { lstat, mkdir, readdir, realpath, rm, unlink, writeFile } from 'node:fs/promises'
+import { closeSync, constants, fstatSync, openSync, readFileSync, readlinkSync, readSync, writeSync, ftruncateSync } from 'node:fs'
+import { lstat, mkdir, readdir, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import type { Logger } from '../../src/log.ts'
 import { TaskError } from './service.ts'
 
 export interface WorkspaceLimits {
-  /** Files (and symbolic links) the tree may hold. */
+  /** Files (and symbolic links) the tree may hold; also the most directories it may hold. */
   maxFiles: number
   /** Bytes of all files together; also the largest file a command may write. */
   maxBytes: number
@@ -37,6 +40,7 @@ export interface WorkspaceChange {
 
 export interface WorkspaceUsage {
   files: number
+  directories: number
   bytes: number
 }
 
@@ -53,6 +57,8 @@ export interface WorkspacesOptions {
   root: string
   limits: WorkspaceLimits
   retentionSeconds: number
+  /** How often a running command's tree is measured against the limits. Default 200 ms. */
+  watchIntervalMs?: number
   logger: Logger
 }
 
@@ -64,6 +70,14 @@ export class WorkspacePathError extends TaskError {
 }
 
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/
+
+/** What `workspace.json` holds. */
+interface WorkspaceRecord {
+  base: TaskWorkspace['base'] | null
+  baseCommit: string
+  /** Epoch ms after which the workspace is gone; absent while its task runs. */
+  expiresAt?: number
+}
 
 /** The `/` separated relative path's segments, or a refusal naming why it cannot name a file in the tree. */
 export function pathSegments(path: string): string[] {
@@ -114,6 +128,8 @@ async function git(gitdir: string, tree: string, args: string[]): Promise<string
 
 export function createWorkspaces(options: WorkspacesOptions) {
   const { root, limits, logger } = options
+  const watchIntervalMs = options.watchIntervalMs ?? 200
+  // This process's tasks' workspaces; others' are found through their record.
   const open = new Map<string, TaskWorkspace>()
   // The commit holding each workspace's base: diffs are against it, whatever is committed later.
   const baseCommits = new Map<string, string>()
@@ -127,6 +143,24 @@ export function createWorkspaces(options: WorkspacesOptions) {
   }
   const gitdirOf = (taskId: string) => join(dirOf(taskId), 'git')
   const treeOf = (taskId: string) => join(dirOf(taskId), 'tree')
+  const recordOf = (taskId: string) => join(dirOf(taskId), 'workspace.json')
+
+  function readRecord(taskId: string): WorkspaceRecord | undefined {
+    try {
+      return JSON.parse(readFileSync(recordOf(taskId), 'utf8')) as WorkspaceRecord
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Replaced whole (written aside, then renamed), so a reader never sees half a record. */
+  async function writeRecord(taskId: string, record: WorkspaceRecord): Promise<void> {
+    const aside = `${recordOf(taskId)}.${process.pid}.tmp`
+    await writeFile(aside, JSON.stringify(record), { mode: 0o600 })
+    await rename(aside, recordOf(taskId))
+  }
+
+  const expired = (record: WorkspaceRecord) => record.expiresAt !== undefined && record.expiresAt <= Date.now()
 
   function serialised<T>(taskId: string, work: () => Promise<T>): Promise<T> {
     const previous = queues.get(taskId) ?? Promise.resolve()
@@ -169,21 +203,27 @@ export function createWorkspaces(options: WorkspacesOptions) {
     return fd
   }
 
+  /**
+   * What the tree holds. The walk stops as soon as a limit is passed, so a tree a command flooded with entries
+   * costs no more to measure than one at its limits.
+   */
   async function usage(tree: string): Promise<WorkspaceUsage> {
-    let files = 0
-    let bytes = 0
-    const walk = async (dir: string) => {
-      for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const counted: WorkspaceUsage = { files: 0, directories: 0, bytes: 0 }
+    const walk = async (dir: string): Promise<void> => {
+      for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        if (overLimit(counted)) return
         const full = join(dir, entry.name)
-        if (entry.isDirectory()) await walk(full)
-        else {
-          files++
-          bytes += (await lstat(full).catch(() => ({ size: 0 }))).size
+        if (entry.isDirectory()) {
+          counted.directories++
+          await walk(full)
+        } else {
+          counted.files++
+          counted.bytes += (await lstat(full).catch(() => ({ size: 0 }))).size
         }
       }
     }
     await walk(tree)
-    return { files, bytes }
+    return counted
   }
 
   /**
@@ -199,13 +239,24 @@ export function createWorkspaces(options: WorkspacesOptions) {
   }
 
   const overLimit = (u: WorkspaceUsage) =>
-    u.files > limits.maxFiles ? `${u.files} files (at most ${limits.maxFiles})` : u.bytes > limits.maxBytes ? `${u.bytes} bytes (at most ${limits.maxBytes})` : undefined
+    u.files > limits.maxFiles
+      ? `${u.files} files (at most ${limits.maxFiles})`
+      : u.directories > limits.maxFiles
+        ? `${u.directories} directories (at most ${limits.maxFiles})`
+        : u.bytes > limits.maxBytes
+          ? `${u.bytes} bytes (at most ${limits.maxBytes})`
+          : undefined
 
   function workspaceOf(taskId: string): TaskWorkspace {
     const found = open.get(taskId)
-    if (!found) throw new TaskError('workspace_not_found', `The workspace of ${taskId} is gone (removed after AGENT_TASK_RETENTION_SECONDS)`)
-    return found
+    if (found) return found
+    // Another process's task, on the shared root.
+    const record = readRecord(taskId)
+    if (!record || expired(record)) throw new TaskError('workspace_not_found', `The workspace of ${taskId} is gone (removed after AGENT_TASK_RETENTION_SECONDS)`)
+    return { taskId, tree: treeOf(taskId), base: record.base ?? undefined }
   }
+
+  const baseCommitOf = (taskId: string) => baseCommits.get(taskId) ?? readRecord(taskId)?.baseCommit
 
   return {
     limits,
@@ -213,7 +264,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
     /** A new workspace holding `files`, committed as its base. */
     async create(taskId: string, files: WorkspaceFile[], base?: TaskWorkspace['base']): Promise<TaskWorkspace> {
       const bytes = files.reduce((sum, f) => sum + f.bytes.byteLength, 0)
-      const problem = overLimit({ files: files.length, bytes })
+      const problem = overLimit({ files: files.length, directories: 0, bytes })
       if (problem) throw new TaskError('workspace_limit', `The repository holds ${problem}; AGENT_WORKSPACE_MAX_FILES and AGENT_WORKSPACE_MAX_BYTES bound a workspace`)
       const tree = treeOf(taskId)
       const gitdir = gitdirOf(taskId)
@@ -227,7 +278,9 @@ export function createWorkspaces(options: WorkspacesOptions) {
         await git(gitdir, tree, ['init', '--quiet'])
         await git(gitdir, tree, ['add', '--all'])
         await git(gitdir, tree, ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', base ? `base: ${base.commit}` : 'base: empty project'])
-        baseCommits.set(taskId, (await git(gitdir, tree, ['rev-parse', 'HEAD'])).trim())
+        const baseCommit = (await git(gitdir, tree, ['rev-parse', 'HEAD'])).trim()
+        await writeRecord(taskId, { base: base ?? null, baseCommit })
+        baseCommits.set(taskId, baseCommit)
       } catch (err) {
         await rm(dirOf(taskId), { recursive: true, force: true })
         throw err
@@ -295,7 +348,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
       const { absolute, exists } = await locate(tree, path, 'file')
       const before = await usage(tree)
       const previous = exists ? (await lstat(absolute)).size : 0
-      const problem = overLimit({ files: before.files + (exists ? 0 : 1), bytes: before.bytes - previous + bytes.byteLength })
+      const problem = overLimit({ ...before, files: before.files + (exists ? 0 : 1), bytes: before.bytes - previous + bytes.byteLength })
       if (problem) throw new TaskError('workspace_limit', `Writing ${path} would make the workspace hold ${problem}`)
       await mkdir(dirname(absolute), { recursive: true })
       // Checked again after creating the directories: a directory on the way must not have become a link.
@@ -331,6 +384,41 @@ export function createWorkspaces(options: WorkspacesOptions) {
       return problem ? { ...measured, problem } : measured
     },
 
+    /**
+     * Runs `work` (a command in the tree) while measuring the tree, so a command that floods it is killed as it
+     * passes a limit, not found over it afterwards: the signal handed to `work` aborts then (and when `signal` does).
+     * Answers what `work` answered and the limit passed, if any, measured again once it ended.
+     */
+    async whileWithinLimits<T>(taskId: string, signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<{ value: T; problem?: string }> {
+      const { tree } = workspaceOf(taskId)
+      const controller = new AbortController()
+      const abort = () => controller.abort(signal?.reason)
+      if (signal?.aborted) abort()
+      signal?.addEventListener('abort', abort, { once: true })
+      let problem: string | undefined
+      let timer: Timer | undefined
+      let done = false
+      const measure = async () => {
+        const started = performance.now()
+        problem = overLimit(await usage(tree))
+        if (problem) controller.abort(new TaskError('workspace_limit', `The workspace holds ${problem}`))
+        // A large tree is measured less often, so measuring never takes more than a fifth of the time.
+        else if (!done) timer = setTimeout(measure, Math.max(watchIntervalMs, 4 * (performance.now() - started)))
+      }
+      timer = setTimeout(measure, watchIntervalMs)
+      try {
+        const value = await work(controller.signal)
+        done = true
+        clearTimeout(timer)
+        problem ??= overLimit(await usage(tree))
+        return problem ? { value, problem } : { value }
+      } finally {
+        done = true
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', abort)
+      }
+    },
+
     /** The unified diff of the tree against its base, and the paths it changes. */
     diff(taskId: string): Promise<{ diff: string; files: WorkspaceChange[] }> {
       const { tree } = workspaceOf(taskId)
@@ -338,7 +426,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
       return serialised(taskId, async () => {
         await removeGitEntries(tree)
         await git(gitdir, tree, ['add', '--all'])
-        const base = baseCommits.get(taskId)!
+        const base = baseCommitOf(taskId)
+        if (!base) throw new TaskError('workspace_not_found', `The workspace of ${taskId} is gone`)
         const diff = await git(gitdir, tree, ['diff', '--cached', '--no-color', '--no-ext-diff', '--no-renames', '--binary', '--full-index', base])
         const names = await git(gitdir, tree, ['diff', '--cached', '--no-renames', '--name-status', '-z', base])
         const parts = names.split('\0').filter(Boolean)
@@ -365,12 +454,17 @@ export function createWorkspaces(options: WorkspacesOptions) {
       })
     },
 
-    /** The task ended: its workspace is removed after the retention time. */
-    release(taskId: string) {
+    /** The task ended: its workspace is removed after the retention time (by whichever process sweeps first). */
+    async release(taskId: string) {
       if (!open.has(taskId) || removals.has(taskId)) return
       const timer = setTimeout(() => void this.remove(taskId), options.retentionSeconds * 1000)
       timer.unref?.()
       removals.set(taskId, timer)
+      const baseCommit = baseCommits.get(taskId)
+      if (baseCommit)
+        await writeRecord(taskId, { base: open.get(taskId)!.base ?? null, baseCommit, expiresAt: Date.now() + options.retentionSeconds * 1000 }).catch((err) =>
+          logger.warn('agent workspace expiry not recorded', { err, taskId }),
+        )
     },
 
     async remove(taskId: string) {
@@ -391,15 +485,22 @@ export function createWorkspaces(options: WorkspacesOptions) {
       const before = Date.now() - olderThanSeconds * 1000
       for (const name of names) {
         if (open.has(name) || !SAFE_ID.test(name)) continue
+        const record = readRecord(name)
         const info = await lstat(join(root, name)).catch(() => undefined)
-        if (info && info.mtimeMs < before) await rm(join(root, name), { recursive: true, force: true })
+        if ((record && expired(record)) || (info && info.mtimeMs < before)) await rm(join(root, name), { recursive: true, force: true })
       }
     },
 
-    /** Removes every workspace of this process (shutdown). */
+    /**
+     * Shutdown: the workspaces of tasks still running are removed (their tasks end here, interrupted); those of
+     * ended tasks stay readable through other processes until they expire, and are swept then.
+     */
     async close() {
       for (const timer of removals.values()) clearTimeout(timer)
-      await Promise.all([...open.keys()].map((taskId) => this.remove(taskId)))
+      const running = [...open.keys()].filter((taskId) => !removals.has(taskId))
+      removals.clear()
+      await Promise.all(running.map((taskId) => this.remove(taskId)))
+      open.clear()
     },
   }
 }

@@ -272,8 +272,12 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     retentionSeconds: config.agents.taskRetentionSeconds,
     logger,
   })
-  // Left by a process that stopped: past a task's longest run and the retention time, nothing reads them.
-  await workspaces.sweepOrphans(config.agents.taskTimeoutSeconds + config.agents.taskRetentionSeconds)
+  // Left by a process that stopped: past a task's longest run and the retention time, nothing reads them. Then
+  // every minute, for workspaces another process released and did not live to remove.
+  const sweepWorkspaces = () => workspaces.sweepOrphans(config.agents.taskTimeoutSeconds + config.agents.taskRetentionSeconds)
+  await sweepWorkspaces()
+  const workspaceSweeper = setInterval(() => void sweepWorkspaces().catch((err) => logger.warn('agent workspace sweep failed', { err })), 60_000)
+  workspaceSweeper.unref()
   const agentSettings = config.agents
   const agents: AgentService = createAgentService({
     log: redis
@@ -311,7 +315,10 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     cancels,
   })
   // Closed before imports and chat, which its running tasks use; the workspaces after the tasks.
-  closers.push(() => workspaces.close())
+  closers.push(() => {
+    clearInterval(workspaceSweeper)
+    return workspaces.close()
+  })
   closers.push(() => agents.close())
   // Agent commands spend what POST /api/chat spends, failing closed or open as its class is configured.
   const commandPolicies = classPolicies({ policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }, 'chat').all

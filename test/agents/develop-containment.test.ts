@@ -104,6 +104,15 @@ describe('develop containment', () => {
     expect(statSync(join(tree, 'big2')).size).toBe(MAX_BYTES)
   })
 
+  test('a command filling the workspace without end is stopped as it passes the limit, before it ends', async () => {
+    // 5,000 writes of 64 KiB over 40 files: allowed to run, it would finish well within its time limit and leave `filled`.
+    const fill = "i=0; while [ $i -lt 5000 ]; do i=$((i+1)); printf '%65536s' x > f$((i % 40)); done; touch filled"
+    const { final, tree } = await hostile([call('run_command', { command: fill })])
+    expect(final).toMatchObject({ type: 'error', status: 'failed', code: 'workspace_limit' })
+    expect(String((final as { message?: string }).message)).toContain('it was stopped')
+    expect(existsSync(join(tree, 'filled'))).toBe(false)
+  })
+
   test('a command that makes more files than the workspace holds fails the task with workspace_limit', async () => {
     const { final } = await hostile([call('run_command', { command: 'for i in $(seq 1 200); do echo $i > f$i; done' })])
     expect(final).toMatchObject({ type: 'error', status: 'failed', code: 'workspace_limit' })

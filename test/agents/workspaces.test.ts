@@ -123,3 +123,72 @@ describe('workspace limits and diff', () => {
     expect(() => workspaces.get(id)).toThrow('gone')
   })
 })
+
+describe('workspaces shared by processes', () => {
+  const limits = { maxFiles: 5, maxBytes: 1000 }
+  const shared = join(root, 'shared')
+
+  test("another process on the same root reads a task's files and diff while it runs and after it ends, until it expires", async () => {
+    const owner = createWorkspaces({ root: shared, limits, retentionSeconds: 1, logger: memoryLogger() })
+    const other = createWorkspaces({ root: shared, limits, retentionSeconds: 1, logger: memoryLogger() })
+    const id = taskId()
+    await owner.create(id, [{ path: 'a.txt', bytes: text('one\n') }], { importId: 'imp_1', commit: 'c0ffee' })
+    await owner.write(id, 'a.txt', 'two\n')
+    expect(other.get(id).base).toEqual({ importId: 'imp_1', commit: 'c0ffee' })
+    expect(new TextDecoder().decode(await other.read(id, 'a.txt'))).toBe('two\n')
+    expect((await other.diff(id)).files).toEqual([{ path: 'a.txt', status: 'modified' }])
+    await owner.release(id)
+    // The owner shuts down: an ended task's workspace stays for the others until it expires.
+    await owner.close()
+    expect((await other.list(id)).map((e) => e.path)).toEqual(['a.txt'])
+    expect((await other.diff(id)).diff).toContain('+two')
+    await Bun.sleep(1100)
+    expect(() => other.get(id)).toThrow('gone')
+    await other.sweepOrphans(3600)
+    expect(existsSync(join(shared, id))).toBe(false)
+  })
+
+  test("a process's shutdown removes the workspaces of its tasks still running", async () => {
+    const owner = createWorkspaces({ root: shared, limits, retentionSeconds: 60, logger: memoryLogger() })
+    const id = taskId()
+    const { tree } = await owner.create(id, [])
+    await owner.close()
+    expect(existsSync(tree)).toBe(false)
+  })
+})
+
+describe('limits while a command runs', () => {
+  const watched = createWorkspaces({ root: join(root, 'watched'), limits: { maxFiles: 20, maxBytes: 10_000 }, retentionSeconds: 60, watchIntervalMs: 20, logger: memoryLogger() })
+  afterAll(() => watched.close())
+
+  test('directories count against the limit like files', async () => {
+    const id = taskId()
+    const { tree } = await watched.create(id, [])
+    for (let i = 0; i < 21; i++) Bun.spawnSync(['mkdir', join(tree, `d${i}`)])
+    expect((await watched.usage(id)).problem).toBe('21 directories (at most 20)')
+  })
+
+  test('a command flooding the tree is stopped as it passes a limit, not when it ends', async () => {
+    const id = taskId()
+    const { tree } = await watched.create(id, [])
+    const { value, problem } = await watched.whileWithinLimits(id, undefined, async (signal) => {
+      // Stands in for a sandboxed command: writes until stopped, or for 10 s.
+      for (let i = 0; i < 1000 && !signal.aborted; i++) {
+        writeFileSync(join(tree, `f${i % 10}`), 'x'.repeat(2000))
+        await Bun.sleep(10)
+      }
+      return signal.aborted ? 'stopped' : 'ran to the end'
+    })
+    expect(value).toBe('stopped')
+    expect(problem).toMatch(/bytes \(at most 10000\)/)
+  })
+
+  test("the caller's cancel reaches the command, and a tree within the limits passes", async () => {
+    const id = taskId()
+    await watched.create(id, [])
+    const cancel = new AbortController()
+    setTimeout(() => cancel.abort(new Error('cancelled')), 50)
+    const outcome = await watched.whileWithinLimits(id, cancel.signal, (signal) => new Promise<string>((resolve) => signal.addEventListener('abort', () => resolve(String(signal.reason)))))
+    expect(outcome).toEqual({ value: 'Error: cancelled' })
+  })
+})

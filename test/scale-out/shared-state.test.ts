@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
-import { connectAgent, expectContiguous, isFinal } from '../agents/helpers.ts'
+import { call, connectAgent, expectContiguous, isFinal } from '../agents/helpers.ts'
 import { chunks, expectWholeAnswer, readEvents, readSome } from '../chat/helpers.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { startGitServer, type GitServer } from '../fakes/git-server.ts'
@@ -128,6 +128,24 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
     } finally {
       onA.close()
       onB.close()
+    }
+  })
+
+  test("a development task's workspace, made on A, is read through B while the task is kept", async () => {
+    model.queue = [call('write_file', { path: 'hello.txt', content: 'hello from A\n' }), call('finish', { summary: 'wrote hello.txt' })]
+    const onA = await connectAgent(`${a.url.replace('http', 'ws')}/ws/agent`, token)
+    try {
+      onA.send({ type: 'agent_command', id: 'dev', command: 'develop', params: { instruction: 'Write hello.txt' } })
+      const taskId = (await onA.next((m) => m.id === 'dev')).taskId as string
+      expect((await onA.next(isFinal(taskId), 20_000)).type).toBe('result')
+      const onB = (path: string) => fetch(`${b.url}/api/agents/tasks/${taskId}${path}`, { headers: auth() })
+      expect(await (await onB('/file?path=hello.txt')).text()).toBe('hello from A\n')
+      const { diff, files } = await (await onB('/diff')).json()
+      expect(files).toEqual([{ path: 'hello.txt', status: 'added' }])
+      expect(diff).toContain('+hello from A')
+      expect((await fetch(`${b.url}/api/agents/tasks/task_unknown/diff`, { headers: auth() })).status).toBe(404)
+    } finally {
+      onA.close()
     }
   })
 
