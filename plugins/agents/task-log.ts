@@ -58,10 +58,17 @@ export function envelope(taskId: string, seq: number, message: TaskMessage): str
 
 /** The logged form of a message (no envelope), and the wire text made from it. */
 const logged = (message: TaskMessage) => envelope('', 0, message).replace(/,"taskId":"","seq":0/, '')
+// Every follower of a task in this process is handed the same event objects: the text is made once, not per follower.
+const wireTexts = new WeakMap<LoggedEvent, string>()
+
 function wire(taskId: string, event: LoggedEvent): string {
+  const made = wireTexts.get(event)
+  if (made !== undefined) return made
   // Logged text starts `{"type":"<type>"`; the envelope goes right after it.
   const cut = event.data.indexOf('"', 9) + 1
-  return `${event.data.slice(0, cut)},"taskId":${JSON.stringify(taskId)},"seq":${event.seq}${event.data.slice(cut)}`
+  const text = `${event.data.slice(0, cut)},"taskId":${JSON.stringify(taskId)},"seq":${event.seq}${event.data.slice(cut)}`
+  wireTexts.set(event, text)
+  return text
 }
 
 const INTERRUPTED: TaskMessage = {
