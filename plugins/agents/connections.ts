@@ -17,6 +17,39 @@ export interface AgentSocket {
   ping(data?: string): number
   close(code?: number, reason?: string): void
   terminate(): void
+  /** Bun's topic membership: a task's live messages reach every member through one publish. */
+  subscribe?(topic: string): void
+  unsubscribe?(topic: string): void
+}
+
+/** Sends one text to every socket subscribed to a topic (Bun's `server.publish`), natively, in one call. */
+export interface TopicPublisher {
+  publish(topic: string, text: string): unknown
+}
+
+/**
+ * A task's messages in this process, for every connection here that follows it: one follower of the task log
+ * feeds them, each connection gets the messages after its own `afterSeq` from `messages`, then the live ones.
+ * Live messages go out by one topic publish instead of a send per connection.
+ */
+interface TaskChannel {
+  readonly topic: string
+  /** The task's messages from seq 1, in order, as delivered so far. */
+  readonly messages: { text: string; seq: number }[]
+  /** Connections receiving the live messages through the topic. */
+  readonly subscribed: Set<AgentConnection>
+  /** Connections whose socket has no topics, sent to one by one. */
+  readonly direct: Set<AgentConnection>
+  /**
+   * Connections that asked for messages after a seq this channel has not delivered yet (its replay from the shared
+   * log is still arriving), with that seq: each is sent the first message past it, then goes live.
+   */
+  readonly waiting: Map<AgentConnection, number>
+  /** Connections waiting for the channel to open; it is not dropped under them. */
+  joining: number
+  ended: boolean
+  stop?: () => void
+  opened: Promise<unknown>
 }
 
 export interface AgentConnectionSettings {
@@ -139,12 +172,105 @@ export function createConnectionHub(options: ConnectionHubOptions) {
     }
   }
 
-  /** Sends the task's messages after `afterSeq` to the connection, then the live ones. */
-  function listenerFor(connection: AgentConnection, taskId: string) {
-    return (text: string, _seq: number, final: boolean) => {
+  const channels = new Map<string, TaskChannel>()
+  let publisher: TopicPublisher | undefined
+
+  function deliver(channel: TaskChannel, taskId: string, text: string, seq: number, final: boolean) {
+    channel.messages.push({ text, seq })
+    if (publisher && channel.subscribed.size > 0) publisher.publish(channel.topic, text)
+    for (const connection of channel.direct) connection.socket.sendText(text)
+    for (const [connection, afterSeq] of channel.waiting) {
+      if (seq <= afterSeq) continue
       connection.socket.sendText(text)
-      if (final) connection.follows?.delete(taskId)
+      channel.waiting.delete(connection)
+      // Joining the topic after this publish: it gets the next message, not this one again.
+      goLive(channel, connection)
     }
+    if (!final) return
+    channel.ended = true
+    for (const connection of [...channel.subscribed, ...channel.direct, ...channel.waiting.keys()]) {
+      connection.follows?.delete(taskId)
+      unsubscribe(connection, channel.topic)
+    }
+    channel.subscribed.clear()
+    channel.direct.clear()
+    channel.waiting.clear()
+    if (channels.get(taskId) === channel) channels.delete(taskId)
+  }
+
+  function goLive(channel: TaskChannel, connection: AgentConnection) {
+    if (publisher && connection.socket.subscribe) {
+      connection.socket.subscribe(channel.topic)
+      channel.subscribed.add(connection)
+    } else channel.direct.add(connection)
+  }
+
+  function unsubscribe(connection: AgentConnection, topic: string) {
+    try {
+      connection.socket.unsubscribe?.(topic)
+    } catch {
+      // the socket is closed already, and with it its topics
+    }
+  }
+
+  /** The task's channel here, opened with `caller`'s right to follow it (ownership is checked per joiner too). */
+  function channelFor(caller: AgentCaller, taskId: string): TaskChannel {
+    const existing = channels.get(taskId)
+    if (existing) return existing
+    const channel: TaskChannel = {
+      topic: `agent-task:${taskId}`,
+      messages: [],
+      subscribed: new Set(),
+      direct: new Set(),
+      waiting: new Map(),
+      joining: 0,
+      ended: false,
+      opened: Promise.resolve(),
+    }
+    channels.set(taskId, channel)
+    channel.opened = agents.follow(caller, taskId, 0, (text, seq, final) => deliver(channel, taskId, text, seq, final)).then(
+      ({ stop }) => {
+        channel.stop = stop
+        if (channels.get(taskId) !== channel) stop()
+      },
+      (err: unknown) => {
+        if (channels.get(taskId) === channel) channels.delete(taskId)
+        throw err
+      },
+    )
+    return channel
+  }
+
+  /** Drops a channel no connection follows: its log follower stops, and its messages are let go. */
+  function dropIfUnused(channel: TaskChannel, taskId: string) {
+    if (channel.ended || channel.joining > 0 || channel.subscribed.size > 0 || channel.direct.size > 0 || channel.waiting.size > 0) return
+    channel.stop?.()
+    if (channels.get(taskId) === channel) channels.delete(taskId)
+  }
+
+  /** Sends the task's messages after `afterSeq` to the connection, then the live ones, until it ends or is left. */
+  async function join(connection: AgentConnection, taskId: string, afterSeq: number) {
+    connection.unfollow(taskId)
+    const channel = channelFor(connection.caller, taskId)
+    channel.joining++
+    try {
+      await channel.opened
+    } finally {
+      channel.joining--
+    }
+    // Nothing is delivered between the replay and joining: both happen here, in one go.
+    for (const message of channel.messages) if (message.seq > afterSeq) connection.socket.sendText(message.text)
+    if (channel.ended || !connections.has(connection)) return dropIfUnused(channel, taskId)
+    const delivered = channel.messages.at(-1)?.seq ?? 0
+    if (afterSeq > delivered) channel.waiting.set(connection, afterSeq)
+    else goLive(channel, connection)
+    connection.follow(taskId, () => {
+      channel.subscribed.delete(connection)
+      channel.direct.delete(connection)
+      channel.waiting.delete(connection)
+      unsubscribe(connection, channel.topic)
+      dropIfUnused(channel, taskId)
+    })
   }
 
   async function command(connection: AgentConnection, message: Extract<ClientMessage, { type: 'agent_command' }>) {
@@ -166,8 +292,7 @@ export function createConnectionHub(options: ConnectionHubOptions) {
     const taskId = agents.start(connection.caller, checked.command, checked.params, message.id)
     // The ack promises the task can be followed from any process, so it waits for the shared log.
     await agents.recorded(taskId)
-    const { stop } = await agents.follow(connection.caller, taskId, 0, listenerFor(connection, taskId))
-    connection.follow(taskId, stop)
+    await join(connection, taskId, 0)
   }
 
   async function handle(connection: AgentConnection, message: ClientMessage) {
@@ -177,10 +302,9 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       case 'agent_command':
         return command(connection, message)
       case 'subscribe': {
-        const { stop } = await agents.follow(connection.caller, message.taskId, message.afterSeq ?? 0, listenerFor(connection, message.taskId), (meta) =>
-          connection.send({ type: 'subscribed', id: message.id, taskId: meta.taskId, command: meta.command, status: meta.status, lastSeq: meta.lastSeq }),
-        )
-        return connection.follow(message.taskId, stop)
+        const meta = await agents.ownTask(connection.caller, message.taskId)
+        connection.send({ type: 'subscribed', id: message.id, taskId: meta.taskId, command: meta.command, status: meta.status, lastSeq: meta.lastSeq })
+        return join(connection, message.taskId, message.afterSeq ?? 0)
       }
       case 'unsubscribe':
         connection.unfollow(message.taskId)
@@ -196,6 +320,11 @@ export function createConnectionHub(options: ConnectionHubOptions) {
   return {
     get size() {
       return connections.size
+    },
+
+    /** From now on, live task messages go out by topic through `server` (the HTTP server the sockets belong to). */
+    useServer(server: TopicPublisher) {
+      publisher = server
     },
 
     /** Slots the user holds: open connections and reservations not yet claimed or released. */

@@ -69,6 +69,10 @@ export function agentsPlugin(options: AgentsPluginOptions) {
   }
   const schema = protocolSchema()
   return new Elysia({ name: 'agents', detail: { tags: ['agents'] } })
+    // Live task messages go out by one topic publish to every follower's socket, not a send per socket.
+    .onStart(({ server }) => {
+      if (server) hub.useServer(server)
+    })
     .get('/api/agents/protocol', () => schema, {
       response: { 200: t.Record(t.String(), t.Unknown()) },
       detail: {

@@ -105,6 +105,35 @@ describe('agent tasks', () => {
     third.close()
   })
 
+  test('many followers joining at different points each get every message after their own seq once, in order; one that leaves gets no more', async () => {
+    h.model.queue = [{ text: '{"steps": ["Read", "Trace", "Explain"]}' }, { text: 'one', delayMs: 40 }, { text: 'two', delayMs: 40 }, { text: 'three', delayMs: 40 }]
+    const starter = await h.connect()
+    const taskId = await h.run(starter, 'debug', { error: 'boom' })
+    const followers = await Promise.all(Array.from({ length: 12 }, () => h.connect()))
+    const joinedAfter: number[] = []
+    for (const [i, follower] of followers.entries()) {
+      // Joined from the start, from where the starter is, and from beyond what exists yet.
+      const afterSeq = i % 3 === 0 ? 0 : i % 3 === 1 ? (starter.taskMessages(taskId).at(-1)?.seq ?? 0) : 2
+      joinedAfter.push(afterSeq)
+      follower.send({ type: 'subscribe', id: `f${i}`, taskId, afterSeq })
+      await follower.next((m) => m.id === `f${i}`)
+      if (i === 5) await Bun.sleep(30)
+    }
+    const leaver = followers[11]!
+    leaver.send({ type: 'unsubscribe', id: 'bye', taskId })
+    await leaver.next((m) => m.id === 'bye')
+    const leftWith = leaver.taskMessages(taskId).length
+    const final = await starter.next(isFinal(taskId), 30_000)
+    expectContiguous(starter.taskMessages(taskId))
+    for (const [i, follower] of followers.slice(0, 11).entries()) {
+      await follower.next(isFinal(taskId), 30_000)
+      expectContiguous(follower.taskMessages(taskId), Math.min(joinedAfter[i]!, final.seq) + 1)
+    }
+    await Bun.sleep(100)
+    expect(leaver.taskMessages(taskId).length).toBe(leftWith)
+    for (const client of [starter, ...followers]) client.close()
+  })
+
   test('several tasks run at once on one connection, each with its own sequence', async () => {
     h.model.fallback = () => ({ text: 'A concise summary.', delayMs: 5 })
     const client = await h.connect()
