@@ -57,7 +57,7 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
         detail: {
           summary: 'Search the code of the organisation\'s imported repositories (hybrid full-text and vector search)',
           description:
-            'Ranks chunks of imported files (a function, a class or a window of lines) by BM25 over their words and identifiers, by vector similarity, or both fused by reciprocal rank (the default). ' +
+            'Ranks chunks of imported files (a function, a class or a window of lines) by BM25 over their words and identifiers, by vector similarity, or both, their scores fused (the default). ' +
             'Filters: repositoryIds, languages, pathPrefix. Answers carry Cache-Control: private, max-age=300. ' +
             'With a remote embeddings model configured, its failures are 502 upstream_error, 503 unavailable (rate limited) or 504 upstream_timeout for the hybrid and vector modes.',
         },

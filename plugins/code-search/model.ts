@@ -20,7 +20,7 @@ export const codeSearchBody = strictObject({
     t.String({ minLength: 1, maxLength: 500, description: 'Only paths starting with this (src/auth/ for a folder); a leading ./ or / is ignored', examples: ['src/'] }),
   ),
   mode: t.Optional(
-    oneOf(SEARCH_MODES, { description: 'hybrid (default): full-text and vectors fused by rank; text: BM25 over identifiers and words; vector: nearest chunks by embedding' }),
+    oneOf(SEARCH_MODES, { description: 'hybrid (default): full-text and vector scores fused; text: BM25 over identifiers and words; vector: nearest chunks by embedding' }),
   ),
   limit: t.Optional(integer({ minimum: 1, maximum: MAX_LIMIT, description: `Results wanted, 1-${MAX_LIMIT}. Default ${DEFAULT_LIMIT}` })),
 })

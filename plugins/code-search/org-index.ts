@@ -44,7 +44,7 @@ export interface ChunkFilter {
 }
 
 // Field weights in BM25: a declared name or a path word says more about a chunk than a word in its body.
-const BOOST = { symbols: 3, pathText: 2, content: 1 }
+const BOOST = { symbols: 2, pathText: 2, content: 1 }
 
 export class OrgIndex {
   private readonly db: ChunkDatabase

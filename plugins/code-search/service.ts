@@ -77,22 +77,26 @@ interface OrgState extends Loaded {
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent }
 
-// Weighted reciprocal rank fusion: a chunk scores the sum of weight/(k + rank) over the lists it is in,
-// divided by what first in every list scores, so "first in both lists" is 1. Full-text is the better list
-// at the top (bench/search-quality.bench.ts), so the vectors weigh 0.3: they order chunks the text list
-// ranks alike and add the chunks it misses (misspelt or partial words) after its own, but cannot move a
-// chunk the text list ranks low above one it ranks high, as weak vectors do in an even fusion.
-const RRF_K = 60
-const TEXT_WEIGHT = 1
-const VECTOR_WEIGHT = 0.3
+// Convex fusion of scores: each list's scores are scaled to 0..1 over the list (its first 1, its last 0), and a
+// chunk scores TEXT_SHARE of its text score plus the rest of its vector score, so "first in both lists" is 1.
+// Unlike a fusion of ranks it keeps how far apart the scores are: a chunk far ahead in one list stays ahead
+// unless the other list disagrees as strongly. The share was chosen on the tuning repositories of
+// bench/search-quality.bench.ts (0.5 to 0.7 score alike there); on the held-out ones hybrid then ranks at least
+// as well as the better of text and vector.
+const TEXT_SHARE = 0.6
 
 function fuse(byText: ScoredSlot[], byVector: ScoredSlot[]): ScoredSlot[] {
   const scores = new Map<number, number>()
-  const scale = (RRF_K + 1) / (TEXT_WEIGHT + VECTOR_WEIGHT)
-  const add = (list: ScoredSlot[], weight: number) =>
-    list.forEach(({ slot }, rank) => scores.set(slot, (scores.get(slot) ?? 0) + (scale * weight) / (RRF_K + rank + 1)))
-  add(byText, TEXT_WEIGHT)
-  add(byVector, VECTOR_WEIGHT)
+  const add = (list: ScoredSlot[], share: number) => {
+    if (list.length === 0) return
+    const top = list[0]!.score
+    const bottom = list.at(-1)!.score
+    const span = top - bottom
+    // A list whose scores are all equal ranks nothing above anything: each of its chunks counts in full.
+    for (const { slot, score } of list) scores.set(slot, (scores.get(slot) ?? 0) + share * (span > 0 ? (score - bottom) / span : 1))
+  }
+  add(byText, TEXT_SHARE)
+  add(byVector, 1 - TEXT_SHARE)
   return [...scores].map(([slot, score]) => ({ slot, score })).sort((a, b) => b.score - a.score)
 }
 
