@@ -2,7 +2,8 @@
  * Development tasks, the parts the service adds around the model and the commands:
  *
  * 1. The sandbox's cost to start one command: `runCommand` of `true` (and of `bun --version`) in a workspace,
- *    against spawning `/bin/sh -c true` (and Bun) directly, median of 30 runs each, alternating.
+ *    against spawning `/bin/sh -c true` (and Bun) directly, median of 30 runs each, alternating; and `true` in a
+ *    workspace of 5,000 files (100 directories), where the run takes over the files it does not own yet.
  * 2. The loop's own overhead per step with the model's time excluded: a develop task whose model is an
  *    in-process provider answering at once with one `read_file` call per step (no HTTP, no sandbox), timed per
  *    step; baseline: reading the same file with readFileSync.
@@ -59,12 +60,18 @@ export async function run(): Promise<Row[]> {
       const child = Bun.spawn(cmd, { stdout: 'ignore', stderr: 'ignore', cwd: tree })
       await child.exited
     }
+    const large = await workspaces.create(
+      'task_bench_large',
+      Array.from({ length: 5000 }, (_, i) => ({ path: `d${i % 100}/f${i}.ts`, bytes: new TextEncoder().encode('export const x = 1\n') })),
+    )
+    const sandboxedLarge: number[] = []
     const sandboxed: number[] = []
     const spawned: number[] = []
     const sandboxedBun: number[] = []
     const spawnedBun: number[] = []
     for (let i = 0; i < COMMAND_RUNS; i++) {
       sandboxed.push(await time(() => sandbox.runCommand({ directory: tree, command: 'true' })))
+      sandboxedLarge.push(await time(() => sandbox.runCommand({ directory: large.tree, command: 'true' })))
       spawned.push(await time(() => direct(['/bin/sh', '-c', 'true'])))
       sandboxedBun.push(await time(() => sandbox.runCommand({ directory: tree, command: 'bun --version' })))
       spawnedBun.push(await time(() => direct([process.execPath, '--version'])))
@@ -127,6 +134,13 @@ export async function run(): Promise<Row[]> {
     const note = `median step time by tasks at once: 1: ${alone.toFixed(2)} ms, ${levels.join(', ')}`
     return [
       { figure: 'sandbox command start (true)', unit: 'ms', baseline: median(spawned), value: median(sandboxed), ratio: ratioOf(median(sandboxed), median(spawned)) },
+      {
+        figure: 'sandbox command start (true), 5,000-file workspace',
+        unit: 'ms',
+        baseline: median(spawned),
+        value: median(sandboxedLarge),
+        ratio: ratioOf(median(sandboxedLarge), median(spawned)),
+      },
       { figure: 'sandbox command start (bun --version)', unit: 'ms', baseline: median(spawnedBun), value: median(sandboxedBun), ratio: ratioOf(median(sandboxedBun), median(spawnedBun)) },
       { figure: 'develop step overhead, model excluded (read_file)', unit: 'ms', baseline: median(directReads), value: alone, ratio: ratioOf(alone, median(directReads)), notes: [note] },
       {

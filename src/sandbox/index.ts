@@ -140,8 +140,18 @@ export function createSandbox(options: SandboxOptions): Sandbox {
   else log.warn('sandbox unavailable: code runs are refused', { reason: probe.reason })
 
   const uidsInUse = new Set<number>()
-  const allocateUid = (): number | undefined => {
+  // The uid a directory's last command ran as: the next command there takes it again when it is free, so the
+  // files it owns already need no new owner (the hand-over walks the whole directory otherwise). Every process
+  // of a run is killed before its uid is free, so nothing of the last command runs on under it.
+  const lastUidOf = new Map<string, number>()
+  const LAST_UIDS_KEPT = 1000
+  const allocateUid = (directory?: string): number | undefined => {
     if (!asRoot) return undefined
+    const previous = directory === undefined ? undefined : lastUidOf.get(directory)
+    if (previous !== undefined && !uidsInUse.has(previous)) {
+      uidsInUse.add(previous)
+      return previous
+    }
     // Random, so two service processes on one machine are unlikely to share a uid (and a process count).
     for (;;) {
       const uid = firstUid + Math.floor(Math.random() * (uidCount - 1))
@@ -202,7 +212,12 @@ export function createSandbox(options: SandboxOptions): Sandbox {
     const abort = new AbortController()
     const onCallerAbort = () => abort.abort()
     request.signal?.addEventListener('abort', onCallerAbort, { once: true })
-    const uid = allocateUid()
+    const uid = allocateUid(spec.directory)
+    if (spec.directory !== undefined && uid !== undefined) {
+      lastUidOf.delete(spec.directory)
+      lastUidOf.set(spec.directory, uid)
+      if (lastUidOf.size > LAST_UIDS_KEPT) lastUidOf.delete(lastUidOf.keys().next().value!)
+    }
     const done = executeRun(
       { bunPath, workRoot, tools: probe.tools, cgroups, hiddenPaths, pollIntervalMs: options.pollIntervalMs ?? 25, logger: log },
       { ...spec, uid, signal: abort.signal },

@@ -35,7 +35,8 @@ const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
  * binary as seen inside, linked as `bun` in BIN_DIR ('' none), then the command.
  * The shell starts in the service-side directory (its cwd), which stays reachable after /tmp is replaced.
  * The ownership change never follows a link (a symlink a run left behind cannot hand it a file elsewhere),
- * and in a bound directory skips files with other hard links, which may be the same file as one outside it.
+ * and in a bound directory skips files with other hard links, which may be the same file as one outside it,
+ * and those the uid owns already (a directory's commands reuse their uid when they can).
  */
 const INIT_SCRIPT = `set -eu
 work=$1 uid=$2 tmp_kb=$3 nproc=$4 hidden=$5 cgroups=$6 runtime=$7 mode=$8 fsize=$9 bun=\${10}
@@ -59,7 +60,7 @@ unset IFS
 set +f
 if [ "$mode" = copy ]; then mkdir -m 700 "$work"; cp -R ./. "$work"/; fi
 if [ -n "$uid" ]; then
-  if [ "$mode" = bind ]; then find "$work" \\( -type d -o -links 1 \\) -exec chown -h "$uid:$uid" {} +
+  if [ "$mode" = bind ]; then find "$work" \\( ! -user "$uid" -o ! -group "$uid" \\) \\( -type d -o -links 1 \\) -exec chown -h "$uid:$uid" {} +
   else chown -R -P -h "$uid:$uid" "$work"; fi
 fi
 cd "$work"

@@ -38,6 +38,24 @@ describe('sandbox commands', () => {
     expect(readFileSync(join(dir, 'sub/file'), 'utf8')).toBe('deep\n')
   })
 
+  test("a directory's next command takes its last uid when free, so only files it does not own change owner; one running beside it gets another", async () => {
+    const dir = workspace({ 'a.txt': 'a' })
+    const uidOf = async (command = 'id -u') => Number((await sandbox.runCommand({ directory: dir, command })).output.trim().split('\n')[0])
+    const first = await uidOf()
+    // Written by the service between the commands: owned by it until the next command takes it over.
+    writeFileSync(join(dir, 'b.txt'), 'b')
+    const changedBefore = statSync(join(dir, 'a.txt')).ctimeMs
+    await Bun.sleep(20)
+    expect(await uidOf()).toBe(first)
+    // A chown, even to the same owner, would have changed the inode's ctime.
+    expect(statSync(join(dir, 'a.txt')).ctimeMs).toBe(changedBefore)
+    expect(statSync(join(dir, 'a.txt')).uid).toBe(first)
+    expect(statSync(join(dir, 'b.txt')).uid).toBe(first)
+    const [beside, again] = await Promise.all([uidOf('id -u; sleep 0.3'), uidOf('sleep 0.1; id -u')])
+    expect(beside).not.toBe(again)
+    expect([beside, again]).toContain(first)
+  })
+
   test('bun is on PATH and runs a test suite in the directory', async () => {
     const dir = workspace({
       'sum.ts': 'export const sum = (a: number, b: number) => a + b\n',
