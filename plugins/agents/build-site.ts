@@ -1,6 +1,6 @@
 /**
  * The `build_site` command: the develop loop builds a static site in a new, empty workspace; the site is then
- * checked (pages balanced, every local link and asset present) and published with the publish service. The
+ * checked (the HTML parses, every local link and asset resolves) and published with the publish service. The
  * answer's URL is the one the Pages API reports.
  */
 import { AppError } from '../../src/errors.ts'
@@ -26,7 +26,7 @@ export interface PublishRequest {
 
 const SITE_PROMPT = [
   'You are a web developer building a static website in an empty workspace through tools. Write plain HTML, CSS and, only if needed, JavaScript files.',
-  'The root page is index.html. Use relative links between pages and to assets, and make sure every file you link to exists. Close every element you open.',
+  'The root page is index.html; start every page with <!doctype html>. Use relative links between pages and to assets, and make sure every file you link to exists. Close every element you open.',
   'No build step and no network: the files you write are published as they are. When done, call finish with a short summary.',
 ].join('\n')
 
