@@ -1,12 +1,18 @@
 /**
  * build_site: the scripted model writes a multi-file site in an empty workspace; it is checked (see
- * site-check.test.ts) and published to the git server and the Pages API fake, and the result carries the URL
- * that API reports.
+ * site-check.test.ts and site-load.test.ts) and published to the git server and the Pages API fake, and the
+ * result carries the URL that API reports.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { LOGIN, startWorld, text, type Member, type PublishWorld } from '../publish/support.ts'
+import { makeSandbox } from '../sandbox/support.ts'
 import { call } from './helpers.ts'
+
+const probe = makeSandbox().sandbox
+const sandboxAvailable = probe.available
+if (!sandboxAvailable) console.warn(`[skip] build_site loading pages: this machine refuses the sandbox (${probe.enforcement.isolation})`)
+await probe.close()
 
 describe('build_site', () => {
   let w: PublishWorld
@@ -66,5 +72,17 @@ describe('build_site', () => {
     expect(messages.at(-1)).toMatchObject({ type: 'error', code: 'invalid_site', message: expect.stringContaining('index.html:1: link missing.html names no file of the site') })
     expect(w.api.repositoriesCreated).toBe(reposBefore)
     expect(w.tip(LOGIN, 'broken', 'gh-pages')).toBeUndefined()
+  })
+
+  test.skipIf(!sandboxAvailable)('a site whose script throws when the page loads is not published, and the task names the page and the error', async () => {
+    model.queue = [
+      call('write_file', { path: 'index.html', content: '<!doctype html><title>x</title><p id="greeting">Hi</p><script src="app.js"></script>' }),
+      call('write_file', { path: 'app.js', content: "document.querySelector('#missing').textContent = 'x'\n" }),
+      call('finish', { summary: 'done' }),
+    ]
+    const reposBefore = w.api.repositoriesCreated
+    const messages = await run({ instruction: 'Scripted', repository: `${LOGIN}/scripted` })
+    expect(messages.at(-1)).toMatchObject({ type: 'error', code: 'invalid_site', message: expect.stringMatching(/index\.html: script error: TypeError: .*#missing/) })
+    expect(w.api.repositoriesCreated).toBe(reposBefore)
   })
 })
