@@ -1,7 +1,7 @@
 /**
  * The `build_site` command: the develop loop builds a static site in a new, empty workspace; the site is then
- * checked (pages balanced, every local link and asset present) and published with the publish service. The
- * answer's URL is the one the Pages API reports.
+ * checked (the HTML parses, every local link and asset resolves, the pages load with their scripts in the
+ * sandbox) and published with the publish service. The answer's URL is the one the Pages API reports.
  */
 import { AppError } from '../../src/errors.ts'
 import type { Caller } from '../../src/auth/caller.ts'
@@ -10,8 +10,11 @@ import { developCommand, type DevelopDependencies } from './develop.ts'
 import type { BuildSiteParams } from './model.ts'
 import { TaskError, type CommandHandler } from './service.ts'
 import { checkSite } from './site-check.ts'
+import { loadSitePages, type PageLoadSandbox } from './site-load.ts'
 
-export interface BuildSiteDependencies extends Omit<DevelopDependencies, 'systemPrompt'> {
+export interface BuildSiteDependencies extends Omit<DevelopDependencies, 'systemPrompt' | 'sandbox'> {
+  /** Runs the loop's commands, and loads the site's pages; without a sandbox the pages are not loaded (a warning). */
+  sandbox: DevelopDependencies['sandbox'] & PageLoadSandbox
   publisher?: { prepare(caller: Caller, body: PublishRequest): Promise<PublishJob> }
 }
 
@@ -26,7 +29,8 @@ export interface PublishRequest {
 
 const SITE_PROMPT = [
   'You are a web developer building a static website in an empty workspace through tools. Write plain HTML, CSS and, only if needed, JavaScript files.',
-  'The root page is index.html. Use relative links between pages and to assets, and make sure every file you link to exists. Close every element you open.',
+  'The root page is index.html; start every page with <!doctype html>. Use relative links between pages and to assets, and make sure every file you link to exists. Close every element you open.',
+  'Each page is then loaded with its scripts in a headless browser: a script that throws, or asks for a file the site lacks, keeps the site from being published.',
   'No build step and no network: the files you write are published as they are. When done, call finish with a short summary.',
 ].join('\n')
 
@@ -47,6 +51,12 @@ export function buildSiteCommand(deps: BuildSiteDependencies): CommandHandler {
       for (const entry of await deps.workspaces.list(context.taskId))
         if (entry.type === 'file') files.push({ path: entry.path, bytes: await deps.workspaces.read(context.taskId, entry.path) })
       const problems = checkSite(files)
+      // Loading pages that do not parse or link right would only repeat those problems.
+      if (!problems.length) {
+        const loaded = await loadSitePages(deps.sandbox, files, context.signal)
+        for (const warning of loaded.warnings.slice(0, 20)) context.log(warning, 'warn')
+        problems.push(...loaded.problems)
+      }
       for (const problem of problems.slice(0, 20)) context.log(problem, 'warn')
       if (problems.length)
         throw new TaskError('invalid_site', `The site is not published: ${problems.length} problem${problems.length === 1 ? '' : 's'} (${problems.slice(0, 5).join('; ')})`)

@@ -30,8 +30,8 @@ export interface CommandDependencies {
   debugLimits: Omit<EnhancedOptions, 'tests'>
   /** Task workspaces, for `develop`. */
   workspaces: Workspaces
-  /** Runs `develop`'s commands in a workspace. */
-  sandbox: DevelopDependencies['sandbox']
+  /** Runs `develop`'s commands in a workspace, and loads `build_site`'s pages. */
+  sandbox: BuildSiteDependencies['sandbox']
   /** Budgets of the `develop` loop. */
   developLimits: DevelopLimits
   /** Pushes `develop`'s change and opens its pull request. */

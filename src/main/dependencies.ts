@@ -69,7 +69,7 @@ export interface Dependencies {
   /** The documentation's search index, shared by the documentation assistant and the MCP server. */
   readonly docsIndex: DocsIndex
   /** Where enhanced chat and the agents run code; created on first use (it probes the machine once). */
-  readonly sandbox: Pick<Sandbox, 'run' | 'checkSyntax' | 'runCommand'>
+  readonly sandbox: Pick<Sandbox, 'run' | 'checkSyntax' | 'runCommand' | 'available' | 'limits'>
   /** Development tasks' workspaces: files and diff readable through GET /api/agents/tasks/:taskId/... */
   readonly workspaces: Workspaces
   /** Imported repositories' code, one index per organisation: POST /api/search, chat's code_search and the agents. */
@@ -265,6 +265,12 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     run: (request) => sandboxOnDemand().run(request),
     checkSyntax: (language, code) => sandboxOnDemand().checkSyntax(language, code),
     runCommand: (request) => sandboxOnDemand().runCommand(request),
+    get available() {
+      return sandboxOnDemand().available
+    },
+    get limits() {
+      return sandboxOnDemand().limits
+    },
   }
   const workspaces = createWorkspaces({
     root: join(config.dataDir, 'agent-workspaces'),

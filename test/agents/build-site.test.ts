@@ -1,49 +1,18 @@
 /**
- * build_site: the scripted model writes a multi-file site in an empty workspace; it is checked and published to
- * the git server and the Pages API fake, and the result carries the URL that API reports.
+ * build_site: the scripted model writes a multi-file site in an empty workspace; it is checked (see
+ * site-check.test.ts and site-load.test.ts) and published to the git server and the Pages API fake, and the
+ * result carries the URL that API reports.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { checkSite } from '../../plugins/agents/site-check.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { LOGIN, startWorld, text, type Member, type PublishWorld } from '../publish/support.ts'
+import { makeSandbox } from '../sandbox/support.ts'
 import { call } from './helpers.ts'
 
-const bytes = (files: Record<string, string>) => Object.entries(files).map(([path, content]) => ({ path, bytes: new TextEncoder().encode(content) }))
-
-describe('site check', () => {
-  test('a site whose links and assets all resolve and whose pages are balanced has no problems', () => {
-    expect(
-      checkSite(
-        bytes({
-          'index.html': '<!doctype html><title>Home</title><link rel="stylesheet" href="css/site.css"><div><a href="about/">About</a> <a href="docs">Docs</a> <a href="#top">top</a> <a href="https://example.com/x">out</a><img src="img/logo.png" srcset="img/logo.png 1x, img/logo@2x.png 2x"></div>',
-          'about/index.html': '<p>About<p>more <a href="../index.html">home</a> <a href="/css/site.css?v=2">css</a>',
-          'docs.html': '<ul><li>one<li>two</ul><script>if (a < b && "</div>") {}</script>',
-          'css/site.css': 'body{}',
-          'img/logo.png': 'png',
-          'img/logo@2x.png': 'png',
-        }),
-      ),
-    ).toEqual([])
-  })
-
-  test('missing files, links out of the site, unclosed and stray tags and a missing root page are each reported', () => {
-    expect(
-      checkSite(
-        bytes({
-          'page.html': '<div><section><a href="missing.html">x</a><img src="../../etc/passwd"></div>\n</span>',
-          'other.html': '<main>\n<p>never closed',
-        }),
-      ),
-    ).toEqual([
-      'index.html: the site has no root page',
-      'page.html:1: <section> is not closed before </div> on line 1',
-      'page.html:2: </span> closes no open <span>',
-      'page.html: link missing.html names no file of the site',
-      'page.html: link ../../etc/passwd points outside the site',
-      'other.html:1: <main> is never closed',
-    ])
-  })
-})
+const probe = makeSandbox().sandbox
+const sandboxAvailable = probe.available
+if (!sandboxAvailable) console.warn(`[skip] build_site loading pages: this machine refuses the sandbox (${probe.enforcement.isolation})`)
+await probe.close()
 
 describe('build_site', () => {
   let w: PublishWorld
@@ -100,8 +69,20 @@ describe('build_site', () => {
     ]
     const reposBefore = w.api.repositoriesCreated
     const messages = await run({ instruction: 'Broken', repository: `${LOGIN}/broken` })
-    expect(messages.at(-1)).toMatchObject({ type: 'error', code: 'invalid_site', message: expect.stringContaining('index.html: link missing.html names no file of the site') })
+    expect(messages.at(-1)).toMatchObject({ type: 'error', code: 'invalid_site', message: expect.stringContaining('index.html:1: link missing.html names no file of the site') })
     expect(w.api.repositoriesCreated).toBe(reposBefore)
     expect(w.tip(LOGIN, 'broken', 'gh-pages')).toBeUndefined()
+  })
+
+  test.skipIf(!sandboxAvailable)('a site whose script throws when the page loads is not published, and the task names the page and the error', async () => {
+    model.queue = [
+      call('write_file', { path: 'index.html', content: '<!doctype html><title>x</title><p id="greeting">Hi</p><script src="app.js"></script>' }),
+      call('write_file', { path: 'app.js', content: "document.querySelector('#missing').textContent = 'x'\n" }),
+      call('finish', { summary: 'done' }),
+    ]
+    const reposBefore = w.api.repositoriesCreated
+    const messages = await run({ instruction: 'Scripted', repository: `${LOGIN}/scripted` })
+    expect(messages.at(-1)).toMatchObject({ type: 'error', code: 'invalid_site', message: expect.stringMatching(/index\.html: script error: TypeError: .*#missing/) })
+    expect(w.api.repositoriesCreated).toBe(reposBefore)
   })
 })
