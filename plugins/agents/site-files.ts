@@ -21,7 +21,7 @@ export function candidateFiles(path: string): string[] {
 /** The file the page loader reads its input from, beside it in the sandbox. */
 export const SITE_INPUT_FILE = 'site.json'
 
-/** What the page loader is given: the site's files (binary ones as empty placeholders) and the pages to load. */
+/** What the page loader is given: the site's files (binary ones empty: the loader never reads images or fonts) and the pages to load. */
 export interface SiteLoadInput {
   pages: string[]
   files: Record<string, string>

@@ -25,7 +25,7 @@ const MAX_TIME_MS = 30_000
 let loaderBundle: Promise<string> | undefined
 const siteLoader = () => (loaderBundle ??= import('./site-loader-bundle.ts').then((m) => m.SITE_LOADER_BUNDLE))
 
-/** The site as the loader gets it: text files as they are, others (images, fonts) as empty placeholders. */
+/** The site as the loader gets it: text files as they are, others (images, fonts) empty: nothing loaded reads them. */
 function loaderInput(files: readonly SiteFileBytes[], budgetMs: number): SiteLoadInput {
   const decoder = new TextDecoder('utf-8', { fatal: true })
   const text: Record<string, string> = {}
