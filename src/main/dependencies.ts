@@ -33,7 +33,7 @@ import { createAgentRunner, createAgentService, createCommands, createConnection
 import { createMemoryTaskLog, createRedisTaskLog, createWorkspaces, type Workspaces } from '../../plugins/agents/index.ts'
 import { join } from 'node:path'
 import { classPolicies, policiesFromConfig } from '../rate-limit/plugin.ts'
-import { createServiceMetrics, type ServiceMetrics } from '../observability/metrics.ts'
+import type { ServiceMetrics } from '../observability/metrics.ts'
 import { combineModelCallObservers } from '../observability/observers.ts'
 import type { Tracing } from '../observability/tracing.ts'
 import { pingRedis, reach } from '../reachability.ts'
@@ -112,8 +112,12 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   // The one Redis connection manager every Redis user of this process shares.
   const redis = redisUrl ? createRedisManager({ url: redisUrl, reconnectMaxDelayMs: config.redisReconnectMaxDelayMs, logger }) : undefined
   const cancels = createCancelChannel({ redis, logger })
-  const metrics = config.metrics.token !== undefined || config.metrics.port !== undefined ? createServiceMetrics() : undefined
-  // Loaded only when configured: without an endpoint no OpenTelemetry code is even imported.
+  // Loaded only when configured: without METRICS_TOKEN or METRICS_PORT prom-client is not even imported.
+  const metrics =
+    config.metrics.token !== undefined || config.metrics.port !== undefined
+      ? (await import('../observability/metrics.ts')).createServiceMetrics()
+      : undefined
+  // Likewise: without an endpoint no OpenTelemetry code is imported.
   const tracing = config.tracing
     ? (await import('../observability/tracing.ts')).createTracing({ ...config.tracing, serviceVersion: pkg.version, logger })
     : undefined
