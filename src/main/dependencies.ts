@@ -22,7 +22,7 @@ import { createIntegrationsService, providersFromConfig, type IntegrationsServic
 import { createPublisher, type Publisher } from '../../plugins/publish/index.ts'
 import { createSecretBox } from '../secret-box.ts'
 import { createModels, type Models } from '../llm/models.ts'
-import { createOpenAiProvider, type ModelProvider } from '../llm/provider.ts'
+import { createOpenAiProvider, preloadOpenAiSdk, type ModelProvider } from '../llm/provider.ts'
 import { createChatService, type ChatService } from '../../plugins/chat/index.ts'
 import { createMemoryStreamLog, createRedisStreamLog } from '../../plugins/chat/index.ts'
 import { createSandbox, type Sandbox } from '../sandbox/index.ts'
@@ -88,6 +88,11 @@ export interface Dependencies {
   readonly metrics: ServiceMetrics | undefined
   /** OpenTelemetry tracing; undefined unless OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   readonly tracing: Tracing | undefined
+  /**
+   * Loads what a configured part needs at its first request (the model provider's SDK), to run once the server
+   * answers: neither start-up nor that first request waits for it. A failure is logged; the part loads on use.
+   */
+  warmUp(): Promise<void>
   close(): Promise<void>
 }
 
@@ -189,6 +194,8 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
         })),
   )
   const models = createModels(modelProvider, chatConfig.model)
+  const warmUps: { part: string; load: () => Promise<void> }[] = []
+  if (chatConfig.provider && !overrides.modelProvider) warmUps.push({ part: 'model provider', load: preloadOpenAiSdk })
   const chat = createChatService({
     db,
     logger,
@@ -356,6 +363,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     readinessChecks,
     metrics,
     tracing,
+    async warmUp() {
+      for (const { part, load } of warmUps) await load().catch((err: unknown) => logger.warn('warm-up failed; loading on first use instead', { part, err }))
+    },
     async close() {
       for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))
     },
