@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import type { ContextualDisplay, Icon, MenuEntry } from './contextual.ts'
 import { escapeHtml, type Heading } from './markdown.ts'
 import { MENU_SCRIPT } from './menu-script.ts'
@@ -112,7 +111,7 @@ h1 { margin: .2rem 0 .4rem; font-size: 2rem; line-height: 1.2; }
 @media (max-width: 48rem) { .layout { display: block; } .sidebar { position: static; max-height: none; } }
 `
 
-const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`
+const sha256 = (text: string) => `'sha256-${new Bun.CryptoHasher('sha256').update(text).digest('base64')}'`
 
 /**
  * Every page's Content-Security-Policy: only this stylesheet and script run, no request leaves the
