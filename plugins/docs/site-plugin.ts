@@ -1,15 +1,15 @@
 import { Elysia, t } from 'elysia'
+import { join } from 'node:path'
 import { AppError } from '../../src/errors.ts'
 import { lazily } from '../../src/lazy.ts'
 import type { Logger } from '../../src/log.ts'
 import { problem } from '../../src/models.ts'
-import { bundledDocsSite } from './bundle.ts' with { type: 'macro' }
 import { docsAssistantPlugin, type DocsAssistantOptions } from './assistant.ts'
 import { parseContextualConfig, resolveMenu } from './contextual.ts'
 import { OPENAPI_JSON_PATH } from './openapi.ts'
 import { renderMarkdown } from './markdown.ts'
 import { DOCS_CSP, llmsTxt, pageDocument, pageMarkdown, pageUrlPath, type NavigationItem } from './render.ts'
-import type { DocsConfig, DocsPage, DocsSite } from './site.ts'
+import { loadDocsSite, type DocsConfig, type DocsPage, type DocsSite } from './site.ts'
 
 export interface DocsSitePluginOptions {
   /** The documentation served. Default: docs.json and its pages as bundled with the service. */
@@ -46,9 +46,15 @@ export interface BuiltDocsSite {
 
 let bundled: DocsSite | undefined
 
-/** docs.json and its pages as bundled with the service: what the site serves unless given another. Read once. */
+/**
+ * docs.json and its pages as bundled with the service: what the site serves unless given another. The executable
+ * carries them in its code; from a checkout they are read from disk, which takes far less than a start spends
+ * running the bundling macro (./built-in-site.ts) when it transpiles the module that calls it.
+ */
 export function bundledSite(): DocsSite {
-  return (bundled ??= bundledDocsSite())
+  return (bundled ??= import.meta.url.startsWith('file:///$bunfs/')
+    ? (require('./built-in-site.ts') as typeof import('./built-in-site.ts')).BUILT_IN_SITE
+    : loadDocsSite(join(import.meta.dir, '..', '..')))
 }
 
 // pdf-lib and its font metrics are the heaviest modules of the site; only a PDF download loads them.
