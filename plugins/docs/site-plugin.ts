@@ -7,7 +7,6 @@ import { problem } from '../../src/models.ts'
 import { docsAssistantPlugin, type DocsAssistantOptions } from './assistant.ts'
 import { parseContextualConfig, resolveMenu } from './contextual.ts'
 import { OPENAPI_JSON_PATH } from './openapi.ts'
-import { renderMarkdown } from './markdown.ts'
 import { DOCS_CSP, llmsTxt, pageDocument, pageMarkdown, pageUrlPath, type NavigationItem } from './render.ts'
 import { loadDocsSite, type DocsConfig, type DocsPage, type DocsSite } from './site.ts'
 
@@ -31,7 +30,7 @@ export interface DocsSitePluginOptions {
 export interface BuiltPage {
   readonly markdown: string
   /** Its HTML document, rendered on first request: a start-up renders no page. */
-  html(): string
+  html(): Promise<string>
   /** Its PDF, drawn on first request. */
   pdf(): Promise<Uint8Array>
 }
@@ -57,7 +56,9 @@ export function bundledSite(): DocsSite {
     : loadDocsSite(join(import.meta.dir, '..', '..')))
 }
 
-// pdf-lib and its font metrics are the heaviest modules of the site; only a PDF download loads them.
+// The Markdown renderer comes with the first page asked for; pdf-lib and its font metrics, the heaviest modules of
+// the site, with the first PDF download.
+const markdownRenderer = lazily(() => import('./markdown.ts'))
 const pdfRenderer = lazily(() => import('./pdf.ts'))
 
 const API_REFERENCE = [
@@ -105,8 +106,8 @@ export function buildDocsSite(site: DocsSite, options: Omit<DocsSitePluginOption
   for (const page of byPath.values()) {
     const url = pageUrlPath(page.path)
     const markdown = pageMarkdown(page)
-    const render = () => {
-      const rendered = renderMarkdown(page.markdown)
+    const render = async () => {
+      const rendered = (await markdownRenderer()).renderMarkdown(page.markdown)
       // Custom entries keep their docs.json index in their id, so the assistant is taken out after resolving.
       const menu = resolveMenu(parsed, {
         path: url,
@@ -129,20 +130,12 @@ export function buildDocsSite(site: DocsSite, options: Omit<DocsSitePluginOption
         apiReference: API_REFERENCE,
       })
     }
-    let html: string | undefined
-    let pdf: Promise<Uint8Array> | undefined
     const source = { markdown, title: page.title, url: `${base}${url}`, baseUrl: base, siteName: site.config.name }
+    // A failure is not kept: the next request draws the page again.
     pages.set(url, {
       markdown,
-      html: () => (html ??= render()),
-      pdf: () =>
-        (pdf ??= pdfRenderer()
-          .then(({ renderPagePdf }) => renderPagePdf(source))
-          .catch((error: unknown) => {
-            // A failure is not kept: the next request draws it again.
-            pdf = undefined
-            throw error
-          })),
+      html: lazily(render),
+      pdf: lazily(async () => (await pdfRenderer()).renderPagePdf(source)),
     })
   }
 
@@ -218,7 +211,7 @@ export function docsSitePlugin(options: DocsSitePluginOptions) {
               'x-content-type-options': 'nosniff',
             },
           })
-        return text(page.html(), 'text/html; charset=utf-8', { 'content-security-policy': DOCS_CSP })
+        return text(await page.html(), 'text/html; charset=utf-8', { 'content-security-policy': DOCS_CSP })
       },
       {
         params: t.Object({ '*': t.String({ description: 'Page path, with .md for its Markdown or .pdf for a PDF' }) }),
