@@ -25,6 +25,8 @@ const LOADED_ON_FIRST_USE = [
   'isomorphic-git',
   'prom-client',
   '@opentelemetry/api',
+  'parse5',
+  'happy-dom',
 ]
 
 describe('start-up', () => {
