@@ -4,7 +4,7 @@
  * start), against bare Bun.serve (bench/baseline/bare-server.ts), in alternating rounds of the same run.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pkg from '../package.json' with { type: 'json' }
 import { coldStart, type ColdStart } from './lib/cold-start.ts'
@@ -47,8 +47,10 @@ export async function run(): Promise<Row[]> {
       console.log(`startup: round ${round + 1}/${ROUNDS} ${[...starts].map(([name, s]) => `${name} ${s.at(-1)!.readyMs.toFixed(0)} ms`).join(', ')}`)
     }
 
+    // A start is short and mostly one thread: a machine busy with other work shows in wall time first, then in CPU time.
+    const busy = `load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs when the rounds ended`
     const notes = [
-      `median of ${ROUNDS} alternating rounds; each start has a fresh DATA_DIR (a first start: migrations run, secrets are generated) and is polled every 2 ms`,
+      `median of ${ROUNDS} alternating rounds; each start has a fresh DATA_DIR (a first start: migrations run, secrets are generated) and is polled every 2 ms; ${busy}`,
       `idle RSS is VmRSS ${SETTLE_MS / 1000} s after the first /health answer, nothing else requested`,
       'CPU is the time of all the process\'s threads until the first /health answer (/proc/<pid>/task/*/schedstat)',
     ]
