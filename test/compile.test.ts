@@ -2,15 +2,13 @@ import { afterAll, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { memoryLogger } from '../src/log.ts'
 import { createSandbox } from '../src/sandbox/index.ts'
-import { tempDir } from './helpers.ts'
+import { buildExecutable, tempDir } from './helpers.ts'
 
-const root = join(import.meta.dir, '..')
-
-test('bun build --compile produces one executable that serves /health and the playground, draws PDFs and runs sandboxed code', async () => {
+test('npm run build produces one executable that serves /health and the playground, draws PDFs and runs sandboxed code', async () => {
   const dir = tempDir('compile-')
   afterAll(() => dir.remove())
   const outfile = join(dir.path, 'server')
-  const build = Bun.spawnSync([process.execPath, 'build', '--compile', 'src/main/index.ts', '--outfile', outfile], { cwd: root })
+  const build = buildExecutable(outfile)
   expect(build.exitCode, build.stderr.toString()).toBe(0)
 
   const proc = Bun.spawn([outfile], {

@@ -5,6 +5,7 @@ import { createApp, type App } from '../src/main/app.ts'
 import { loadConfig, type Config } from '../src/main/config.ts'
 import { buildDependencies, type Dependencies } from '../src/main/dependencies.ts'
 import { memoryLogger } from '../src/log.ts'
+import pkg from '../package.json' with { type: 'json' }
 
 export const BASE = 'http://localhost'
 
@@ -47,6 +48,15 @@ export async function makeApp(env: Record<string, string> = {}): Promise<TestApp
       dir.remove()
     },
   }
+}
+
+/** Builds the single executable at `outfile` exactly as `npm run build` does (its script, another --outfile). */
+export function buildExecutable(outfile: string) {
+  const args = pkg.scripts.build.split(/\s+/)
+  const at = args.indexOf('--outfile')
+  if (args[0] !== 'bun' || at < 0) throw new Error(`the build script is not "bun build ... --outfile <file>": ${pkg.scripts.build}`)
+  args.splice(at + 1, 1, outfile)
+  return Bun.spawnSync([process.execPath, ...args.slice(1)], { cwd: join(import.meta.dir, '..') })
 }
 
 /** PostgreSQL and Redis suites run only where the service is configured for them. */

@@ -19,7 +19,6 @@
  * the event loop never copies or compresses them. The last section's header describes the whole file.
  * Format 1 (a base alone, without the kind) is still read.
  */
-import { createHash } from 'node:crypto'
 import { copyFile, link, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { RawData } from '@orama/orama'
@@ -384,5 +383,5 @@ function startCompactor(): Compactor {
 
 /** A directory name for the organisation id: the id itself when it is plainly safe, else its hash. */
 export function orgDirName(orgId: string): string {
-  return /^[A-Za-z0-9_-]{1,100}$/.test(orgId) ? orgId : `h-${createHash('sha256').update(orgId).digest('hex').slice(0, 32)}`
+  return /^[A-Za-z0-9_-]{1,100}$/.test(orgId) ? orgId : `h-${new Bun.CryptoHasher('sha256').update(orgId).digest('hex').slice(0, 32)}`
 }

@@ -1,4 +1,5 @@
 import { Marked, type RendererObject, type Tokens } from 'marked'
+import { escapeHtml } from './render.ts'
 
 /**
  * Markdown to HTML for documentation pages. Markdown itself is trusted; raw HTML in it is not: it is
@@ -18,9 +19,6 @@ export interface RenderedMarkdown {
   /** Level 2 and 3 headings, for the table of contents. */
   readonly headings: readonly Heading[]
 }
-
-export const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
 
 /** A link target safe to put in a page: http(s), mailto, or a path or fragment on this site. */
 export function safeHref(href: string): string | undefined {

@@ -1,10 +1,12 @@
-import { createHash } from 'node:crypto'
 import type { ContextualDisplay, Icon, MenuEntry } from './contextual.ts'
-import { escapeHtml, type Heading } from './markdown.ts'
+import type { Heading } from './markdown.ts'
 import { MENU_SCRIPT } from './menu-script.ts'
 import type { DocsPage } from './site.ts'
 
 /** The HTML, Markdown and llms.txt of the documentation site, from pages already resolved. */
+
+export const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
 
 /** Where the documentation assistant takes questions (POST, public, streamed answer). */
 export const DOCS_ASSISTANT_PATH = '/api/docs/assistant'
@@ -112,7 +114,7 @@ h1 { margin: .2rem 0 .4rem; font-size: 2rem; line-height: 1.2; }
 @media (max-width: 48rem) { .layout { display: block; } .sidebar { position: static; max-height: none; } }
 `
 
-const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`
+const sha256 = (text: string) => `'sha256-${new Bun.CryptoHasher('sha256').update(text).digest('base64')}'`
 
 /**
  * Every page's Content-Security-Policy: only this stylesheet and script run, no request leaves the

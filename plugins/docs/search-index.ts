@@ -3,7 +3,7 @@
  * names the page and the section it is in. The composition root builds one and hands it to the
  * documentation assistant and the MCP server.
  */
-import { create, insert, search } from '@orama/orama'
+import { lazily } from '../../src/lazy.ts'
 import { pageUrlPath } from './render.ts'
 import type { DocsPage } from './site.ts'
 import { plainText, snippetOf, splitSections } from './sections.ts'
@@ -42,8 +42,12 @@ interface SectionDocument {
   section: string | undefined
 }
 
+// The search engine is loaded with the first search, like the database it builds.
+const orama = lazily(() => import('@orama/orama'))
+
 /** Every section of every page in one Orama database. */
-function sectionDatabase(pages: readonly DocsPage[]) {
+async function sectionDatabase(pages: readonly DocsPage[]) {
+  const { create, insert } = await orama()
   const db = create({ schema, components: { tokenizer: { language: 'english', stemming: true } } })
   const documents: SectionDocument[] = pages.flatMap((page) =>
     splitSections(page.markdown).map((section) => ({
@@ -67,7 +71,7 @@ function sectionDatabase(pages: readonly DocsPage[]) {
 export function createDocsIndex(pages: readonly DocsPage[], publicBaseUrl: string): DocsIndex {
   const base = publicBaseUrl.replace(/\/+$/, '')
   const byPath = new Map(pages.map((page) => [page.path, page]))
-  let db: ReturnType<typeof sectionDatabase> | undefined
+  const database = lazily(() => sectionDatabase(pages))
 
   // The documentation site's own addresses, so the links and the site cannot disagree.
   const urlOf = (page: DocsPage) => {
@@ -87,7 +91,8 @@ export function createDocsIndex(pages: readonly DocsPage[], publicBaseUrl: strin
     page,
     urlOf,
     async search(query, limit) {
-      const found = await search((db ??= sectionDatabase(pages)), { term: query, properties: ['title', 'heading', 'content'], boost: { title: 2, heading: 1.5 }, limit })
+      const { search } = await orama()
+      const found = await search(await database(), { term: query, properties: ['title', 'heading', 'content'], boost: { title: 2, heading: 1.5 }, limit })
       return found.hits.map((hit) => {
         const doc = hit.document as unknown as SectionDocument
         return {

@@ -1,15 +1,14 @@
 import { Elysia, t } from 'elysia'
+import { join } from 'node:path'
 import { AppError } from '../../src/errors.ts'
+import { lazily } from '../../src/lazy.ts'
 import type { Logger } from '../../src/log.ts'
 import { problem } from '../../src/models.ts'
-import { bundledDocsSite } from './bundle.ts' with { type: 'macro' }
 import { docsAssistantPlugin, type DocsAssistantOptions } from './assistant.ts'
 import { parseContextualConfig, resolveMenu } from './contextual.ts'
 import { OPENAPI_JSON_PATH } from './openapi.ts'
-import { renderMarkdown } from './markdown.ts'
-import { renderPagePdf } from './pdf.ts'
 import { DOCS_CSP, llmsTxt, pageDocument, pageMarkdown, pageUrlPath, type NavigationItem } from './render.ts'
-import type { DocsConfig, DocsPage, DocsSite } from './site.ts'
+import { loadDocsSite, type DocsConfig, type DocsPage, type DocsSite } from './site.ts'
 
 export interface DocsSitePluginOptions {
   /** The documentation served. Default: docs.json and its pages as bundled with the service. */
@@ -27,15 +26,16 @@ export interface DocsSitePluginOptions {
   logger?: Logger
 }
 
-/** One page as the site serves it. */
+/** One page as the site serves it; pages do not change while the service runs, so what is drawn is kept. */
 export interface BuiltPage {
-  readonly html: string
   readonly markdown: string
-  /** Its PDF, drawn on first request and kept (pages do not change while the service runs). */
+  /** Its HTML document, rendered on first request: a start-up renders no page. */
+  html(): Promise<string>
+  /** Its PDF, drawn on first request. */
   pdf(): Promise<Uint8Array>
 }
 
-/** Every page rendered once, at start-up: its HTML document and its Markdown, by URL path. */
+/** Every page by URL path, checked at start-up and rendered when first asked for. */
 export interface BuiltDocsSite {
   readonly pages: ReadonlyMap<string, BuiltPage>
   /** Where /docs sends the reader: the first page of the navigation. */
@@ -43,10 +43,23 @@ export interface BuiltDocsSite {
   readonly llmsTxt: string
 }
 
-/** docs.json and its pages as bundled with the service: what the site serves unless given another. */
+let bundled: DocsSite | undefined
+
+/**
+ * docs.json and its pages as bundled with the service: what the site serves unless given another. The executable
+ * carries them in its code; from a checkout they are read from disk, which takes far less than a start spends
+ * running the bundling macro (./built-in-site.ts) when it transpiles the module that calls it.
+ */
 export function bundledSite(): DocsSite {
-  return bundledDocsSite()
+  return (bundled ??= import.meta.url.startsWith('file:///$bunfs/')
+    ? (require('./built-in-site.ts') as typeof import('./built-in-site.ts')).BUILT_IN_SITE
+    : loadDocsSite(join(import.meta.dir, '..', '..')))
 }
+
+// The Markdown renderer comes with the first page asked for; pdf-lib and its font metrics, the heaviest modules of
+// the site, with the first PDF download.
+const markdownRenderer = lazily(() => import('./markdown.ts'))
+const pdfRenderer = lazily(() => import('./pdf.ts'))
 
 const API_REFERENCE = [
   { title: 'API explorer', url: '/swagger' },
@@ -57,7 +70,7 @@ type NavigationGroup = DocsConfig['navigation']['groups'][number]
 
 /**
  * Validates the contextual menu configuration (throwing a ContextualConfigError that names each bad
- * entry) and renders every page with its sidebar and menu.
+ * entry) and the pages' addresses; each page is rendered with its sidebar and menu when first requested.
  */
 export function buildDocsSite(site: DocsSite, options: Omit<DocsSitePluginOptions, 'site'>): BuiltDocsSite {
   const parsed = parseContextualConfig(site.config.contextual)
@@ -93,39 +106,36 @@ export function buildDocsSite(site: DocsSite, options: Omit<DocsSitePluginOption
   for (const page of byPath.values()) {
     const url = pageUrlPath(page.path)
     const markdown = pageMarkdown(page)
-    const rendered = renderMarkdown(page.markdown)
-    // Custom entries keep their docs.json index in their id, so the assistant is taken out after resolving.
-    const menu = resolveMenu(parsed, {
-      path: url,
-      markdown,
-      markdownUrl: `${base}${url}.md`,
-      mcpUrl: options.mcpUrl,
-      serverName: site.config.name,
-      specUrl: OPENAPI_JSON_PATH,
-    }).filter((entry) => assistantOffered || entry.kind !== 'assistant')
-    const html = pageDocument({
-      siteName: site.config.name,
-      page,
-      url,
-      contentHtml: rendered.html,
-      headings: rendered.headings,
-      navigation,
-      menu,
-      display: parsed.display,
-      markdown,
-      apiReference: API_REFERENCE,
-    })
-    let pdf: Promise<Uint8Array> | undefined
+    const render = async () => {
+      const rendered = (await markdownRenderer()).renderMarkdown(page.markdown)
+      // Custom entries keep their docs.json index in their id, so the assistant is taken out after resolving.
+      const menu = resolveMenu(parsed, {
+        path: url,
+        markdown,
+        markdownUrl: `${base}${url}.md`,
+        mcpUrl: options.mcpUrl,
+        serverName: site.config.name,
+        specUrl: OPENAPI_JSON_PATH,
+      }).filter((entry) => assistantOffered || entry.kind !== 'assistant')
+      return pageDocument({
+        siteName: site.config.name,
+        page,
+        url,
+        contentHtml: rendered.html,
+        headings: rendered.headings,
+        navigation,
+        menu,
+        display: parsed.display,
+        markdown,
+        apiReference: API_REFERENCE,
+      })
+    }
     const source = { markdown, title: page.title, url: `${base}${url}`, baseUrl: base, siteName: site.config.name }
+    // A failure is not kept: the next request draws the page again.
     pages.set(url, {
-      html,
       markdown,
-      pdf: () =>
-        (pdf ??= renderPagePdf(source).catch((error: unknown) => {
-          // A failure is not kept: the next request draws it again.
-          pdf = undefined
-          throw error
-        })),
+      html: lazily(render),
+      pdf: lazily(async () => (await pdfRenderer()).renderPagePdf(source)),
     })
   }
 
@@ -169,8 +179,9 @@ export function pdfFileName(slug: string): string {
  * The public documentation site, no authentication (its routes are left out of the OpenAPI document,
  * like the explorer's own): GET /docs (to the first page), /docs/<path> as
  * HTML with the navigation sidebar and the contextual menu, /docs/<path>.md as Markdown,
- * /docs/<path>.pdf as a PDF download, and /llms.txt listing every page. Pages are rendered when the
- * plugin is built, PDFs on first request. With `assistant`, it also mounts POST /api/docs/assistant.
+ * /docs/<path>.pdf as a PDF download, and /llms.txt listing every page. The configuration is checked when the
+ * plugin is built; each page's HTML and PDF are drawn at its first request. With `assistant`, it also mounts
+ * POST /api/docs/assistant.
  */
 export function docsSitePlugin(options: DocsSitePluginOptions) {
   const site = options.site ?? bundledSite()
@@ -200,7 +211,7 @@ export function docsSitePlugin(options: DocsSitePluginOptions) {
               'x-content-type-options': 'nosniff',
             },
           })
-        return text(page.html, 'text/html; charset=utf-8', { 'content-security-policy': DOCS_CSP })
+        return text(await page.html(), 'text/html; charset=utf-8', { 'content-security-policy': DOCS_CSP })
       },
       {
         params: t.Object({ '*': t.String({ description: 'Page path, with .md for its Markdown or .pdf for a PDF' }) }),

@@ -10,8 +10,9 @@ import * as fs from 'node:fs'
 import { constants } from 'node:fs'
 import { lstat, mkdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import git, { TREE, type WalkerEntry } from 'isomorphic-git'
+import type { WalkerEntry, walk } from 'isomorphic-git'
 import { AppError } from '../../src/errors.ts'
+import { isomorphicGit } from './git.ts'
 import { openPackReader } from './pack-reader.ts'
 import { assertSafePath, unsafePathError, type WorktreeState } from './workspace.ts'
 
@@ -52,6 +53,7 @@ export async function diffTrees(options: { gitdir: string; cache: object; from?:
   const { gitdir, cache, from, to, signal } = options
   const diff: TreeDiff = { write: [], remove: [], removedFiles: [], fileDelta: 0 }
   const removedDirectories = new Set<string>()
+  const { TREE } = await isomorphicGit()
   const trees = from ? [TREE({ ref: from }), TREE({ ref: to })] : [TREE({ ref: to })]
   await walkSafely({
     fs,
@@ -87,7 +89,8 @@ export async function diffTrees(options: { gitdir: string; cache: object; from?:
   return diff
 }
 
-async function walkSafely(options: Parameters<typeof git.walk>[0]): Promise<void> {
+async function walkSafely(options: Parameters<typeof walk>[0]): Promise<void> {
+  const git = await isomorphicGit()
   try {
     await git.walk(options)
   } catch (error) {
@@ -165,6 +168,7 @@ export async function checkout(options: CheckoutOptions): Promise<WorktreeState>
 
   let loaded = 0
   const total = diff.write.length
+  const git = await isomorphicGit()
   const packs = total > 0 ? await openPackReader(gitdir, { maxObjectBytes: limits.maxFileBytes }) : undefined
   const readBlob = async (entry: TreeEntry): Promise<Uint8Array> => {
     try {

@@ -4,8 +4,9 @@
  * the server as a "have", so a re-import downloads only the objects that changed.
  */
 import * as fs from 'node:fs'
-import git, { type AuthCallback, type GitProgressEvent, type HttpClient } from 'isomorphic-git'
+import type { AuthCallback, GitProgressEvent, HttpClient } from 'isomorphic-git'
 import { AppError } from '../../src/errors.ts'
+import { isomorphicGit } from './git.ts'
 
 /** Local branch holding the last fetched commit; the tree is checked out by the service, never by branch name. */
 export const IMPORTED_BRANCH = 'imported'
@@ -27,6 +28,7 @@ export interface FetchRepositoryOptions {
 /** Fetches `ref` (or HEAD) and answers the commit it names, tags peeled. */
 export async function fetchRepository(options: FetchRepositoryOptions): Promise<string> {
   const { gitdir, cache } = options
+  const git = await isomorphicGit()
   await git.init({ fs, dir: gitdir, gitdir, bare: true, defaultBranch: IMPORTED_BRANCH })
   // The URL is passed on every fetch as well; the stored remote only satisfies isomorphic-git's refspec lookup.
   await git.addRemote({ fs, gitdir, remote: 'origin', url: options.url, force: true })
@@ -52,6 +54,7 @@ export async function fetchRepository(options: FetchRepositoryOptions): Promise<
 
 /** An annotated tag names a tag object; the tree to check out is that of the commit it points at. */
 async function peelToCommit(gitdir: string, cache: object, oid: string): Promise<string> {
+  const git = await isomorphicGit()
   for (let depth = 0; depth < 10; depth++) {
     const { type, object } = await git.readObject({ fs, gitdir, cache, oid, format: 'parsed' })
     if (type === 'commit') return oid
@@ -63,6 +66,7 @@ async function peelToCommit(gitdir: string, cache: object, oid: string): Promise
 
 /** Whether the object store still has `commit` (with its tree), so it can be diffed against. */
 export async function hasCommit(gitdir: string, cache: object, commit: string): Promise<boolean> {
+  const git = await isomorphicGit()
   try {
     await git.readTree({ fs, gitdir, cache, oid: commit })
     return true

@@ -4,8 +4,8 @@
  * and submodules are left out: they have no content of their own to hand on.
  */
 import * as fs from 'node:fs'
-import git, { TREE } from 'isomorphic-git'
 import { AppError } from '../../src/errors.ts'
+import { isomorphicGit } from './git.ts'
 
 export interface ImportFile {
   /** Path relative to the directory that was read. */
@@ -45,11 +45,12 @@ export async function readImportFiles(gitdir: string, commit: string, request: I
   const answer: ImportFiles = { commit, files: [], skipped: [] }
   let bytes = 0
   const cache = {}
+  const git = await isomorphicGit()
   await git.walk({
     fs,
     gitdir,
     cache,
-    trees: [TREE({ ref: commit })],
+    trees: [git.TREE({ ref: commit })],
     map: async (path, [entry]) => {
       if (answer.exceeded || !entry) return null
       if (path === '.') return true

@@ -8,7 +8,6 @@
  */
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { inflateSync } from 'node:zlib'
 import { AppError } from '../../src/errors.ts'
 
 const OBJ_COMMIT = 1
@@ -52,6 +51,8 @@ function parseIndex(index: Buffer, packLength: number): { offsets: Map<string, n
 }
 
 export async function openPackReader(gitdir: string, options: { maxObjectBytes: number; cacheBytes?: number }): Promise<PackReader> {
+  // node:zlib takes several milliseconds to load: only a checkout pays for it, not every start.
+  const { inflateSync } = await import('node:zlib')
   const directory = join(gitdir, 'objects', 'pack')
   const names = await readdir(directory).catch(() => [] as string[])
   const packs: Pack[] = []

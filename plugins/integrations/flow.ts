@@ -5,7 +5,6 @@
  * code with the verifier and the exact redirect URI, and stores the tokens. Every outcome becomes a
  * redirect to the front-end with `status=connected` or `status=error&error=<code>`.
  */
-import { timingSafeEqual } from 'node:crypto'
 import { AppError } from '../../src/errors.ts'
 import type { HttpClient } from '../../src/http.ts'
 import type { Logger } from '../../src/log.ts'
@@ -71,7 +70,7 @@ const verifierContext = (stateHash: string) => `oauth-state:${stateHash}`
 function sameHash(a: string, b: string): boolean {
   const left = Buffer.from(a)
   const right = Buffer.from(b)
-  return left.length === right.length && timingSafeEqual(left, right)
+  return left.length === right.length && crypto.timingSafeEqual(left, right)
 }
 
 export function createFlow(options: FlowOptions) {

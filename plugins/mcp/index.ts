@@ -1,4 +1,3 @@
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { Elysia, t } from 'elysia'
 import pkg from '../../package.json' with { type: 'json' }
 import type { AccessService } from '../../src/auth/access-service.ts'
@@ -6,13 +5,22 @@ import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { AppError, type ErrorCode } from '../../src/errors.ts'
 import { integer, problem } from '../../src/models.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
+import { lazily } from '../../src/lazy.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { CodeIndex } from '../code-search/index.ts'
 import type { DocsIndex } from '../docs/index.ts'
 import { mcpAddresses } from './addresses.ts'
 import { callerGuards } from './caller.ts'
-import { createMcpServer } from './server.ts'
 export { mcpSettings } from './settings.ts'
+
+// The MCP SDK and its schema libraries take longer to load than the rest of start-up: loaded at the first POST /mcp.
+const mcpRuntime = lazily(async () => {
+  const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await Promise.all([
+    import('./server.ts'),
+    import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+  ])
+  return { createMcpServer, WebStandardStreamableHTTPServerTransport }
+})
 
 export interface McpPluginOptions {
   access: AccessService
@@ -102,6 +110,7 @@ export function mcpPlugin(options: McpPluginOptions) {
     .post(
       '/mcp',
       async ({ body, request, caller, set }) => {
+        const { createMcpServer, WebStandardStreamableHTTPServerTransport } = await mcpRuntime()
         const server = createMcpServer(tools, caller)
         const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true, ...rebindingProtection })
         await server.connect(transport)

@@ -6,7 +6,6 @@
  * Without either, /metrics is not routed (404) and nothing is collected.
  */
 import { Elysia } from 'elysia'
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { openApiExtension } from '../../src/auth/plugin.ts'
 import { bearerFrom } from '../../src/auth/bearer.ts'
 import { AppError } from '../../src/errors.ts'
@@ -22,14 +21,14 @@ export interface MetricsOptions {
   token: string | undefined
 }
 
-const digest = (value: string) => createHash('sha256').update(value).digest()
+const digest = (value: string) => new Bun.CryptoHasher('sha256').update(value).digest()
 
 /** Whether the request carries the token, compared in constant time. */
 function tokenChecker(token: string): (request: Request) => boolean {
   const expected = digest(token)
   return (request) => {
     const given = bearerFrom(request.headers)
-    return given !== undefined && given.subprotocol === undefined && timingSafeEqual(digest(given.token), expected)
+    return given !== undefined && given.subprotocol === undefined && crypto.timingSafeEqual(digest(given.token), expected)
   }
 }
 

@@ -3,9 +3,10 @@
  * failure turned into the service's own error codes. The real `stripe` SDK does the talking;
  * STRIPE_API_URL points it at another host (a local fake in tests).
  */
-import Stripe from 'stripe'
+import type Stripe from 'stripe'
 import type { PaymentSettings } from './settings.ts'
 import { AppError } from '../../src/errors.ts'
+import { lazily } from '../../src/lazy.ts'
 import { verifyEventSignature, type VerifiedEvent } from './signature.ts'
 
 export interface CheckoutSessionRequest {
@@ -41,18 +42,23 @@ export interface PaymentProvider {
 type ProviderSettings = NonNullable<PaymentSettings['provider']>
 
 export function createStripeProvider(settings: ProviderSettings, options: { toleranceSeconds: number }): PaymentProvider {
-  const stripe = new Stripe(settings.secretKey, {
-    host: settings.api.host,
-    port: settings.api.port,
-    protocol: settings.api.protocol,
-    timeout: settings.timeoutMs,
-    // Retries reuse the idempotency key, so a retried create never makes a second object.
-    maxNetworkRetries: 2,
-    telemetry: false,
+  // The SDK is loaded with the first call to Stripe, not at start-up.
+  const client = lazily(async () => {
+    const { default: StripeClient } = await import('stripe')
+    return new StripeClient(settings.secretKey, {
+      host: settings.api.host,
+      port: settings.api.port,
+      protocol: settings.api.protocol,
+      timeout: settings.timeoutMs,
+      // Retries reuse the idempotency key, so a retried create never makes a second object.
+      maxNetworkRetries: 2,
+      telemetry: false,
+    })
   })
-  const call = async <T>(action: string, run: () => Promise<T>): Promise<T> => {
+  const call = async <T>(action: string, run: (stripe: Stripe) => Promise<T>): Promise<T> => {
+    const stripe = await client()
     try {
-      return await run()
+      return await run(stripe)
     } catch (err) {
       throw providerFailure(err, action)
     }
@@ -61,12 +67,12 @@ export function createStripeProvider(settings: ProviderSettings, options: { tole
   return {
     name: 'stripe',
     createCustomer: (input, idempotencyKey) =>
-      call('create a customer', async () => {
+      call('create a customer', async (stripe) => {
         const customer = await stripe.customers.create({ name: input.name, metadata: { orgId: input.orgId } }, { idempotencyKey })
         return { id: customer.id }
       }),
     createCheckoutSession: (input, idempotencyKey) =>
-      call('create a checkout session', async () => {
+      call('create a checkout session', async (stripe) => {
         const metadata = { orgId: input.orgId, userId: input.userId, plan: input.plan, seats: String(input.seats), interval: input.interval }
         const session = await stripe.checkout.sessions.create(
           {
@@ -94,12 +100,12 @@ export function createStripeProvider(settings: ProviderSettings, options: { tole
         }
       }),
     createPortalSession: (input) =>
-      call('create a billing portal session', async () => {
+      call('create a billing portal session', async (stripe) => {
         const session = await stripe.billingPortal.sessions.create({ customer: input.customerId, return_url: input.returnUrl })
         return { id: session.id, url: session.url }
       }),
-    verifyEvent: (rawBody, signatureHeader, nowMs) =>
-      verifyEventSignature(stripe.webhooks, { rawBody, signatureHeader, secret: settings.webhookSecret, toleranceSeconds: options.toleranceSeconds, nowMs }),
+    verifyEvent: async (rawBody, signatureHeader, nowMs) =>
+      verifyEventSignature((await client()).webhooks, { rawBody, signatureHeader, secret: settings.webhookSecret, toleranceSeconds: options.toleranceSeconds, nowMs }),
   }
 }
 

@@ -7,8 +7,9 @@ import * as fs from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import git, { Errors, type HttpClient, type TreeEntry } from 'isomorphic-git'
+import type { Errors, HttpClient, TreeEntry } from 'isomorphic-git'
 import { AppError } from '../../src/errors.ts'
+import { lazily } from '../../src/lazy.ts'
 import { ResponseTooLargeError, watchFailures } from './git-http.ts'
 import type { SiteFile } from './site-validation.ts'
 
@@ -56,11 +57,15 @@ const TREE_MODE = '040000'
 
 const REMOTE = 'origin'
 
+// Loaded with the first publish, not at start-up.
+const isomorphicGit = lazily(() => import('isomorphic-git'))
+
 const onAuthWith = (token: string) => () => ({ username: 'x-access-token', password: token })
 
 /** A fresh bare repository in the system temp directory. */
 export async function openWorkspace(client: HttpClient): Promise<Workspace> {
   const { http, takeFailure } = watchFailures(client)
+  const git = await isomorphicGit()
   const gitdir = await mkdtemp(join(tmpdir(), 'pages-publish-'))
   await git.init({ fs, gitdir, bare: true, defaultBranch: 'main' }).catch(async (error: unknown) => {
     await rm(gitdir, { recursive: true, force: true })
@@ -73,7 +78,7 @@ export async function openWorkspace(client: HttpClient): Promise<Workspace> {
     try {
       return await operation()
     } catch (error) {
-      throw gitError(takeFailure() ?? error, remote, access)
+      throw gitError(git.Errors, takeFailure() ?? error, remote, access)
     }
   }
 
@@ -172,20 +177,20 @@ export async function openWorkspace(client: HttpClient): Promise<Workspace> {
   }
 }
 
-function gitError(error: unknown, remote: Remote, access: 'read' | 'write'): unknown {
+function gitError(errors: typeof Errors, error: unknown, remote: Remote, access: 'read' | 'write'): unknown {
   const where = { repository: remote.repository }
   if (error instanceof AppError) return error
-  if (error instanceof Errors.PushRejectedError)
+  if (error instanceof errors.PushRejectedError)
     return new AppError('push_rejected', `The branch of ${remote.repository} moved while publishing (the push was not a fast-forward); publish again`, {
       extensions: { ...where, reason: 'not_fast_forward' },
     })
-  if (error instanceof Errors.GitPushError) {
+  if (error instanceof errors.GitPushError) {
     const refused = Object.values(error.data.result.refs ?? {}).find((ref) => !ref.ok)?.error ?? error.data.prettyDetails
     return new AppError('push_rejected', `The code host refused the push to ${remote.repository}: ${refused.trim()}`, {
       extensions: { ...where, reason: 'refused', refusal: refused.trim() },
     })
   }
-  if (error instanceof Errors.HttpError) {
+  if (error instanceof errors.HttpError) {
     const status = error.data.statusCode
     if (status === 401 || status === 403)
       return new AppError('codehost_forbidden', `The code host refused to ${access === 'write' ? 'accept a push to' : 'read'} ${remote.repository} with the connected account's token (${status})`, {
@@ -195,7 +200,7 @@ function gitError(error: unknown, remote: Remote, access: 'read' | 'write'): unk
     return new AppError('upstream_error', `The code host's git server answered ${status} for ${remote.repository}`, { extensions: { ...where, status } })
   }
   // isomorphic-git's fetch needs the remote HEAD; GitHub points it at the first branch pushed.
-  if (error instanceof Errors.NotFoundError && error.data.what === 'HEAD')
+  if (error instanceof errors.NotFoundError && error.data.what === 'HEAD')
     return new AppError('upstream_error', `The default branch (HEAD) of ${remote.repository} names no existing branch; set its default branch and publish again`, {
       extensions: where,
     })

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto'
-
 /**
  * The landing page and the setup pages: plain HTML in the documentation site's look, one hashed stylesheet,
  * and no script except the hashed sign-in check of the page after setup. Forms post to this origin only.
@@ -79,7 +77,7 @@ form.addEventListener('submit', async (event) => {
 });
 `
 
-const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`
+const sha256 = (text: string) => `'sha256-${new Bun.CryptoHasher('sha256').update(text).digest('base64')}'`
 
 const policy = (extra: string[]) =>
   ["default-src 'none'", `style-src ${sha256(STYLE)}`, ...extra, "form-action 'self'", "base-uri 'none'", "frame-ancestors 'none'"].join('; ')

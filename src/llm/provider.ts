@@ -3,8 +3,8 @@
  * through the `openai` package, reduced to the few events the chat turn needs.
  */
 import { createParser } from 'eventsource-parser'
-import OpenAI from 'openai'
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions'
+import { lazily } from '../lazy.ts'
 
 export type ModelMessage = ChatCompletionMessageParam
 export type ModelTool = ChatCompletionTool
@@ -79,15 +79,31 @@ export interface OpenAiProviderOptions {
   maxRetries?: number
 }
 
+// The SDK is loaded with the first model call, or just after start-up when a provider is configured; a service
+// without one never loads it.
+const openAiSdk = lazily(() => import('openai'))
+
+/** Loads the SDK ahead of the first model call, so that call does not wait for it. */
+export async function preloadOpenAiSdk(): Promise<void> {
+  await openAiSdk()
+}
+
 /** Maps anything the SDK throws to a stream error with a stable code. */
 export function upstreamFailure(error: unknown): StreamError {
   if (error instanceof StreamError) return error
+  // Until the SDK is loaded nothing can have thrown one of its errors.
+  const OpenAI = openAiSdk.loaded?.default
+  if (!OpenAI) return otherFailure(error)
   if (error instanceof OpenAI.APIConnectionTimeoutError) return new StreamError('upstream_timeout', 'The model provider did not answer in time', { cause: error })
   if (error instanceof OpenAI.RateLimitError)
     return new StreamError('upstream_rate_limited', 'The model provider is rate limiting requests; try again shortly', { cause: error })
   if (error instanceof OpenAI.APIError && error.status !== undefined)
     return new StreamError('upstream_error', `The model provider answered ${error.status}: ${error.message.slice(0, 200)}`, { cause: error })
   if (error instanceof OpenAI.APIConnectionError) return new StreamError('upstream_error', 'The model provider could not be reached', { cause: error })
+  return otherFailure(error)
+}
+
+function otherFailure(error: unknown): StreamError {
   if (error instanceof SyntaxError) return new StreamError('upstream_malformed', 'The model provider sent a malformed chunk', { cause: error })
   return new StreamError('upstream_error', `The model provider failed: ${(error as Error)?.message ?? String(error)}`.slice(0, 300), { cause: error })
 }
@@ -122,13 +138,16 @@ function eventsOf(chunk: { choices?: ChunkChoice[]; usage?: { prompt_tokens?: nu
 
 export function createOpenAiProvider(options: OpenAiProviderOptions): ModelProvider {
   // Every option given explicitly: the SDK would otherwise read OPENAI_* from the process environment.
-  const client = new OpenAI({
-    apiKey: options.apiKey ?? 'unused',
-    baseURL: options.baseUrl ?? 'https://api.openai.com/v1',
-    organization: null,
-    project: null,
-    maxRetries: options.maxRetries ?? 1,
-    timeout: options.timeoutMs,
+  const client = lazily(async () => {
+    const { default: OpenAI } = await openAiSdk()
+    return new OpenAI({
+      apiKey: options.apiKey ?? 'unused',
+      baseURL: options.baseUrl ?? 'https://api.openai.com/v1',
+      organization: null,
+      project: null,
+      maxRetries: options.maxRetries ?? 1,
+      timeout: options.timeoutMs,
+    })
   })
 
   return {
@@ -154,7 +173,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ModelProvi
       )
       try {
         // The raw response: the SDK's own stream decoder costs about three times what the relay does.
-        const response = await client.chat.completions
+        const response = await (await client()).chat.completions
           .create(
             {
               model: request.model,
@@ -220,7 +239,7 @@ export function createOpenAiProvider(options: OpenAiProviderOptions): ModelProvi
 
     async generateImage(request, signal) {
       const gptImage = request.model.startsWith('gpt-image')
-      const result = await client.images
+      const result = await (await client()).images
         .generate(
           {
             model: request.model,

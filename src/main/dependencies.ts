@@ -22,7 +22,7 @@ import { createIntegrationsService, providersFromConfig, type IntegrationsServic
 import { createPublisher, type Publisher } from '../../plugins/publish/index.ts'
 import { createSecretBox } from '../secret-box.ts'
 import { createModels, type Models } from '../llm/models.ts'
-import { createOpenAiProvider, type ModelProvider } from '../llm/provider.ts'
+import { createOpenAiProvider, preloadOpenAiSdk, type ModelProvider } from '../llm/provider.ts'
 import { createChatService, type ChatService } from '../../plugins/chat/index.ts'
 import { createMemoryStreamLog, createRedisStreamLog } from '../../plugins/chat/index.ts'
 import { createSandbox, type Sandbox } from '../sandbox/index.ts'
@@ -33,7 +33,7 @@ import { createAgentRunner, createAgentService, createCommands, createConnection
 import { createMemoryTaskLog, createRedisTaskLog, createWorkspaces, type Workspaces } from '../../plugins/agents/index.ts'
 import { join } from 'node:path'
 import { classPolicies, policiesFromConfig } from '../rate-limit/plugin.ts'
-import { createServiceMetrics, type ServiceMetrics } from '../observability/metrics.ts'
+import type { ServiceMetrics } from '../observability/metrics.ts'
 import { combineModelCallObservers } from '../observability/observers.ts'
 import type { Tracing } from '../observability/tracing.ts'
 import { pingRedis, reach } from '../reachability.ts'
@@ -88,6 +88,11 @@ export interface Dependencies {
   readonly metrics: ServiceMetrics | undefined
   /** OpenTelemetry tracing; undefined unless OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   readonly tracing: Tracing | undefined
+  /**
+   * Loads what a configured part needs at its first request (the model provider's SDK), to run once the server
+   * answers: neither start-up nor that first request waits for it. A failure is logged; the part loads on use.
+   */
+  warmUp(): Promise<void>
   close(): Promise<void>
 }
 
@@ -112,8 +117,12 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   // The one Redis connection manager every Redis user of this process shares.
   const redis = redisUrl ? createRedisManager({ url: redisUrl, reconnectMaxDelayMs: config.redisReconnectMaxDelayMs, logger }) : undefined
   const cancels = createCancelChannel({ redis, logger })
-  const metrics = config.metrics.token !== undefined || config.metrics.port !== undefined ? createServiceMetrics() : undefined
-  // Loaded only when configured: without an endpoint no OpenTelemetry code is even imported.
+  // Loaded only when configured: without METRICS_TOKEN or METRICS_PORT prom-client is not even imported.
+  const metrics =
+    config.metrics.token !== undefined || config.metrics.port !== undefined
+      ? (await import('../observability/metrics.ts')).createServiceMetrics()
+      : undefined
+  // Likewise: without an endpoint no OpenTelemetry code is imported.
   const tracing = config.tracing
     ? (await import('../observability/tracing.ts')).createTracing({ ...config.tracing, serviceVersion: pkg.version, logger })
     : undefined
@@ -185,6 +194,8 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
         })),
   )
   const models = createModels(modelProvider, chatConfig.model)
+  const warmUps: { part: string; load: () => Promise<void> }[] = []
+  if (chatConfig.provider && !overrides.modelProvider) warmUps.push({ part: 'model provider', load: preloadOpenAiSdk })
   const chat = createChatService({
     db,
     logger,
@@ -365,6 +376,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     readinessChecks,
     metrics,
     tracing,
+    async warmUp() {
+      for (const { part, load } of warmUps) await load().catch((err: unknown) => logger.warn('warm-up failed; loading on first use instead', { part, err }))
+    },
     async close() {
       for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))
     },

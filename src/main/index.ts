@@ -27,6 +27,8 @@ async function main() {
   process.on('SIGINT', () => stop('SIGINT'))
   // First run: while no user exists, a one-time code to create the first owner at /setup, as the last start-up line.
   await announceSetupCode(deps.setup, deps.logger, setupUrl(config.publicBaseUrl, running.server.port!))
+  // The service already answers; what configured parts would load at their first request loads now.
+  await deps.warmUp()
 }
 
 // argv[0] is the runtime and argv[1] the script, in the executable too.

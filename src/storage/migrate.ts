@@ -38,8 +38,11 @@ export async function migrate(db: Database, migrations: readonly Migration[], lo
     )`
   })
 
+  // A recorded version stays recorded, so one read spares a start the locked transaction of each applied migration.
+  const recorded = new Set((await db.sql`SELECT version FROM schema_migrations`).map((row: { version: unknown }) => Number(row.version)))
   const applied: number[] = []
   for (const migration of sorted) {
+    if (recorded.has(migration.version)) continue
     await db.sql.begin(async (tx) => {
       if (db.dialect === 'postgres') await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`
       const [done] = await tx`SELECT version FROM schema_migrations WHERE version = ${migration.version}`

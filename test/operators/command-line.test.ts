@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import pkg from '../../package.json' with { type: 'json' }
-import { tempDir } from '../helpers.ts'
-import { ROOT, closedPort, fromSource, runToEnd } from './processes.ts'
+import { buildExecutable, tempDir } from '../helpers.ts'
+import { closedPort, fromSource, runToEnd } from './processes.ts'
 
 const dir = tempDir('operators-cli-')
 const executable = join(dir.path, 'server')
@@ -11,10 +11,7 @@ const executable = join(dir.path, 'server')
 const unreachable = { DATA_DIR: join(dir.path, 'data'), DATABASE_URL: `postgres://ops:hunter2@127.0.0.1:${closedPort()}/service` }
 
 beforeAll(() => {
-  // As `npm run build` makes it.
-  const build = Bun.spawnSync([process.execPath, 'build', '--compile', '--compile-exec-argv=--max-http-header-size=65536', 'src/main/index.ts', '--outfile', executable], {
-    cwd: ROOT,
-  })
+  const build = buildExecutable(executable)
   if (build.exitCode !== 0) throw new Error(build.stderr.toString())
 })
 afterAll(() => dir.remove())

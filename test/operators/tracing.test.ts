@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { chatHarness, eventually, readEvents } from '../chat/helpers.ts'
 import { startFakeCollector, type CollectedSpan } from '../fakes/otlp-collector.ts'
-import { makeApp, tempDir } from '../helpers.ts'
+import { buildExecutable, makeApp, tempDir } from '../helpers.ts'
 import { ROOT, closedPort, fromSource, runToEnd, startService } from './processes.ts'
 
 const SERVER = 2
@@ -159,7 +159,7 @@ test('the compiled executable carries the exporter: its spans reach the collecto
   const collector = startFakeCollector()
   try {
     const executable = join(dir.path, 'server')
-    const build = Bun.spawnSync([process.execPath, 'build', '--compile', 'src/main/index.ts', '--outfile', executable], { cwd: ROOT })
+    const build = buildExecutable(executable)
     expect(build.exitCode, build.stderr.toString()).toBe(0)
     const service = await startService([executable], { DATA_DIR: join(dir.path, 'data'), OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint })
     expect((await fetch(`${service.url}/health`)).status).toBe(200)

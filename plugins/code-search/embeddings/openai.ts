@@ -4,8 +4,10 @@
  * vectors are asked for as plain floats (base64 is not universal among self-hosted servers) and
  * scaled to unit length, since not every model returns them normalised.
  */
-import OpenAI, { type ClientOptions } from 'openai'
+import type { ClientOptions, OpenAI } from 'openai'
+import type { CreateEmbeddingResponse } from 'openai/resources/embeddings'
 import { AppError } from '../../../src/errors.ts'
+import { lazily } from '../../../src/lazy.ts'
 import { normalise, type EmbeddingProvider } from './provider.ts'
 
 export interface OpenAiEmbeddingsOptions {
@@ -31,7 +33,10 @@ export interface OpenAiEmbeddingsOptions {
 
 const provider = { provider: 'embeddings' }
 
-function upstreamError(error: unknown, options: OpenAiEmbeddingsOptions): AppError {
+// Loaded with the first embedding request: a start-up, even with embeddings configured, does not wait for the SDK.
+const openAiSdk = lazily(() => import('openai'))
+
+function upstreamError(OpenAI: typeof import('openai').default, error: unknown, options: OpenAiEmbeddingsOptions): AppError {
   if (error instanceof OpenAI.APIConnectionTimeoutError)
     return new AppError('upstream_timeout', `The embeddings endpoint did not answer within ${options.timeoutMs ?? 30_000} ms`, { extensions: provider })
   if (error instanceof OpenAI.RateLimitError) {
@@ -49,20 +54,25 @@ function upstreamError(error: unknown, options: OpenAiEmbeddingsOptions): AppErr
 }
 
 export function createOpenAiEmbeddings(options: OpenAiEmbeddingsOptions): EmbeddingProvider {
-  const client = new OpenAI({
-    baseURL: options.baseUrl,
-    // The client insists on a key; a server that wants none ignores the header.
-    apiKey: options.apiKey ?? 'unused',
-    timeout: options.timeoutMs ?? 30_000,
-    maxRetries: options.maxRetries ?? 2,
-    fetch: options.fetch,
+  const connection = lazily(async () => {
+    const { default: OpenAI } = await openAiSdk()
+    const client: OpenAI = new OpenAI({
+      baseURL: options.baseUrl,
+      // The client insists on a key; a server that wants none ignores the header.
+      apiKey: options.apiKey ?? 'unused',
+      timeout: options.timeoutMs ?? 30_000,
+      maxRetries: options.maxRetries ?? 2,
+      fetch: options.fetch,
+    })
+    return { OpenAI, client }
   })
   const batchSize = options.batchSize ?? 64
   const maxInputChars = options.maxInputChars ?? 8000
   const malformed = (why: string) => new AppError('upstream_error', `The embeddings endpoint answered ${why}`, { extensions: provider })
 
   async function embedBatch(texts: readonly string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
-    let answer: OpenAI.CreateEmbeddingResponse
+    const { OpenAI, client } = await connection()
+    let answer: CreateEmbeddingResponse
     try {
       answer = await client.embeddings.create(
         {
@@ -76,7 +86,7 @@ export function createOpenAiEmbeddings(options: OpenAiEmbeddingsOptions): Embedd
       )
     } catch (error) {
       if (signal?.aborted) throw signal.reason
-      throw upstreamError(error, options)
+      throw upstreamError(OpenAI, error, options)
     }
     const data = Array.isArray(answer?.data) ? answer.data : undefined
     if (!data || data.length !== texts.length) throw malformed(`${data?.length ?? 'no'} vectors for ${texts.length} texts`)

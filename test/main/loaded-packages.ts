@@ -1,0 +1,30 @@
+/**
+ * Run as its own process by start-up.test.ts: builds the service as `bun src/main/index.ts` does, answers one
+ * GET /health, optionally runs the warm-up, and prints the packages it loaded (from Bun's module registry) as JSON.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createApp } from '../../src/main/app.ts'
+import { loadConfig } from '../../src/main/config.ts'
+import { buildDependencies } from '../../src/main/dependencies.ts'
+import { memoryLogger } from '../../src/log.ts'
+
+const dataDir = mkdtempSync(join(tmpdir(), 'loaded-packages-'))
+const env = JSON.parse(process.argv[2] ?? '{}') as Record<string, string>
+const deps = await buildDependencies(loadConfig({ DATA_DIR: dataDir, ...env }), { logger: memoryLogger('error') })
+const app = createApp(deps)
+const health = await app.handle(new Request('http://localhost/health'))
+if (health.status !== 200) throw new Error(`GET /health answered ${health.status}`)
+if (process.argv[3] === 'warm-up') await deps.warmUp()
+await deps.close()
+rmSync(dataDir, { recursive: true, force: true })
+
+const packages = new Set<string>()
+for (const path of Object.keys(require.cache)) {
+  const name = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path)?.[1]
+  if (name) packages.add(name)
+}
+console.log(JSON.stringify([...packages].sort()))
+// Timers of the services built above may still be pending; the answer is out.
+process.exit(0)

@@ -1,0 +1,55 @@
+import { describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+
+/** The packages a fresh process loads to build the service and answer GET /health (and to warm up, when asked). */
+async function loadedPackages(env: Record<string, string> = {}, warmUp = false): Promise<string[]> {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'loaded-packages.ts'), JSON.stringify(env), ...(warmUp ? ['warm-up'] : [])], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (code !== 0) throw new Error(`the start failed (${code}): ${err}`)
+  return JSON.parse(out.trim().split('\n').at(-1)!) as string[]
+}
+
+// What only some requests use: each is loaded by the first of them.
+const LOADED_ON_FIRST_USE = [
+  '@modelcontextprotocol/sdk',
+  'zod',
+  'ajv',
+  'pdf-lib',
+  'marked',
+  '@elysiajs/openapi',
+  'openai',
+  'stripe',
+  'isomorphic-git',
+  'prom-client',
+  '@opentelemetry/api',
+  'parse5',
+  'happy-dom',
+]
+
+describe('start-up', () => {
+  test('builds the service and answers /health without loading any library only some requests use', async () => {
+    const loaded = await loadedPackages()
+    expect(loaded).toContain('elysia')
+    expect(loaded.filter((name) => LOADED_ON_FIRST_USE.includes(name))).toEqual([])
+  })
+
+  test('with everything optional configured, the payment and model libraries still wait for their first use', async () => {
+    const loaded = await loadedPackages({
+      STRIPE_SECRET_KEY: 'sk_test_start-up',
+      PAYMENT_WEBHOOK_SECRET: 'whsec_start-up',
+      PLAN_PRICES: 'team=price_team',
+      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+      EMBEDDINGS_MODEL: 'text-embedding-3-small',
+    })
+    expect(loaded).not.toContain('stripe')
+    expect(loaded).not.toContain('openai')
+  })
+
+  test('with a model provider configured, the warm-up after listening loads its library', async () => {
+    expect(await loadedPackages({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' }, true)).toContain('openai')
+    expect(await loadedPackages({}, true)).not.toContain('openai')
+  })
+})
