@@ -9,7 +9,10 @@ import type { PublishAnswer, PublishJob } from '../publish/index.ts'
 import { developCommand, type DevelopDependencies } from './develop.ts'
 import type { BuildSiteParams } from './model.ts'
 import { TaskError, type CommandHandler } from './service.ts'
-import { checkSite } from './site-check.ts'
+
+// parse5 loads with the first site checked, not at start-up.
+const siteCheck = lazily(() => import('./site-check.ts'))
+import { lazily } from '../../src/lazy.ts'
 import { loadSitePages, type PageLoadSandbox } from './site-load.ts'
 
 export interface BuildSiteDependencies extends Omit<DevelopDependencies, 'systemPrompt' | 'sandbox'> {
@@ -50,7 +53,7 @@ export function buildSiteCommand(deps: BuildSiteDependencies): CommandHandler {
       const files = []
       for (const entry of await deps.workspaces.list(context.taskId))
         if (entry.type === 'file') files.push({ path: entry.path, bytes: await deps.workspaces.read(context.taskId, entry.path) })
-      const problems = checkSite(files)
+      const problems = (await siteCheck()).checkSite(files)
       // Loading pages that do not parse or link right would only repeat those problems.
       if (!problems.length) {
         const loaded = await loadSitePages(deps.sandbox, files, context.signal)
