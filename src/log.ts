@@ -31,9 +31,16 @@ const isSecretKey = (key: string) => {
   return secret
 }
 
-/** One object for the line: time, level and message first, then the fields with secrets redacted. */
+/**
+ * One object for the line: time, level and message first, then the fields with secrets redacted. Without a
+ * prototype, so a field named __proto__ (from parsed JSON, say) is written like any other instead of
+ * replacing the object's prototype.
+ */
 function lineObject(time: string, level: LogLevel, msg: string, base: LogFields, fields: LogFields | undefined): LogFields {
-  const out: LogFields = { time, level, msg }
+  const out: LogFields = Object.create(null)
+  out.time = time
+  out.level = level
+  out.msg = msg
   for (const source of [base, fields])
     if (source) for (const k in source) out[k] = isSecretKey(k) ? '[redacted]' : k === 'err' ? serialiseError(source[k]) : source[k]
   return out
