@@ -12,16 +12,26 @@ const clockTicks = (() => {
 /**
  * Seconds of CPU (user and system) used so far by every thread of `pid`: the nanosecond run times of
  * /proc/<pid>/task/<tid>/schedstat, summed, since utime and stime move in whole ticks (10 ms) and a relay of
- * 10,000 events uses a few of them. Falls back to those ticks; undefined where /proc is not available.
+ * 10,000 events uses a few of them. A thread that ended in between is not counted; undefined where /proc is not
+ * available.
  */
 export function processCpuSeconds(pid: number): number | undefined {
+  let threads: string[]
   try {
-    let nanos = 0
-    for (const tid of readdirSync(`/proc/${pid}/task`)) nanos += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
-    if (Number.isFinite(nanos) && nanos > 0) return nanos / 1e9
+    threads = readdirSync(`/proc/${pid}/task`)
   } catch {
-    // A thread that ended between the listing and the read, or no schedstat: the coarser figure below.
+    return undefined
   }
+  let nanos = 0
+  for (const tid of threads) {
+    try {
+      nanos += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  if (Number.isFinite(nanos) && nanos > 0) return nanos / 1e9
+  // No schedstat (a kernel without it): whole ticks.
   const ticks = cpuTicks(pid)
   return ticks === undefined ? undefined : ticks / clockTicks
 }
