@@ -163,8 +163,8 @@ const PACED = [
   { burst: 1, target: { atMost: 1.15 } },
   { burst: 50, target: { atMost: 1.3 } },
 ] as const
-const PACED_ROUNDS = 9
-const cpuNote = `server CPU time (every thread, from /proc) over the events the client received, ${PACED_ROUNDS} alternating rounds after one discarded; each upstream write waits until the client has received the previous one through the relay, so each read of the relay holds one write`
+const PACED_ROUNDS = 11
+const cpuNote = `server CPU time (every thread, from /proc) over the events the client received, median of ${PACED_ROUNDS} alternating rounds after one discarded; each upstream write waits until the client has received the previous one through the relay, so each read of the relay holds one write`
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
@@ -199,11 +199,12 @@ export async function run(): Promise<Row[]> {
     const rate = (r: Relay) => r.events / (r.totalMs / 1000)
     const note = `median of ${ROUNDS} alternating rounds; the service also stores the chat, the answer and a resumable event log`
 
-    // CPU per event: each relay's server CPU over the events its client received, summed over alternating rounds.
+    // CPU per event: each relay's server CPU over the events its client received, per round; the median round of
+    // each, as a neighbour's burst of work can double one round of the one-token case.
     const cpuRows: Row[] = []
     for (const { burst, target } of PACED) {
       upstream.pace({ mode: 'paced', burst })
-      const spent = { bare: { cpu: 0, events: 0 }, service: { cpu: 0, events: 0 } }
+      const perEvent = { bare: [] as number[], service: [] as number[] }
       const measured = async (which: 'bare' | 'service', round: number) => {
         const { pid } = which === 'bare' ? bare : service
         const before = processCpuSeconds(pid)
@@ -213,22 +214,20 @@ export async function run(): Promise<Row[]> {
             : await relayOnce(`${service.url}/api/chat`, auth, { messages: [{ role: 'user', content: `paced ${burst} ${round}` }] }, delivery)
         const after = processCpuSeconds(pid)
         if (relay.text !== TOKENS) throw new Error(`a relay delivered ${relay.text} of ${TOKENS} tokens`)
-        if (round < 0 || before === undefined || after === undefined) return
-        spent[which].cpu += after - before
-        spent[which].events += relay.events
+        if (round >= 0 && before !== undefined && after !== undefined) perEvent[which].push(((after - before) * 1e6) / relay.events)
       }
       for (let round = -1; round < PACED_ROUNDS; round++) {
         await measured('bare', round)
         await measured('service', round)
       }
-      if (!spent.bare.events || !spent.service.events) continue
-      const perEvent = (s: { cpu: number; events: number }) => (s.cpu * 1e6) / s.events
+      if (!perEvent.bare.length || !perEvent.service.length) continue
+      const [baseline, value] = [median(perEvent.bare), median(perEvent.service)]
       cpuRows.push({
         figure: `server CPU per event, upstream writes ${burst === 1 ? 'one token' : `${burst} tokens`} at a time`,
         unit: 'µs',
-        baseline: perEvent(spent.bare),
-        value: perEvent(spent.service),
-        ratio: ratioOf(perEvent(spent.service), perEvent(spent.bare)),
+        baseline,
+        value,
+        ratio: ratioOf(value, baseline),
         target,
         notes: [cpuNote],
       })
