@@ -1,8 +1,10 @@
 /**
  * The chat relay: a scripted upstream of 10,000 tokens streamed through POST /api/chat and through a bare
  * Bun SSE relay (bench/baseline/sse-relay.ts), same upstream, same machine, same run. Prints time to first
- * byte and to first token, and events per second, for both.
+ * byte and to first token, and events per second, for both; then the relays' CPU per event when the upstream
+ * writes one token at a time and when it writes 50 at a time.
  */
+import { processCpuSeconds } from './lib/cpu.ts'
 import { accessTokenFor, startBareBaseline, startService, type Running } from './lib/processes.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
@@ -12,28 +14,91 @@ const WARM_UP = 5
 const email = 'bench@example.com'
 const password = `bench-${crypto.randomUUID()}`
 
-/** An OpenAI-compatible upstream answering every completion with the same 10,000 tokens, as fast as it can. */
-function startUpstream() {
+/**
+ * How the upstream writes: `free` sends bursts of 50 as fast as it can (the relay reads whatever piled up);
+ * `paced` sends `burst` tokens in one write and the next only once the client has received them through the
+ * relay, so every read of the relay holds exactly one burst and nothing waits on a timer.
+ */
+type Pace = { mode: 'free' } | { mode: 'paced'; burst: number }
+
+/** Tokens the client has seen through the relay, and the upstream waiting for them. */
+class Delivery {
+  seen = 0
+  private waiter: { until: number; resolve: () => void } | undefined
+
+  reset() {
+    this.seen = 0
+    this.waiter = undefined
+  }
+
+  saw(count: number) {
+    this.seen = count
+    if (this.waiter && count >= this.waiter.until) {
+      this.waiter.resolve()
+      this.waiter = undefined
+    }
+  }
+
+  /** Resolves once `count` tokens were seen, or after `patienceMs`: a relay that holds tokens back only slows the run. */
+  until(count: number, patienceMs: number): Promise<void> {
+    if (this.seen >= count) return Promise.resolve()
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, patienceMs)
+      this.waiter = {
+        until: count,
+        resolve: () => {
+          clearTimeout(timer)
+          resolve()
+        },
+      }
+    })
+  }
+}
+
+/** An OpenAI-compatible upstream answering every completion with the same 10,000 tokens, paced as `pace` says. */
+function startUpstream(delivery: Delivery) {
   const encoder = new TextEncoder()
-  const frames = Array.from({ length: TOKENS }, (_, i) =>
-    encoder.encode(`data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`),
+  const frames = Array.from(
+    { length: TOKENS },
+    (_, i) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'bench', choices: [{ index: 0, delta: { content: `tok${i} ` }, finish_reason: null }] })}\n\n`,
   )
   const tail = encoder.encode(
     `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'bench', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`,
   )
+  const bursts = new Map<number, Uint8Array[]>()
+  const burstsOf = (size: number) => {
+    let list = bursts.get(size)
+    if (!list) {
+      list = []
+      for (let i = 0; i < TOKENS; i += size) list.push(encoder.encode(frames.slice(i, i + size).join('')))
+      bursts.set(size, list)
+    }
+    return list
+  }
+  let pace: Pace = { mode: 'free' }
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
     idleTimeout: 0,
     async fetch(request) {
       await request.text()
+      const current = pace
       return new Response(
         new ReadableStream({
           async pull(controller) {
-            // Tokens leave in small bursts, as a provider's do, not as one buffer.
-            for (let i = 0; i < frames.length; i++) {
-              controller.enqueue(frames[i]!)
-              if (i % 50 === 49) await Bun.sleep(0)
+            if (current.mode === 'free') {
+              // Tokens leave in small bursts, as a provider's do, not as one buffer.
+              for (const [i, burst] of burstsOf(1).entries()) {
+                controller.enqueue(burst)
+                if (i % 50 === 49) await Bun.sleep(0)
+              }
+            } else {
+              let sent = 0
+              for (const burst of burstsOf(current.burst)) {
+                controller.enqueue(burst)
+                sent = Math.min(TOKENS, sent + current.burst)
+                await delivery.until(sent, 50)
+              }
             }
             controller.enqueue(tail)
             controller.close()
@@ -43,7 +108,13 @@ function startUpstream() {
       )
     },
   })
-  return { url: `http://127.0.0.1:${server.port}/v1`, stop: () => server.stop(true) }
+  return {
+    url: `http://127.0.0.1:${server.port}/v1`,
+    pace: (next: Pace) => {
+      pace = next
+    },
+    stop: () => server.stop(true),
+  }
 }
 
 interface Relay {
@@ -54,7 +125,8 @@ interface Relay {
   text: number
 }
 
-async function relayOnce(url: string, headers: Record<string, string>, body: unknown): Promise<Relay> {
+async function relayOnce(url: string, headers: Record<string, string>, body: unknown, delivery?: Delivery): Promise<Relay> {
+  delivery?.reset()
   const started = performance.now()
   const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
   if (!response.ok) throw new Error(`${url} answered ${response.status}: ${await response.text()}`)
@@ -81,14 +153,24 @@ async function relayOnce(url: string, headers: Record<string, string>, body: unk
         if (!firstTokenMs) firstTokenMs = performance.now() - started
       }
     }
+    delivery?.saw(text)
   }
   return { ttfbMs, firstTokenMs, totalMs: performance.now() - started, events, text }
 }
 
+// The upstream's write sizes for the CPU figures, with the bound on the ratio to the bare relay.
+const PACED = [
+  { burst: 1, target: { atMost: 1.15 } },
+  { burst: 50, target: { atMost: 1.3 } },
+] as const
+const PACED_ROUNDS = 11
+const cpuNote = `server CPU time (every thread, from /proc) over the events the client received, median of ${PACED_ROUNDS} alternating rounds after one discarded; each upstream write waits until the client has received the previous one through the relay, so each read of the relay holds one write`
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 export async function run(): Promise<Row[]> {
-  const upstream = startUpstream()
+  const delivery = new Delivery()
+  const upstream = startUpstream(delivery)
   const running: Running[] = []
   try {
     const service = await startService({ ADMIN_EMAIL: email, ADMIN_PASSWORD: password, OPENAI_BASE_URL: upstream.url, LOG_LEVEL: 'info' })
@@ -116,6 +198,41 @@ export async function run(): Promise<Row[]> {
     const s = (pick: (r: Relay) => number) => median(serviceRuns.map(pick))
     const rate = (r: Relay) => r.events / (r.totalMs / 1000)
     const note = `median of ${ROUNDS} alternating rounds; the service also stores the chat, the answer and a resumable event log`
+
+    // CPU per event: each relay's server CPU over the events its client received, per round; the median round of
+    // each, as a neighbour's burst of work can double one round of the one-token case.
+    const cpuRows: Row[] = []
+    for (const { burst, target } of PACED) {
+      upstream.pace({ mode: 'paced', burst })
+      const perEvent = { bare: [] as number[], service: [] as number[] }
+      const measured = async (which: 'bare' | 'service', round: number) => {
+        const { pid } = which === 'bare' ? bare : service
+        const before = processCpuSeconds(pid)
+        const relay =
+          which === 'bare'
+            ? await relayOnce(`${bare.url}/`, {}, body, delivery)
+            : await relayOnce(`${service.url}/api/chat`, auth, { messages: [{ role: 'user', content: `paced ${burst} ${round}` }] }, delivery)
+        const after = processCpuSeconds(pid)
+        if (relay.text !== TOKENS) throw new Error(`a relay delivered ${relay.text} of ${TOKENS} tokens`)
+        if (round >= 0 && before !== undefined && after !== undefined) perEvent[which].push(((after - before) * 1e6) / relay.events)
+      }
+      for (let round = -1; round < PACED_ROUNDS; round++) {
+        await measured('bare', round)
+        await measured('service', round)
+      }
+      if (!perEvent.bare.length || !perEvent.service.length) continue
+      const [baseline, value] = [median(perEvent.bare), median(perEvent.service)]
+      cpuRows.push({
+        figure: `server CPU per event, upstream writes ${burst === 1 ? 'one token' : `${burst} tokens`} at a time`,
+        unit: 'µs',
+        baseline,
+        value,
+        ratio: ratioOf(value, baseline),
+        target,
+        notes: [cpuNote],
+      })
+    }
+    upstream.pace({ mode: 'free' })
     return [
       { figure: 'time to first byte', unit: 'ms', baseline: b((r) => r.ttfbMs), value: s((r) => r.ttfbMs), ratio: null, notes: [note] },
       { figure: 'added time to first byte', unit: 'ms', baseline: null, value: s((r) => r.ttfbMs) - b((r) => r.ttfbMs), ratio: null, limit: { atMost: 5 } },
@@ -123,6 +240,7 @@ export async function run(): Promise<Row[]> {
       { figure: 'added time to first token', unit: 'ms', baseline: null, value: s((r) => r.firstTokenMs) - b((r) => r.firstTokenMs), ratio: null },
       { figure: 'events per second', unit: 'events/s', baseline: b(rate), value: s(rate), ratio: ratioOf(s(rate), b(rate)), target: { atLeast: 0.6 } },
       { figure: `time to relay ${TOKENS} tokens`, unit: 'ms', baseline: b((r) => r.totalMs), value: s((r) => r.totalMs), ratio: ratioOf(s((r) => r.totalMs), b((r) => r.totalMs)) },
+      ...cpuRows,
     ]
   } finally {
     for (const r of running.reverse()) await r.stop()

@@ -13,9 +13,10 @@ const password = `bench-${crypto.randomUUID()}`
 const burst = 1_000_000
 const limiterNote = `rate limiter active on /auth/me with RATE_LIMIT_BURST=${burst.toLocaleString('en-US')} per 1 s: checked on every request, never refusing the load`
 
+// `cpuTarget` bounds the server CPU per request against bare Bun.serve's, with request logging on.
 const routes = [
-  { path: '/health', target: undefined, notes: [] },
-  { path: '/auth/me', target: { atLeast: 0.6 }, notes: [limiterNote] },
+  { path: '/health', target: undefined, cpuTarget: undefined, notes: [] },
+  { path: '/auth/me', target: { atLeast: 0.6 }, cpuTarget: { atMost: 1.3 }, notes: [limiterNote] },
 ] as const
 
 export async function run(): Promise<Row[]> {
@@ -48,6 +49,18 @@ export async function run(): Promise<Row[]> {
       const baseline = median(baselines)
       const measured = median(measures)
       rows.push(...rowsFor(`GET ${route.path}`, baseline, measured, route.target, route.notes))
+      const cpuPerRequest = (results: LoadResult[]) => medianOf(results.map((r) => r.serverCpuMicrosPerRequest))
+      const [b, v] = [cpuPerRequest(baselines), cpuPerRequest(measures)]
+      if (b !== undefined && v !== undefined)
+        rows.push({
+          figure: `GET ${route.path} server CPU per request`,
+          unit: 'µs',
+          baseline: b,
+          value: v,
+          ratio: ratioOf(v, b),
+          target: route.cpuTarget,
+          notes: [cpuNote],
+        })
     }
     return rows
   } finally {
@@ -61,6 +74,12 @@ const generatorBoundNote =
   'autocannon used a full core while the server had CPU to spare: the figure is the load generator\'s ceiling, not the server\'s; compare req/core-s'
 
 const ROUNDS = 3
+const cpuNote = `server CPU time (every thread, from /proc) over the requests answered, median of ${ROUNDS} alternating rounds; the load generator's CPU is not counted`
+
+function medianOf(values: (number | undefined)[]): number | undefined {
+  const known = values.filter((v): v is number => v !== undefined).sort((a, b) => a - b)
+  return known.length ? known[Math.floor(known.length / 2)] : undefined
+}
 
 function median(results: LoadResult[]): LoadResult {
   return [...results].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(results.length / 2)]!

@@ -20,13 +20,18 @@ export interface GuardContext {
   request: Request
   set: { headers: Record<string, unknown> }
 }
-type GuardedRequest = Request & { [HELD]?: Error; [RESULTS]?: Promise<unknown>[] }
+type GuardedRequest = Request & { [HELD]?: Error; [RESULTS]?: unknown[] }
+
+/** Marks a guard that ran and answered nothing, so it is not run again. */
+const NOTHING = Symbol('nothing')
 
 /**
  * A guard hook that runs once per request however often it is called. `early` is the same function typed for
  * the transform stage: Elysia merges what it resolves into the context there, which the later call repeats.
+ * A hook that can decide without waiting (a token verified before, an in-process limiter) answers directly
+ * rather than with a promise, and every later call then hands back that answer without one.
  */
-export function guard<F extends (context: any) => Promise<unknown>>(hook: F): F & { early: (context: any) => Promise<void> } {
+export function guard<F extends (context: any) => unknown>(hook: F): Guarded<F> {
   // async, so Elysia awaits it at every place it is listed. The context is destructured, never passed whole:
   // Elysia reads hooks' source to learn what a route uses, and a whole context would make it parse cookies,
   // query and headers on every request.
@@ -36,19 +41,28 @@ export function guard<F extends (context: any) => Promise<unknown>>(hook: F): F 
     const results = ((request as GuardedRequest)[RESULTS] ??= [])
     let result = results[slot]
     if (result === undefined) {
-      result = hook({ request, set })
+      try {
+        result = hook({ request, set })
+      } catch (err) {
+        result = Promise.reject(err)
+      }
       const held = (request as GuardedRequest)[HELD]
       if (held)
-        result = result.then(() => {
+        result = Promise.resolve(result).then(() => {
           throw held
         })
-      results[slot] = result
+      results[slot] = result === undefined ? NOTHING : result
     }
-    return result
-  }) as unknown as GuardHook & F & { early: (context: any) => Promise<void> }
+    return result === NOTHING ? undefined : result
+  }) as unknown as GuardHook & Guarded<F>
   guarded[GUARD] = true
   guarded.early = guarded as unknown as (context: any) => Promise<void>
   return guarded
+}
+
+/** What `guard` makes of a hook: always a promise of its answer, for Elysia to await. */
+type Guarded<F extends (context: any) => unknown> = ((context: Parameters<F>[0]) => Promise<Awaited<ReturnType<F>>>) & {
+  early: (context: any) => Promise<void>
 }
 
 /**

@@ -31,9 +31,16 @@ const isSecretKey = (key: string) => {
   return secret
 }
 
-/** One object for the line: time, level and message first, then the fields with secrets redacted. */
+/**
+ * One object for the line: time, level and message first, then the fields with secrets redacted. Without a
+ * prototype, so a field named __proto__ (from parsed JSON, say) is written like any other instead of
+ * replacing the object's prototype.
+ */
 function lineObject(time: string, level: LogLevel, msg: string, base: LogFields, fields: LogFields | undefined): LogFields {
-  const out: LogFields = { time, level, msg }
+  const out: LogFields = Object.create(null)
+  out.time = time
+  out.level = level
+  out.msg = msg
   for (const source of [base, fields])
     if (source) for (const k in source) out[k] = isSecretKey(k) ? '[redacted]' : k === 'err' ? serialiseError(source[k]) : source[k]
   return out
@@ -56,29 +63,44 @@ function serialiseError(err: unknown): unknown {
   return { name: err.name, message: err.message, stack: err.stack }
 }
 
-/**
- * Lines to stdout through one buffered sink, flushed once per turn of the event loop: a request log
- * line then costs no system call of its own.
- */
-let stdoutWriter: ((line: string) => void) | undefined
+/** Where formatted lines go; the level lets a sink hurry warnings and errors. */
+type Sink = (line: string, level: LogLevel) => void
 
-function stdoutLines(): (line: string) => void {
-  return (stdoutWriter ??= bufferedStdout())
+// A line waits at most this long, or until this much is waiting, so a burst of requests shares one system call.
+const FLUSH_INTERVAL_MS = 50
+const FLUSH_BYTES = 64 * 1024
+
+/**
+ * Lines to stdout in batches: 50 ms after the first waiting line, once 64 KiB wait, at once for a warning or an
+ * error (after everything before it), and at exit. Bun's sink writes each call straight through, one write(2)
+ * per line, so the batch is gathered here.
+ */
+let stdoutSink: Sink | undefined
+
+function stdoutLines(): Sink {
+  return (stdoutSink ??= batchedStdout())
 }
 
-function bufferedStdout(): (line: string) => void {
-  const sink = Bun.stdout.writer({ highWaterMark: 64 * 1024 })
-  let scheduled = false
+function batchedStdout(): Sink {
+  const sink = Bun.stdout.writer()
+  let waiting = ''
+  let timer: ReturnType<typeof setTimeout> | undefined
   const flush = () => {
-    scheduled = false
+    clearTimeout(timer)
+    timer = undefined
+    if (!waiting) return
+    sink.write(waiting)
+    waiting = ''
     sink.flush()
   }
-  process.once('exit', () => sink.flush())
-  return (line) => {
-    sink.write(line + '\n')
-    if (!scheduled) {
-      scheduled = true
-      setImmediate(flush)
+  process.once('exit', flush)
+  return (line, level) => {
+    waiting += line + '\n'
+    if (rank[level] >= rank.warn || waiting.length >= FLUSH_BYTES) flush()
+    else if (timer === undefined) {
+      timer = setTimeout(flush, FLUSH_INTERVAL_MS)
+      // Never what keeps a process alive: exit flushes whatever waits.
+      timer.unref()
     }
   }
 }
@@ -86,19 +108,19 @@ function bufferedStdout(): (line: string) => void {
 export function createLogger(options: LoggerOptions = {}, base: LogFields = {}): Logger {
   const min = rank[options.level ?? 'info']
   const format = options.format ?? 'json'
-  const write = options.write ?? stdoutLines()
+  const write: Sink = options.write ?? stdoutLines()
 
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (rank[level] < min) return
     const line = lineObject(isoNow(), level, msg, base, fields)
     if (format === 'json') {
-      write(JSON.stringify(line))
+      write(JSON.stringify(line), level)
     } else {
       const { time, level: _level, msg: _msg, ...all } = line
       const extras = Object.entries(all)
         .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
         .join(' ')
-      write(`${new Date().toISOString().slice(11, 23)} ${level.toUpperCase().padEnd(5)} ${msg}${extras ? ' ' + extras : ''}`)
+      write(`${new Date().toISOString().slice(11, 23)} ${level.toUpperCase().padEnd(5)} ${msg}${extras ? ' ' + extras : ''}`, level)
     }
   }
 

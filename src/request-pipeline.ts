@@ -95,6 +95,12 @@ export interface RequestPipelineOptions {
   observer?: RequestObserver
   /** While it drains, every response carries `Connection: close`, so a proxy pools no connection the shutdown would close under it. */
   lifecycle?: Pick<Lifecycle, 'draining'>
+  /**
+   * The socket peer's address: `(request) => app.server?.requestIP(request)?.address`. Unset (in-process
+   * tests), every peer is `unknown`. Not read from the hook's context: a hook that names `server` makes Elysia
+   * define a getter on every request's context, which cost more than the lookup.
+   */
+  peerAddress?: (request: Request) => string | undefined
 }
 
 /** Hears of each request as it arrives and once its response is handed to the server. */
@@ -167,7 +173,7 @@ function toAppError(code: string | number, error: unknown, request: Request, rou
  * Registered first so that every route behind it gets the same treatment.
  */
 export function requestPipeline(options: RequestPipelineOptions) {
-  const { logger, bodyLimitBytes, routeIndex, routeGuards, observer, lifecycle } = options
+  const { logger, bodyLimitBytes, routeIndex, routeGuards, observer, lifecycle, peerAddress } = options
   const observeStart = observer?.started?.bind(observer)
   const trusted = options.trustedProxies ?? []
   const runGuards = (route: string, context: GuardContext) => {
@@ -200,12 +206,12 @@ export function requestPipeline(options: RequestPipelineOptions) {
   }
 
   return new Elysia({ name: 'request-pipeline', seed: bodyLimitBytes })
-    .onRequest(({ request, server, set }) => {
+    .onRequest(({ request, set }) => {
       const given = request.headers.get('x-request-id')
       const meta: RequestMeta = {
         id: given && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID(),
         startedAt: performance.now(),
-        clientIp: clientAddress(server?.requestIP(request)?.address, request.headers.get('x-forwarded-for'), trusted),
+        clientIp: clientAddress(peerAddress?.(request), request.headers.get('x-forwarded-for'), trusted),
       }
       ;(request as WithMeta)[META] = meta
       set.headers['x-request-id'] = meta.id

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { machineCpuSeconds, processCpuSeconds } from './cpu.ts'
 
 const autocannon = join(import.meta.dir, '..', '..', 'node_modules', 'autocannon', 'autocannon.js')
 // Beyond the requested duration, how long autocannon may take to start and report before it is killed.
@@ -25,6 +25,8 @@ export interface LoadResult {
   totalRequests: number
   /** Percent of one core over the measured run; undefined where /proc is not available. */
   serverCpuPercent?: number
+  /** Server CPU time per answered request, in microseconds: what a request costs, whoever was the bottleneck. */
+  serverCpuMicrosPerRequest?: number
   loadGeneratorCpuPercent?: number
   /** CPU used by neither the server nor autocannon (other processes, hypervisor steal), in percent of one core. */
   elsewhereCpuPercent?: number
@@ -45,17 +47,17 @@ export async function load(url: string, options: LoadOptions): Promise<LoadResul
   const args = ['-c', String(connections), ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), target]
   if (warmupSeconds > 0) await autocannonRun([...args, '-d', String(warmupSeconds)], warmupSeconds)
 
-  const before = serverPid === undefined ? undefined : cpuTicks(serverPid)
-  const machineBefore = machineTicks()
+  const before = serverPid === undefined ? undefined : processCpuSeconds(serverPid)
+  const machineBefore = machineCpuSeconds()
   const startedAt = performance.now()
   const { report, cpuMicros } = await autocannonRun([...args, '-d', String(durationSeconds)], durationSeconds)
   const wallSeconds = (performance.now() - startedAt) / 1000
-  const after = serverPid === undefined ? undefined : cpuTicks(serverPid)
-  const machineAfter = machineTicks()
+  const after = serverPid === undefined ? undefined : processCpuSeconds(serverPid)
+  const machineAfter = machineCpuSeconds()
   const percent = (seconds: number) => (seconds / wallSeconds) * 100
-  const serverSeconds = before !== undefined && after !== undefined ? (after - before) / clockTicks : undefined
+  const serverSeconds = before !== undefined && after !== undefined ? after - before : undefined
   const generatorSeconds = cpuMicros === undefined ? undefined : cpuMicros / 1e6
-  const machineSeconds = machineBefore !== undefined && machineAfter !== undefined ? (machineAfter - machineBefore) / clockTicks : undefined
+  const machineSeconds = machineBefore !== undefined && machineAfter !== undefined ? machineAfter - machineBefore : undefined
 
   return {
     requestsPerSecond: report.requests.mean,
@@ -66,6 +68,7 @@ export async function load(url: string, options: LoadOptions): Promise<LoadResul
     totalRequests: report.requests.total,
     // Over the whole measured run, so autocannon's own start-up is counted against both, slightly.
     serverCpuPercent: serverSeconds === undefined ? undefined : percent(serverSeconds),
+    serverCpuMicrosPerRequest: serverSeconds === undefined || report.requests.total === 0 ? undefined : (serverSeconds * 1e6) / report.requests.total,
     loadGeneratorCpuPercent: generatorSeconds === undefined ? undefined : percent(generatorSeconds),
     elsewhereCpuPercent:
       machineSeconds === undefined || serverSeconds === undefined || generatorSeconds === undefined
@@ -88,31 +91,5 @@ async function autocannonRun(args: string[], durationSeconds: number) {
     return { report: JSON.parse(stdout) as AutocannonReport, cpuMicros: cpu === undefined ? undefined : Number(cpu) }
   } finally {
     clearTimeout(killer)
-  }
-}
-
-const clockTicks = (() => {
-  const out = Bun.spawnSync(['getconf', 'CLK_TCK']).stdout.toString().trim()
-  return Number(out) || 100
-})()
-
-/** Busy plus stolen ticks of the whole machine, from the first line of /proc/stat. */
-function machineTicks(): number | undefined {
-  try {
-    const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number)
-    return [user, nice, system, irq, softirq, steal].reduce((sum: number, n) => sum + (n ?? 0), 0)
-  } catch {
-    return undefined
-  }
-}
-
-/** utime + stime of a process, from /proc/<pid>/stat (fields 14 and 15, after the parenthesised name). */
-function cpuTicks(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return Number(fields[11]) + Number(fields[12])
-  } catch {
-    return undefined
   }
 }

@@ -79,6 +79,7 @@ export function markdownTable(rows: Row[]): string {
 function formatValue(n: number, unit: string): string {
   if (unit === 'ms') return Number.isInteger(n) ? String(n) : n.toFixed(2)
   if (unit === '%') return n.toFixed(0)
+  if (unit === 'µs') return n.toFixed(2)
   return Math.round(n).toLocaleString('en-US')
 }
 

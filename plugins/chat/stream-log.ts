@@ -4,7 +4,7 @@
  * seq from 1, closed by `data: [DONE]`), the generation's details kept as the log's info, the pointer from a chat
  * to its running generation, and the interruption (a `generation_interrupted` error chunk, then `[DONE]`).
  */
-import { createMemoryEventLog, createRedisEventLog, followEvents, type EventLog } from '../../src/event-log/index.ts'
+import { createMemoryEventLog, createRedisEventLog, followMapped, type EventLog, type LoggedEvent } from '../../src/event-log/index.ts'
 import type { Logger } from '../../src/log.ts'
 import { createRedisManager, type RedisManager } from '../../src/redis.ts'
 
@@ -105,12 +105,13 @@ function createStreamLog(events: EventLog, pointers: ActivePointers, logger?: Lo
       return id ? meta(id) : undefined
     },
     meta,
-    async *follow(generationId, afterSeq, signal) {
-      for await (const batch of followEvents(events, generationId, afterSeq, signal)) {
+    follow(generationId, afterSeq, signal) {
+      // A batch is what one run of the producer appended (one upstream read): one string, one SSE write.
+      return followMapped(events, generationId, afterSeq, signal, (batch: LoggedEvent[]) => {
         let text = ''
         for (const e of batch) text += frame(generationId, e.seq, e.data)
-        yield text
-      }
+        return text
+      })
     },
     onInterrupted(handler) {
       handlers.push(handler)

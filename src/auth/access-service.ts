@@ -270,6 +270,16 @@ export function createAccessService(deps: AccessServiceDeps) {
     }
   }
 
+  /**
+   * Who a token verified before speaks for, without waiting: undefined unless it is cached, unexpired and its
+   * session not signed out (authenticate then verifies it again, or says why not).
+   */
+  function knownPrincipal(token: string): Principal | undefined {
+    const cached = principals.get(token)
+    if (cached === undefined || cached.exp * 1000 <= now()) return undefined
+    return cached.sessionId !== undefined && revoked.has(cached.sessionId) ? undefined : cached.principal
+  }
+
   /** Verifies a bearer token (ours or the identity provider's) and answers who it speaks for. */
   async function authenticate(token: string): Promise<Principal> {
     const cached = principals.get(token)
@@ -321,7 +331,7 @@ export function createAccessService(deps: AccessServiceDeps) {
   /** The sign-in failure counting, for other secrets people type (the one-time setup code): one subject per thing locked. */
   const attempts = { assertNotLocked, recordFailure, clear: (subject: string) => accounts.clearLoginFailures(subject) }
 
-  return { login, refresh, logout, register, authenticate, createAccount, ensureFirstOwner, attempts }
+  return { login, refresh, logout, register, authenticate, knownPrincipal, createAccount, ensureFirstOwner, attempts }
 }
 
 export type AccessService = ReturnType<typeof createAccessService>

@@ -7,7 +7,9 @@ import { bearerFrom } from './bearer.ts'
 import type { PlanDirectory } from './plans.ts'
 import type { Scope } from './roles.ts'
 
-const principals = new WeakMap<Request, Promise<Principal>>()
+// The request's caller, or the verification under way, kept on the request itself.
+const PRINCIPAL = Symbol('principal')
+type WithPrincipal = Request & { [PRINCIPAL]?: Principal | Promise<Principal> }
 
 const missingToken = () =>
   new AppError('unauthenticated', 'A bearer token is required (Authorization: Bearer <token>)', {
@@ -19,19 +21,30 @@ const missingToken = () =>
  * Exported so the WebSocket upgrade and other transports use the same check.
  */
 export function authenticateRequest(access: AccessService, request: Request): Promise<Principal> {
-  let pending = principals.get(request)
-  if (!pending) {
-    pending = verifyBearer(access, request)
-    principals.set(request, pending)
-  }
-  return pending
+  const principal = requestPrincipal(access, request)
+  return principal instanceof Promise ? principal : Promise.resolve(principal)
 }
 
-async function verifyBearer(access: AccessService, request: Request): Promise<Principal> {
+/**
+ * The same, answered without a promise when the token was verified before (nearly every request): the
+ * guards then decide without waiting.
+ */
+export function requestPrincipal(access: AccessService, request: Request): Principal | Promise<Principal> {
+  const known = (request as WithPrincipal)[PRINCIPAL]
+  if (known !== undefined) return known
   const bearer = bearerFrom(request.headers)
-  if (!bearer) throw missingToken()
-  const principal = await access.authenticate(bearer.token)
-  requestMeta(request).principal = { userId: principal.userId, orgId: principal.orgId }
+  const cached = bearer && access.knownPrincipal(bearer.token)
+  let principal: Principal | Promise<Principal>
+  if (cached) principal = identified(request, cached)
+  else if (!bearer) principal = Promise.reject(missingToken())
+  else principal = access.authenticate(bearer.token).then((verified) => identified(request, verified))
+  ;(request as WithPrincipal)[PRINCIPAL] = principal
+  return principal
+}
+
+function identified(request: Request, principal: Principal): Principal {
+  ;(request as WithPrincipal)[PRINCIPAL] = principal
+  requestMeta(request).principal = principal
   return principal
 }
 
@@ -59,10 +72,13 @@ export interface AccessControlOptions {
 export function accessControl({ access, plans }: AccessControlOptions) {
   return new Elysia({ name: 'access-control' }).macro({
     auth: (scope: Scope | 'any') => {
-      const authorise = guard(async ({ request }: { request: Request }) => {
-        const principal = await authenticateRequest(access, request)
+      const authorised = (principal: Principal) => {
         if (scope !== 'any') requireScope(principal, scope)
         return { principal }
+      }
+      const authorise = guard(({ request }: { request: Request }) => {
+        const principal = requestPrincipal(access, request)
+        return principal instanceof Promise ? principal.then(authorised) : authorised(principal)
       })
       return {
       detail: openApiExtension({

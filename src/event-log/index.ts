@@ -70,7 +70,21 @@ export interface EventLogOptions {
 }
 
 /** Follows a log as an async iterable of event batches, ending at the final event or on abort. */
-export async function* followEvents(log: Pick<EventLog, 'follow'>, logId: string, afterSeq: number, signal: AbortSignal): AsyncGenerator<LoggedEvent[]> {
+export function followEvents(log: Pick<EventLog, 'follow'>, logId: string, afterSeq: number, signal: AbortSignal): AsyncGenerator<LoggedEvent[]> {
+  return followMapped(log, logId, afterSeq, signal, (batch) => batch)
+}
+
+/**
+ * The same, each batch as `map` makes it (the SSE text of its events, say): one generator, not a generator
+ * over followEvents, so a batch reaches the client a few promise turns sooner.
+ */
+export async function* followMapped<T>(
+  log: Pick<EventLog, 'follow'>,
+  logId: string,
+  afterSeq: number,
+  signal: AbortSignal,
+  map: (batch: LoggedEvent[]) => T,
+): AsyncGenerator<T> {
   const queue: LoggedEvent[][] = []
   let wake: (() => void) | undefined
   let ended = false
@@ -86,7 +100,7 @@ export async function* followEvents(log: Pick<EventLog, 'follow'>, logId: string
     while (!signal.aborted) {
       if (queue.length > 0) {
         const batch = queue.length === 1 ? queue.pop()! : queue.splice(0).flat()
-        yield batch
+        yield map(batch)
         if (batch.at(-1)?.final) return
         continue
       }

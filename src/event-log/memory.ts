@@ -1,4 +1,4 @@
-/** The event log of a single process: nothing is shared, so every event is in the log as soon as it is appended. */
+/** The event log of a single process: nothing is shared, so every event is in the log by the end of the run that appended it. */
 import type { EventLog, EventLogOptions, InterruptionHandler, LoggedEvent, Producer } from './index.ts'
 import { LocalLog, interruptionEvents, newFollower, stopper } from './local.ts'
 
@@ -49,11 +49,21 @@ export function createMemoryEventLog(options: EventLogOptions): EventLog {
       entries.set(logId, entry)
       const lost = new AbortController()
       let ended = false
+      // What one run of the producer appends reaches the log and its followers together, in a microtask at the
+      // end of that run (never a timer): the 50 tokens of one upstream read are one delivery and one SSE write,
+      // and a lone token still leaves at once.
+      let waiting: LoggedEvent[] = []
+      const commitWaiting = () => {
+        if (waiting.length === 0) return
+        const batch = waiting
+        waiting = []
+        log.commit(batch)
+      }
       const push = (data: string, final: boolean): number => {
         if (ended) throw new Error(`log ${logId} has already ended`)
         if (lost.signal.aborted || log.ended) return log.lastSeq
-        const event: LoggedEvent = { seq: log.lastSeq + 1, data, final }
-        log.commit([event])
+        const event: LoggedEvent = { seq: log.lastSeq + waiting.length + 1, data, final }
+        if (waiting.push(event) === 1) queueMicrotask(commitWaiting)
         return event.seq
       }
       return {
@@ -61,15 +71,18 @@ export function createMemoryEventLog(options: EventLogOptions): EventLog {
         async end(data) {
           if (ended) return
           push(data, true)
+          commitWaiting()
           ended = true
           if (log.ended) retire(entry)
         },
         written: async () => {
+          commitWaiting()
           if (lost.signal.aborted) throw new Error(`log ${logId} was lost`)
         },
         opened: Promise.resolve(),
         lost: lost.signal,
         abandon() {
+          commitWaiting()
           entry.leaseUntil = 0
           lost.abort(new Error('abandoned'))
           watch(entry)

@@ -6,15 +6,19 @@ import type { ModelMessage, ModelProvider } from './provider.ts'
 
 /** A text or reasoning part, started by its first delta and ended once. */
 export function textPart(emit: Emit, kind: 'text' | 'reasoning', nextId: () => string) {
+  // Built once: a delta is nearly every chunk of a stream.
+  const start = `${kind}-start` as const
+  const deltaType = `${kind}-delta` as const
+  const endType = `${kind}-end` as const
   let id: string | undefined
   return {
     delta(delta: string) {
       if (!delta) return
-      if (!id) emit({ type: `${kind}-start`, id: (id = nextId()) })
-      emit({ type: `${kind}-delta`, id, delta })
+      if (!id) emit({ type: start, id: (id = nextId()) })
+      emit({ type: deltaType, id, delta })
     },
     end() {
-      if (id) emit({ type: `${kind}-end`, id })
+      if (id) emit({ type: endType, id })
       id = undefined
     },
   }

@@ -42,10 +42,16 @@ export type UiChunk =
 /** Where a turn writes its chunks. */
 export type Emit = (chunk: UiChunk) => void
 
+// The text before the delta of the last part serialised: a part's deltas come in a row, all sharing it.
+let deltaPart = { type: '', id: '', prefix: '' }
+
 /** A chunk's JSON text. Deltas, nearly every chunk of a stream, skip the generic serialiser. */
 export function serializeChunk(chunk: UiChunk): string {
-  if (chunk.type === 'text-delta' || chunk.type === 'reasoning-delta')
-    return `{"type":"${chunk.type}","id":${JSON.stringify(chunk.id)},"delta":${JSON.stringify(chunk.delta)}}`
+  if (chunk.type === 'text-delta' || chunk.type === 'reasoning-delta') {
+    if (chunk.id !== deltaPart.id || chunk.type !== deltaPart.type)
+      deltaPart = { type: chunk.type, id: chunk.id, prefix: `{"type":"${chunk.type}","id":${JSON.stringify(chunk.id)},"delta":` }
+    return `${deltaPart.prefix}${JSON.stringify(chunk.delta)}}`
+  }
   return JSON.stringify(chunk)
 }
 

@@ -1,4 +1,4 @@
-import { Elysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 import type { Dependencies } from './dependencies.ts'
 import { policiesFromConfig, type RateLimitingOptions } from '../rate-limit/plugin.ts'
 import { RouteGuards } from '../guards.ts'
@@ -38,6 +38,8 @@ export function createApp(deps: Dependencies) {
   }
   // With a shared stream log another process can take over a chat stream, so shutdown hands clients over.
   const streamDrain = config.redisUrl ? { signal: deps.lifecycle.drain, retryMs: 1000 } : undefined
+  // The app once built: the request pipeline asks the server it listens on for each request's peer address.
+  let built: Pick<AnyElysia, 'server'> | undefined
   const app = new Elysia({
     normalize: false,
     // The path starts at the first slash after the scheme, whatever the Host header's length (a 1-3 character
@@ -60,6 +62,7 @@ export function createApp(deps: Dependencies) {
         routeGuards,
         observer: combineRequestObservers([deps.metrics?.requests, deps.tracing?.requests]),
         lifecycle: deps.lifecycle,
+        peerAddress: (request) => built?.server?.requestIP(request)?.address,
       }),
     )
     // After the pipeline, so a preflight (answered here, before routing and any guard) carries the request id.
@@ -125,6 +128,7 @@ export function createApp(deps: Dependencies) {
     )
   routeIndex.load(app.routes)
   routeGuards.load(app.routes)
+  built = app
   return app
 }
 

@@ -147,6 +147,7 @@ export function createServiceMetrics(): ServiceMetrics {
       const count = (decision: RateDecision) => {
         if (!decision.allowed) refusals.inc({ policy: decision.refusedBy ?? 'unknown' })
       }
+      const decideNow = limiter.decideNow?.bind(limiter)
       return {
         // The limiter's own promise goes back to the caller; counting hangs off it, off the request's path.
         check(entries) {
@@ -154,6 +155,13 @@ export function createServiceMetrics(): ServiceMetrics {
           decided.then(count, () => {})
           return decided
         },
+        decideNow:
+          decideNow &&
+          ((entries) => {
+            const decision = decideNow(entries)
+            count(decision)
+            return decision
+          }),
         close: () => limiter.close(),
       }
     },

@@ -49,15 +49,22 @@ export interface RateDecision {
 
 export interface RateLimiter {
   check(entries: RateCheck[]): Promise<RateDecision>
+  /** The same decision without waiting, from limiters that keep their buckets in this process. */
+  decideNow?(entries: RateCheck[]): RateDecision
   close(): Promise<void>
 }
 
 const POLICY_NAME = /^[a-z0-9_-]+$/
 
+// Policies validated and frozen by definePolicy: a check naming one skips validating it again.
+const definedPolicies = new WeakSet<RatePolicy>()
+
 /** Validates a policy once, where it is declared, so a typo fails at start-up rather than per request. */
 export function definePolicy(policy: RatePolicy): Readonly<RatePolicy> {
   assertPolicy(policy)
-  return Object.freeze({ ...policy })
+  const defined = Object.freeze({ ...policy })
+  definedPolicies.add(defined)
+  return defined
 }
 
 function assertPolicy(policy: RatePolicy): void {
@@ -82,7 +89,7 @@ export interface PreparedCheck {
 export function prepareChecks(entries: RateCheck[]): PreparedCheck[] {
   if (entries.length === 0) throw new RangeError('a rate check needs at least one entry')
   return entries.map((check) => {
-    assertPolicy(check.policy)
+    if (!definedPolicies.has(check.policy)) assertPolicy(check.policy)
     const cost = check.cost ?? 1
     // A cost above the limit could never pass, so no Retry-After would be true.
     if (!Number.isSafeInteger(cost) || cost < 0 || cost > check.policy.limit)
@@ -133,7 +140,16 @@ export function decide(
 // The same few policy sets recur on every request; their header text is built once per set.
 const policyHeaders = new Map<string, string>()
 
+// A single policy defined once (frozen) cannot change, so its header is kept on the policy itself.
+const singlePolicyHeaders = new WeakMap<RatePolicy, string>()
+
 function policyHeader(results: RateResult[]): string {
+  if (results.length === 1 && definedPolicies.has(results[0]!.policy)) {
+    const policy = results[0]!.policy
+    let header = singlePolicyHeaders.get(policy)
+    if (header === undefined) singlePolicyHeaders.set(policy, (header = `"${policy.name}";q=${policy.limit};w=${policy.windowSeconds}`))
+    return header
+  }
   let key = ''
   for (const r of results) key += `${r.policy.name}/${r.policy.limit}/${r.policy.windowSeconds};`
   let header = policyHeaders.get(key)
@@ -151,7 +167,7 @@ function policyHeader(results: RateResult[]): string {
  */
 export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
   if (decision.results.length === 0) return {}
-  const closest = decision.results.reduce((a, b) => {
+  const closest = decision.results.length === 1 ? decision.results[0]! : decision.results.reduce((a, b) => {
     if (b.policy.name === decision.refusedBy && a.policy.name !== decision.refusedBy) return b
     if (a.policy.name === decision.refusedBy) return a
     if (b.remaining !== a.remaining) return b.remaining < a.remaining ? b : a

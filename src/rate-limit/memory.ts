@@ -1,5 +1,5 @@
 /** In-process rate limiter: one process's budget only, for development and single-instance deployments. */
-import { decide, prepareChecks, type RateLimiter } from './index.ts'
+import { decide, prepareChecks, type RateCheck, type RateDecision, type RateLimiter } from './index.ts'
 
 export interface MemoryRateLimiterOptions {
   /** Clock in milliseconds; tests inject one to move time without waiting. */
@@ -28,16 +28,22 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
     for (const [bucket, tat] of tats) if (tat <= nowUs) tats.delete(bucket)
   }
 
+  const stored = (bucket: string) => tats.get(bucket)
+  const decideNow = (entries: RateCheck[]): RateDecision => {
+    const prepared = prepareChecks(entries)
+    const nowMs = now()
+    sweep(nowMs)
+    const nowUs = Math.round(nowMs * 1000)
+    const { decision, tats: after } = decide(nowUs, prepared, stored)
+    if (decision.allowed) for (const [bucket, tat] of after) if (tat > nowUs) tats.set(bucket, tat)
+    return decision
+  }
+
   return {
     async check(entries) {
-      const prepared = prepareChecks(entries)
-      const nowMs = now()
-      sweep(nowMs)
-      const nowUs = Math.round(nowMs * 1000)
-      const { decision, tats: after } = decide(nowUs, prepared, (bucket) => tats.get(bucket))
-      if (decision.allowed) for (const [bucket, tat] of after) if (tat > nowUs) tats.set(bucket, tat)
-      return decision
+      return decideNow(entries)
     },
+    decideNow,
     async close() {
       tats.clear()
     },

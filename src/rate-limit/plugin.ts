@@ -1,11 +1,12 @@
 import { Elysia } from 'elysia'
 import type { AccessService } from '../auth/access-service.ts'
 import type { PlanDirectory } from '../auth/plans.ts'
-import { authenticateRequest, openApiExtension } from '../auth/plugin.ts'
+import type { Principal } from '../auth/access-service.ts'
+import { openApiExtension, requestPrincipal } from '../auth/plugin.ts'
 import { AppError } from '../errors.ts'
 import { guard } from '../guards.ts'
 import { requestMeta } from '../request-pipeline.ts'
-import { definePolicy, rateLimitHeaders, type RateCheck, type RateLimiter, type RatePolicy } from './index.ts'
+import { definePolicy, rateLimitHeaders, type RateCheck, type RateDecision, type RateLimiter, type RatePolicy } from './index.ts'
 
 /** Route classes a route names in `{ rateLimit: ... }`; `default` is the burst ceiling alone. */
 export type RouteClass = 'chat' | 'integrations' | 'search' | 'assistant' | 'default'
@@ -40,14 +41,23 @@ export function policiesFromConfig(limits: {
 /** The policies a route class spends (its own, when it has one, and the burst ceiling), with its store-failure behaviour. */
 export function classPolicies(options: Pick<RateLimitingOptions, 'policies' | 'failClosed'>, routeClass: RouteClass) {
   const onStoreError = options.failClosed.includes(routeClass) ? ('closed' as const) : ('open' as const)
-  const burst = { ...options.policies.burst, onStoreError }
-  const own = routeClass === 'default' ? undefined : { ...options.policies[routeClass], onStoreError }
+  const burst = definePolicy({ ...options.policies.burst, onStoreError })
+  const own = routeClass === 'default' ? undefined : definePolicy({ ...options.policies[routeClass], onStoreError })
   return { burst, own, all: own ? [own, burst] : [burst] }
 }
 
-/** Spends `checks`, puts the RateLimit headers on the answer, and throws 429 `rate_limited` when refused. */
-export async function spendOrRefuse(limiter: RateLimiter, checks: RateCheck[], set: { headers: Record<string, unknown> }): Promise<void> {
-  const decision = await limiter.check(checks)
+type ResponseSet = { headers: Record<string, unknown> }
+
+/**
+ * Spends `checks`, puts the RateLimit headers on the answer, and throws 429 `rate_limited` when refused; without
+ * a promise when the limiter decides in this process.
+ */
+export function spendOrRefuse(limiter: RateLimiter, checks: RateCheck[], set: ResponseSet): void | Promise<void> {
+  if (limiter.decideNow) return answer(limiter.decideNow(checks), set)
+  return limiter.check(checks).then((decision) => answer(decision, set))
+}
+
+function answer(decision: RateDecision, set: ResponseSet): void {
   const headers = rateLimitHeaders(decision)
   Object.assign(set.headers, headers)
   if (!decision.allowed)
@@ -84,13 +94,20 @@ export function rateLimiting(options: RateLimitingOptions) {
       const { burst, own, all } = classPolicies(options, routeClass)
       const exemptWhenEnterprise = routeClass === 'search'
       const principalOf = (request: Request) =>
-        by === 'user' ? authenticateRequest(access, request) : by === 'caller' && request.headers.has('authorization') ? authenticateRequest(access, request) : undefined
-      const spend = guard(async ({ request, set }: { request: Request; set: { headers: Record<string, unknown> } }) => {
-        const principal = await principalOf(request)
+        by === 'user' ? requestPrincipal(access, request) : by === 'caller' && request.headers.has('authorization') ? requestPrincipal(access, request) : undefined
+      const spendFor = (principal: Principal | undefined, request: Request, set: ResponseSet) => {
         const key = principal ? `user:${principal.userId}` : `ip:${requestMeta(request).clientIp}`
-        const checks: RateCheck[] = [{ key, policy: burst }]
-        if (own && !(exemptWhenEnterprise && principal && (await plans.isEnterprise(principal.orgId)))) checks.push({ key, policy: own })
-        await spendOrRefuse(limiter, checks, set)
+        const burstOnly = [{ key, policy: burst }]
+        if (!own) return spendOrRefuse(limiter, burstOnly, set)
+        const both = [{ key, policy: burst }, { key, policy: own }]
+        if (exemptWhenEnterprise && principal)
+          return plans.isEnterprise(principal.orgId).then((exempt) => spendOrRefuse(limiter, exempt ? burstOnly : both, set))
+        return spendOrRefuse(limiter, both, set)
+      }
+      // Answers without a promise when the caller is known and the limiter in process: nearly every request.
+      const spend = guard(({ request, set }: { request: Request; set: ResponseSet }) => {
+        const principal = principalOf(request)
+        return principal instanceof Promise ? principal.then((known) => spendFor(known, request, set)) : spendFor(principal, request, set)
       })
       const keyDescription = KEY_DESCRIPTIONS[by]
       return {

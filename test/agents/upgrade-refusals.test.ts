@@ -113,7 +113,8 @@ describe('refused upgrades', () => {
   })
 
   test('a client that drops while its token is being checked leaves no slot behind when the switch then fails', async () => {
-    // The same service with the token check held until the client has gone, so the switch is tried on a dead socket.
+    // The same service with the token check held until the client has gone, so the switch is tried on a dead socket;
+    // no token counts as verified before, or the check would not wait.
     const { access, agentConnections: hub } = h.t.deps
     let checking!: () => void
     const checkStarted = new Promise<void>((resolve) => (checking = resolve))
@@ -123,7 +124,7 @@ describe('refused upgrades', () => {
     const slotReserved = new Promise<void>((resolve) => (reserved = resolve))
     const app = createApp({
       ...h.t.deps,
-      access: { ...access, authenticate: async (token: string) => (checking(), await gone, access.authenticate(token)) },
+      access: { ...access, knownPrincipal: () => undefined, authenticate: async (token: string) => (checking(), await gone, access.authenticate(token)) },
       agentConnections: { ...hub, reserve: (userId: string) => (reserved(), hub.reserve(userId)) },
     })
     app.listen({ hostname: '127.0.0.1', port: 0 })
