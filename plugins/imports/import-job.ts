@@ -168,6 +168,7 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       throw http.failure ?? (cloneSignal.aborted ? cloneSignal.reason : describeGitFailure(error, { url: repository.cloneUrl, ref: job.ref, hadToken }))
     }
     pending = undefined
+    const fetchMs = performance.now() - started
 
     // The tree moves from the commit it holds to the new one, or is rebuilt when its state is unknown.
     const held = await readWorktreeState(workspace)
@@ -255,7 +256,7 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       receivedBytes: http.receivedBytes,
       checkout: { written: checkoutDiff.write.length, removed: checkoutDiff.removedFiles.length },
       index: { files: result.files, chunks: result.chunks, removed: removedPaths.length },
-      durationsMs: { clone: round(cloneMs), analysis: round(analysisMs), indexing: round(indexingMs), total: round(performance.now() - started) },
+      durationsMs: { clone: round(cloneMs), fetch: round(fetchMs), checkout: round(cloneMs - fetchMs), analysis: round(analysisMs), indexing: round(indexingMs), total: round(performance.now() - started) },
       analysis,
     }
   } catch (error) {

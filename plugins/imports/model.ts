@@ -75,7 +75,14 @@ const importSummary = t.Object({
   receivedBytes: integer({ description: 'Bytes downloaded from the Git server' }),
   checkout: t.Object({ written: integer(), removed: integer() }),
   index: t.Object({ files: integer(), chunks: integer(), removed: integer() }),
-  durationsMs: t.Object({ clone: t.Number(), analysis: t.Number(), indexing: t.Number(), total: t.Number() }),
+  durationsMs: t.Object({
+    clone: t.Number({ description: 'Fetch and checkout together' }),
+    fetch: t.Optional(t.Number({ description: 'Downloading the objects and indexing the pack they came in' })),
+    checkout: t.Optional(t.Number({ description: 'Writing the changed files into the tree' })),
+    analysis: t.Number(),
+    indexing: t.Number(),
+    total: t.Number(),
+  }),
   analysis: repositoryAnalysis,
 })
 export type ImportSummary = Static<typeof importSummary>
