@@ -151,6 +151,8 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       http,
       cache,
       onAuth,
+      maxObjectBytes: settings.maxRepositoryBytes,
+      signal: cloneSignal,
       onProgress: async ({ phase, loaded, total }) => {
         // The server repeats a phase's last line when it closes it.
         if (job.progress.phase === phase && job.progress.loaded === loaded && job.progress.total === total) return
@@ -161,8 +163,9 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
     })
     pending = fetching
     let commit: string
+    let packIndexMs: number
     try {
-      commit = await abortable(fetching, cloneSignal)
+      ;({ commit, packIndexMs } = await abortable(fetching, cloneSignal))
       if (http.failure !== undefined) throw http.failure
     } catch (error) {
       throw http.failure ?? (cloneSignal.aborted ? cloneSignal.reason : describeGitFailure(error, { url: repository.cloneUrl, ref: job.ref, hadToken }))
@@ -256,7 +259,7 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       receivedBytes: http.receivedBytes,
       checkout: { written: checkoutDiff.write.length, removed: checkoutDiff.removedFiles.length },
       index: { files: result.files, chunks: result.chunks, removed: removedPaths.length },
-      durationsMs: { clone: round(cloneMs), fetch: round(fetchMs), checkout: round(cloneMs - fetchMs), analysis: round(analysisMs), indexing: round(indexingMs), total: round(performance.now() - started) },
+      durationsMs: { clone: round(cloneMs), fetch: round(fetchMs), packIndex: round(packIndexMs), checkout: round(cloneMs - fetchMs), analysis: round(analysisMs), indexing: round(indexingMs), total: round(performance.now() - started) },
       analysis,
     }
   } catch (error) {
