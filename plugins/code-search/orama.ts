@@ -13,7 +13,7 @@
  */
 import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
 import { weightedQueryTerms } from './query.ts'
-import { queryTerms, termsOf } from './terms.ts'
+import { indexTermsOf, queryTerms, type Term } from './terms.ts'
 
 export const chunkSchema = {
   repositoryId: 'enum',
@@ -72,6 +72,8 @@ type SavedPostings = Record<string, [string, number[]][]>
 const MAX_MATCHES = 1000
 const SYNONYM_MAX_MATCHES = 1000
 let scratch = new Float64Array(1024)
+/** Stamps of the texts whose terms insert counted. */
+let countings = 0
 
 /**
  * Orama's BM25 (the same formula and parameters) summed over the query's terms and the searched
@@ -154,23 +156,35 @@ function codeIndexComponent() {
     insert(implementation: unknown, index: IndexStore, prop: string, id: unknown, internalId: number, value: unknown, schemaType: string, ...rest: unknown[]) {
       if (schemaType !== 'string') return base.insert!(implementation, index, prop, id, internalId, value, schemaType, ...rest)
       const docsCount = rest[2] as number
-      const terms = termsOf(value as string)
+      const terms = indexTermsOf(value as string)
       index.avgFieldLength[prop] = ((index.avgFieldLength[prop] ?? 0) * (docsCount - 1) + terms.length) / docsCount
       index.fieldLengths[prop]![internalId] = terms.length
-      const postings = index.postings[prop]!
+      // Occurrences are counted on the terms themselves, then one posting per distinct term: a chunk of code
+      // repeats most of its words, and map lookups were the cost.
+      const stamp = ++countings
+      const distinct: Term[] = []
       for (const term of terms) {
-        let matches = postings.get(term)
-        if (!matches) postings.set(term, (matches = new Map()))
-        matches.set(internalId, (matches.get(internalId) ?? 0) + 1)
+        if (term.seenIn !== stamp) {
+          term.seenIn = stamp
+          term.count = 0
+          distinct.push(term)
+        }
+        term.count++
+      }
+      const postings = index.postings[prop]!
+      for (const term of distinct) {
+        let matches = postings.get(term.text)
+        if (!matches) postings.set(term.text, (matches = new Map()))
+        matches.set(internalId, (matches.get(internalId) ?? 0) + term.count)
       }
     },
     remove(implementation: unknown, index: IndexStore, prop: string, id: unknown, internalId: number, value: unknown, schemaType: string, ...rest: unknown[]) {
       if (schemaType !== 'string') return base.remove!(implementation, index, prop, id, internalId, value, schemaType, ...rest)
       const docsCount = rest[2] as number
       const postings = index.postings[prop]!
-      for (const term of termsOf(value as string)) {
-        const matches = postings.get(term)
-        if (matches?.delete(internalId) && matches.size === 0) postings.delete(term)
+      for (const { text } of indexTermsOf(value as string)) {
+        const matches = postings.get(text)
+        if (matches?.delete(internalId) && matches.size === 0) postings.delete(text)
       }
       base.removeDocumentScoreParameters!(index, prop, id, docsCount)
       return true
