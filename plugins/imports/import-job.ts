@@ -92,14 +92,31 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 const settle = (work: Promise<unknown>, ms: number) => Promise.race([work.catch(() => {}), Bun.sleep(ms)])
 
+/** Files read ahead of the index, so it never waits on the disk between two files. */
+const READ_AHEAD = 8
+
 async function* readIndexFiles(tree: string, paths: string[], files: Map<string, FileFacts>): AsyncGenerator<RepositoryFile> {
-  for (const path of paths) {
+  const read = async (path: string): Promise<RepositoryFile | undefined> => {
     const absolute = join(tree, path)
     // The tree was checked out by this import; lstat and O_NOFOLLOW still make sure a link is never read through.
     const stat = await lstat(absolute)
-    if (!stat.isFile()) continue
+    if (!stat.isFile()) return undefined
     const content = await readFile(absolute, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW })
-    yield { path, content, language: files.get(path)?.language }
+    return { path, content, language: files.get(path)?.language }
+  }
+  const ahead: Promise<RepositoryFile | undefined>[] = []
+  let next = 0
+  const readNext = () => {
+    const reading = read(paths[next++]!)
+    // Its failure is thrown when its turn comes, not reported as unhandled before.
+    reading.catch(() => {})
+    ahead.push(reading)
+  }
+  while (next < paths.length && ahead.length < READ_AHEAD) readNext()
+  while (ahead.length > 0) {
+    const file = await ahead.shift()!
+    if (next < paths.length) readNext()
+    if (file) yield file
   }
 }
 
