@@ -81,9 +81,17 @@ export function hashedVector(text: string, dimensions: number): Float32Array {
   }
   for (let i = 0; i < dimensions; i++) {
     const v = vector[i]!
-    if (v !== 0) vector[i] = v > 0 ? Math.log1p(v) : -Math.log1p(-v)
+    if (v !== 0) vector[i] = v > 0 ? damped(v) : -damped(-v)
   }
   return normalise(vector)
+}
+
+// Every bucket value is a sum of word and trigram weights (1 and 0.5), so a multiple of a half: the damping of
+// the usual ones is looked up, the same values Math.log1p gives.
+const DAMPED_HALVES = Float64Array.from({ length: 4096 }, (_, halves) => Math.log1p(halves / 2))
+const damped = (v: number) => {
+  const halves = v * 2
+  return halves < DAMPED_HALVES.length && Number.isInteger(halves) ? DAMPED_HALVES[halves]! : Math.log1p(v)
 }
 
 export function createHashedEmbeddings(options: HashedEmbeddingsOptions = {}): EmbeddingProvider {
