@@ -138,12 +138,22 @@ export async function run(): Promise<Row[]> {
     let lastFull: ImportView | undefined
     let lastShallow: ImportView | undefined
 
+    // Writing 8,000 files costs the file system more or less depending on what it did just before (deleting a
+    // tree, writing one back), so each side starts alike: what the last measurement wrote is deleted and
+    // flushed first.
+    const settle = async (path: string) => {
+      rmSync(path, { recursive: true, force: true })
+      Bun.spawnSync(['sync'])
+      await Bun.sleep(300)
+    }
+    const workspaceOf = (orgId: string) => join(work, 'data', 'imports', orgId)
+
     for (let round = 0; round < ROUNDS && performance.now() < deadline; round++) {
       const nativeFirst = round % 2 === 0
       const cloneNative = async (depth?: number) => {
         const target = join(work, `clone-${round}-${depth ?? 'full'}`)
         const ms = (await timed(() => git(['clone', '-q', ...(depth ? ['--depth', String(depth)] : []), url, target]))).ms
-        rmSync(target, { recursive: true, force: true })
+        await settle(target)
         return ms
       }
 
@@ -151,6 +161,7 @@ export async function run(): Promise<Row[]> {
         index = drainingIndex
         lastFull = await importAs(`org-full-${round}`)
         full.service.push(lastFull.summary!.durationsMs)
+        await settle(workspaceOf(`org-full-${round}`))
       }
       if (nativeFirst) full.native.push(await cloneNative())
       await fullImport()
@@ -166,6 +177,8 @@ export async function run(): Promise<Row[]> {
         lastShallow = await importAs(`org-shallow-${round}`, 1)
         await roundIndex.close()
         index = drainingIndex
+        await settle(workspaceOf(`org-shallow-${round}`))
+        await settle(join(work, `index-${round}`))
         shallow.service.push(lastShallow.summary!.durationsMs)
         // The same files from memory into an index without snapshots: the index's own rate.
         const inMemory = createCodeIndex({ embeddings: createEmbeddings(EMBEDDINGS) })
