@@ -13,7 +13,7 @@
  */
 import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
 import { weightedQueryTerms } from './query.ts'
-import { indexTermsOf, queryTerms, type Term } from './terms.ts'
+import { countTerms, indexTermsOf, queryTerms } from './terms.ts'
 
 export const chunkSchema = {
   repositoryId: 'enum',
@@ -107,8 +107,6 @@ type SavedPostings = Record<string, [string, number[]][]>
 const MAX_MATCHES = 1000
 const SYNONYM_MAX_MATCHES = 1000
 let scratch = new Float64Array(1024)
-/** Stamps of the texts whose terms insert counted. */
-let countings = 0
 
 /**
  * Orama's BM25 (the same formula and parameters) summed over the query's terms and the searched
@@ -201,20 +199,9 @@ function codeIndexComponent() {
       const terms = indexTermsOf(value as string)
       index.avgFieldLength[prop] = ((index.avgFieldLength[prop] ?? 0) * (docsCount - 1) + terms.length) / docsCount
       index.fieldLengths[prop]![internalId] = terms.length
-      // Occurrences are counted on the terms themselves, then one posting per distinct term: a chunk of code
-      // repeats most of its words, and map lookups were the cost.
-      const stamp = ++countings
-      const distinct: Term[] = []
-      for (const term of terms) {
-        if (term.seenIn !== stamp) {
-          term.seenIn = stamp
-          term.count = 0
-          distinct.push(term)
-        }
-        term.count++
-      }
+      // One posting per distinct term: a chunk of code repeats most of its words.
       const postings = index.postings[prop]!
-      for (const term of distinct) {
+      for (const term of countTerms(terms)) {
         const matches = postings.get(term.text)
         if (matches) matches.push(internalId, term.count)
         else postings.set(term.text, [internalId, term.count])

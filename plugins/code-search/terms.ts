@@ -79,7 +79,7 @@ interface Word {
  */
 export interface Term {
   readonly text: string
-  /** Scratch for counting one text's occurrences of the term (orama.ts). */
+  /** Scratch for countTerms. */
   seenIn: number
   count: number
   /** The hashed embeddings' buckets of the term at `bucketsOf` dimensions (embeddings/hashed.ts). */
@@ -256,6 +256,23 @@ export function indexTermsOf(text: string): readonly Term[] {
   if (recentTerms.size >= RECENT_LIMIT) recentTerms.clear()
   recentTerms.set(text, (found = list))
   return found
+}
+
+let countings = 0
+
+/** The distinct terms of `terms`, each with its `count` of occurrences set, which holds until the next call. */
+export function countTerms(terms: readonly Term[]): Term[] {
+  const stamp = ++countings
+  const distinct: Term[] = []
+  for (const term of terms) {
+    if (term.seenIn !== stamp) {
+      term.seenIn = stamp
+      term.count = 0
+      distinct.push(term)
+    }
+    term.count++
+  }
+  return distinct
 }
 
 /** indexTermsOf as text. */

@@ -12,7 +12,7 @@
  * not find `authenticate` unless the words co-occur; configure an embeddings model (EMBEDDINGS_MODEL) for
  * that. Deterministic, so a snapshot stays valid across restarts and machines.
  */
-import { indexTermsOf } from '../terms.ts'
+import { countTerms, indexTermsOf } from '../terms.ts'
 import { normalise, type EmbeddingProvider } from './provider.ts'
 
 export interface HashedEmbeddingsOptions {
@@ -65,16 +65,19 @@ function bucketsOf(term: string, dimensions: number): Int32Array {
 /** Embeds one text; exported for the index benchmark and tests. */
 export function hashedVector(text: string, dimensions: number): Float32Array {
   const vector = new Float32Array(dimensions)
-  for (const term of indexTermsOf(text)) {
+  // Each distinct term once, times its count: every weight is a multiple of a half, so every sum is exact in a
+  // float32 and the order of the additions does not change the vector.
+  for (const term of countTerms(indexTermsOf(text))) {
     // Kept on the term: vocabularies repeat, and hashing a term's trigrams was most of the work.
     if (term.bucketsOf !== dimensions) {
       term.buckets = bucketsOf(term.text, dimensions)
       term.bucketsOf = dimensions
     }
     const buckets = term.buckets!
+    const count = term.count
     for (let i = 0; i < buckets.length; i++) {
       const bucket = buckets[i]!
-      const weight = i === 0 ? WORD_WEIGHT : TRIGRAM_WEIGHT
+      const weight = (i === 0 ? WORD_WEIGHT : TRIGRAM_WEIGHT) * count
       if (bucket > 0) vector[bucket - 1]! += weight
       else vector[-bucket - 1]! -= weight
     }
