@@ -55,6 +55,109 @@ export function forEachWord(text: string, visit: (word: string, compound: boolea
  * before their compound, whose span is the whole identifier without leading or trailing `_`/`$`.
  */
 export function forEachWordSpan(text: string, visit: (start: number, end: number, word: string, compound: boolean) => void): void {
+  scan(text, (start, end, entry, compound) => visit(start, end, entry.word, compound))
+}
+
+/**
+ * A lower-case word met before, found again by a hash of the text's characters, so the indexing hot path
+ * neither slices nor lower-cases the text nor hashes a new string for a word it has seen: in code most words
+ * repeat. Stop words are kept too, marked unusable.
+ */
+interface Word {
+  readonly word: string
+  readonly hash: number
+  readonly usable: boolean
+  /** Its term as a part (its stem) and as a compound (itself), once asked for. */
+  partTerm: Term | undefined
+  compoundTerm: Term | undefined
+  next: Word | undefined
+}
+
+/**
+ * One distinct index term, the same object wherever the term occurs in texts tokenized since the vocabulary was
+ * last renewed, so the index's hot paths keep what they know of a term on it rather than in maps keyed by its text.
+ */
+export interface Term {
+  readonly text: string
+  /** Scratch for countTerms. */
+  seenIn: number
+  count: number
+  /** The hashed embeddings' buckets of the term at `bucketsOf` dimensions (embeddings/hashed.ts). */
+  buckets: Int32Array | undefined
+  bucketsOf: number
+}
+
+let terms = new Map<string, Term>()
+
+function termOf(text: string): Term {
+  let term = terms.get(text)
+  if (!term) terms.set(text, (term = { text, seenIn: 0, count: 0, buckets: undefined, bucketsOf: 0 }))
+  return term
+}
+
+const WORD_BUCKETS = 1 << 16
+const WORD_LIMIT = 200_000
+let words: (Word | undefined)[] = new Array(WORD_BUCKETS)
+let wordCount = 0
+
+type WordVisitor = (start: number, end: number, word: Word, compound: boolean) => void
+
+// ASCII letters, digits, `_`, `$`, and anything beyond ASCII (sorted out by unicodeRun).
+const isRunChar = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 36 || c > 127
+const isUpper = (c: number) => c >= 65 && c <= 90
+const isLower = (c: number) => c >= 97 && c <= 122
+const isDigit = (c: number) => c >= 48 && c <= 57
+const isSeparator = (c: number) => c === 95 || c === 36
+
+/** The word of ASCII text[start, end), lower case and without `_` and `$`; undefined when too short or too long. */
+function asciiWord(text: string, start: number, end: number): Word | undefined {
+  let hash = 0x811c9dc5
+  let length = 0
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i)
+    if (isSeparator(c)) continue
+    hash = Math.imul(hash ^ (isUpper(c) ? c + 32 : c), 0x01000193)
+    length++
+  }
+  if (length < MIN_LENGTH || length > MAX_LENGTH) return undefined
+  const bucket = (hash ^ (hash >>> 16)) & (WORD_BUCKETS - 1)
+  for (let entry = words[bucket]; entry; entry = entry.next) {
+    if (entry.hash !== hash || entry.word.length !== length) continue
+    let k = 0
+    for (let i = start; i < end && k >= 0; i++) {
+      const c = text.charCodeAt(i)
+      if (!isSeparator(c)) k = entry.word.charCodeAt(k) === (isUpper(c) ? c + 32 : c) ? k + 1 : -1
+    }
+    if (k === length) return entry
+  }
+  let word = text.slice(start, end).toLowerCase()
+  if (length !== end - start) word = word.replace(/[_$]/g, '')
+  return remember(word, hash, bucket)
+}
+
+function remember(word: string, hash: number, bucket: number): Word {
+  wordCount++
+  const entry: Word = { word, hash, usable: usable(word), partTerm: undefined, compoundTerm: undefined, next: words[bucket] }
+  words[bucket] = entry
+  return entry
+}
+
+/** Any word (the Unicode path), from the same table. */
+function wordOfString(word: string): Word {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < word.length; i++) hash = Math.imul(hash ^ word.charCodeAt(i), 0x01000193)
+  const bucket = (hash ^ (hash >>> 16)) & (WORD_BUCKETS - 1)
+  for (let entry = words[bucket]; entry; entry = entry.next) if (entry.hash === hash && entry.word === word) return entry
+  return remember(word, hash, bucket)
+}
+
+function scan(text: string, visit: WordVisitor): void {
+  // Renewed between texts only, so within one text a term is always one object.
+  if (wordCount > WORD_LIMIT) {
+    words = new Array(WORD_BUCKETS)
+    wordCount = 0
+    terms = new Map()
+  }
   // A hand-written scanner for ASCII (this is the indexing hot path); runs with other characters go
   // through the Unicode regular expressions.
   const length = text.length
@@ -76,18 +179,10 @@ export function forEachWordSpan(text: string, visit: (start: number, end: number
   }
 }
 
-// ASCII letters, digits, `_`, `$`, and anything beyond ASCII (sorted out by unicodeRun).
-const isRunChar = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 36 || c > 127
-const isUpper = (c: number) => c >= 65 && c <= 90
-const isLower = (c: number) => c >= 97 && c <= 122
-const isDigit = (c: number) => c >= 48 && c <= 57
-
-type SpanVisitor = (start: number, end: number, word: string, compound: boolean) => void
-
 /** Parts as in PART: an acronym not followed by lower case, a capitalised or lower-case word, a number. */
-function asciiRun(text: string, start: number, end: number, visit: SpanVisitor): void {
+function asciiRun(text: string, start: number, end: number, visit: WordVisitor): void {
   let parts = 0
-  let only = ''
+  let last: Word | undefined
   let i = start
   while (i < end) {
     const c = text.charCodeAt(i)
@@ -107,16 +202,20 @@ function asciiRun(text: string, start: number, end: number, visit: SpanVisitor):
       i++
       continue
     }
-    const word = text.slice(i, partEnd).toLowerCase()
     parts++
-    only = word
-    if (usable(word)) visit(i, partEnd, word, false)
+    last = asciiWord(text, i, partEnd)
+    if (last?.usable) visit(i, partEnd, last, false)
     i = partEnd
   }
-  if (parts > 1) compound(text, start, end, only, visit)
+  if (parts < 2) return
+  while (start < end && isSeparator(text.charCodeAt(start))) start++
+  while (end > start && isSeparator(text.charCodeAt(end - 1))) end--
+  // Without separators, so parse_config and parseConfig are one compound.
+  const whole = asciiWord(text, start, end)
+  if (whole?.usable && whole !== last) visit(start, end, whole, true)
 }
 
-function unicodeRun(text: string, start: number, end: number, visit: SpanVisitor): void {
+function unicodeRun(text: string, start: number, end: number, visit: WordVisitor): void {
   for (const run of text.slice(start, end).matchAll(UNICODE_RUN)) {
     const runStart = start + run.index
     let parts = 0
@@ -125,34 +224,60 @@ function unicodeRun(text: string, start: number, end: number, visit: SpanVisitor
       const word = part[0].toLowerCase()
       parts++
       only = word
-      if (usable(word)) visit(runStart + part.index, runStart + part.index + part[0].length, word, false)
+      const entry = wordOfString(word)
+      if (entry.usable) visit(runStart + part.index, runStart + part.index + part[0].length, entry, false)
     }
     if (parts > 1) compound(text, runStart, runStart + run[0].length, only, visit)
   }
 }
 
-function compound(text: string, start: number, end: number, lastPart: string, visit: SpanVisitor): void {
-  while (start < end && (text.charCodeAt(start) === 95 || text.charCodeAt(start) === 36)) start++
-  while (end > start && (text.charCodeAt(end - 1) === 95 || text.charCodeAt(end - 1) === 36)) end--
+function compound(text: string, start: number, end: number, lastPart: string, visit: WordVisitor): void {
+  while (start < end && isSeparator(text.charCodeAt(start))) start++
+  while (end > start && isSeparator(text.charCodeAt(end - 1))) end--
   // Without separators, so parse_config and parseConfig are one compound.
   const word = text.slice(start, end).toLowerCase().replace(/[_$]/g, '')
-  if (word !== lastPart && usable(word)) visit(start, end, word, true)
+  const entry = wordOfString(word)
+  if (word !== lastPart && entry.usable) visit(start, end, entry, true)
 }
 
 // The hashed embeddings and the full-text index tokenize the same chunk one after the other; the second
 // finds the first's terms here. Keyed by the string, whose hash the engine keeps once computed.
-const recentTerms = new Map<string, readonly string[]>()
+const recentTerms = new Map<string, readonly Term[]>()
 const RECENT_LIMIT = 4096
 
 /** Index terms of `text` with repeats (term frequency matters): stemmed parts, compounds as they are. */
-export function termsOf(text: string): readonly string[] {
-  let terms = recentTerms.get(text)
-  if (terms) return terms
-  const found: string[] = []
-  forEachWord(text, (word, compound) => found.push(compound ? word : stem(word)))
+export function indexTermsOf(text: string): readonly Term[] {
+  let found = recentTerms.get(text)
+  if (found) return found
+  const list: Term[] = []
+  scan(text, (_start, _end, word, compound) =>
+    list.push(compound ? (word.compoundTerm ??= termOf(word.word)) : (word.partTerm ??= termOf(stem(word.word)))),
+  )
   if (recentTerms.size >= RECENT_LIMIT) recentTerms.clear()
-  recentTerms.set(text, (terms = found))
-  return terms
+  recentTerms.set(text, (found = list))
+  return found
+}
+
+let countings = 0
+
+/** The distinct terms of `terms`, each with its `count` of occurrences set, which holds until the next call. */
+export function countTerms(terms: readonly Term[]): Term[] {
+  const stamp = ++countings
+  const distinct: Term[] = []
+  for (const term of terms) {
+    if (term.seenIn !== stamp) {
+      term.seenIn = stamp
+      term.count = 0
+      distinct.push(term)
+    }
+    term.count++
+  }
+  return distinct
+}
+
+/** indexTermsOf as text. */
+export function termsOf(text: string): string[] {
+  return indexTermsOf(text).map((term) => term.text)
 }
 
 /** The distinct terms of a query, in order of appearance. */

@@ -6,7 +6,9 @@
 import * as fs from 'node:fs'
 import type { AuthCallback, GitProgressEvent, HttpClient } from 'isomorphic-git'
 import { AppError } from '../../src/errors.ts'
+import { receivePackSeparately, storePack } from './fetched-pack.ts'
 import { isomorphicGit } from './git.ts'
+import type { ObjectType } from './pack-index.ts'
 
 /** Local branch holding the last fetched commit; the tree is checked out by the service, never by branch name. */
 export const IMPORTED_BRANCH = 'imported'
@@ -23,18 +25,30 @@ export interface FetchRepositoryOptions {
   cache: object
   onProgress?: (progress: GitProgressEvent) => void | Promise<void>
   onAuth?: AuthCallback
+  /** No object of the pack may inflate past this many bytes (IMPORT_MAX_REPOSITORY_BYTES). */
+  maxObjectBytes: number
+  /** Stops indexing the pack. */
+  signal?: AbortSignal
 }
 
-/** Fetches `ref` (or HEAD) and answers the commit it names, tags peeled. */
-export async function fetchRepository(options: FetchRepositoryOptions): Promise<string> {
+export interface FetchedRepository {
+  /** The commit `ref` names, tags peeled. */
+  commit: string
+  /** Time spent indexing the received pack, in milliseconds. */
+  packIndexMs: number
+}
+
+/** Fetches `ref` (or HEAD): downloads the objects the object store lacks, indexes and stores their pack. */
+export async function fetchRepository(options: FetchRepositoryOptions): Promise<FetchedRepository> {
   const { gitdir, cache } = options
   const git = await isomorphicGit()
+  const receiver = receivePackSeparately(options.http)
   await git.init({ fs, dir: gitdir, gitdir, bare: true, defaultBranch: IMPORTED_BRANCH })
   // The URL is passed on every fetch as well; the stored remote only satisfies isomorphic-git's refspec lookup.
   await git.addRemote({ fs, gitdir, remote: 'origin', url: options.url, force: true })
   const fetched = await git.fetch({
     fs,
-    http: options.http,
+    http: receiver.http,
     gitdir,
     cache,
     url: options.url,
@@ -47,9 +61,23 @@ export async function fetchRepository(options: FetchRepositoryOptions): Promise<
     onAuth: options.onAuth,
   })
   if (!fetched.fetchHead) throw new AppError('repository_empty', 'The repository has no commits to import')
+  const pack = receiver.take()
+  const indexing = performance.now()
+  if (pack)
+    await storePack(gitdir, pack, {
+      maxObjectBytes: options.maxObjectBytes,
+      onProgress: options.onProgress,
+      signal: options.signal,
+      // A thin pack's deltas may rest on objects an earlier fetch stored.
+      externalBase: async (oid) => {
+        const found = await git.readObject({ fs, gitdir, cache, oid, format: 'content' }).catch(() => undefined)
+        return found && { type: found.type as ObjectType, content: found.object as Uint8Array }
+      },
+    })
+  const packIndexMs = performance.now() - indexing
   const commit = await peelToCommit(gitdir, cache, fetched.fetchHead)
   await git.writeRef({ fs, gitdir, ref: `refs/heads/${IMPORTED_BRANCH}`, value: commit, force: true })
-  return commit
+  return { commit, packIndexMs }
 }
 
 /** An annotated tag names a tag object; the tree to check out is that of the commit it points at. */

@@ -92,14 +92,31 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 const settle = (work: Promise<unknown>, ms: number) => Promise.race([work.catch(() => {}), Bun.sleep(ms)])
 
+/** Files read ahead of the index, so it never waits on the disk between two files. */
+const READ_AHEAD = 8
+
 async function* readIndexFiles(tree: string, paths: string[], files: Map<string, FileFacts>): AsyncGenerator<RepositoryFile> {
-  for (const path of paths) {
+  const read = async (path: string): Promise<RepositoryFile | undefined> => {
     const absolute = join(tree, path)
     // The tree was checked out by this import; lstat and O_NOFOLLOW still make sure a link is never read through.
     const stat = await lstat(absolute)
-    if (!stat.isFile()) continue
+    if (!stat.isFile()) return undefined
     const content = await readFile(absolute, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW })
-    yield { path, content, language: files.get(path)?.language }
+    return { path, content, language: files.get(path)?.language }
+  }
+  const ahead: Promise<RepositoryFile | undefined>[] = []
+  let next = 0
+  const readNext = () => {
+    const reading = read(paths[next++]!)
+    // Its failure is thrown when its turn comes, not reported as unhandled before.
+    reading.catch(() => {})
+    ahead.push(reading)
+  }
+  while (next < paths.length && ahead.length < READ_AHEAD) readNext()
+  while (ahead.length > 0) {
+    const file = await ahead.shift()!
+    if (next < paths.length) readNext()
+    if (file) yield file
   }
 }
 
@@ -151,6 +168,8 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       http,
       cache,
       onAuth,
+      maxObjectBytes: settings.maxRepositoryBytes,
+      signal: cloneSignal,
       onProgress: async ({ phase, loaded, total }) => {
         // The server repeats a phase's last line when it closes it.
         if (job.progress.phase === phase && job.progress.loaded === loaded && job.progress.total === total) return
@@ -161,13 +180,15 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
     })
     pending = fetching
     let commit: string
+    let packIndexMs: number
     try {
-      commit = await abortable(fetching, cloneSignal)
+      ;({ commit, packIndexMs } = await abortable(fetching, cloneSignal))
       if (http.failure !== undefined) throw http.failure
     } catch (error) {
       throw http.failure ?? (cloneSignal.aborted ? cloneSignal.reason : describeGitFailure(error, { url: repository.cloneUrl, ref: job.ref, hadToken }))
     }
     pending = undefined
+    const fetchMs = performance.now() - started
 
     // The tree moves from the commit it holds to the new one, or is rebuilt when its state is unknown.
     const held = await readWorktreeState(workspace)
@@ -255,7 +276,7 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       receivedBytes: http.receivedBytes,
       checkout: { written: checkoutDiff.write.length, removed: checkoutDiff.removedFiles.length },
       index: { files: result.files, chunks: result.chunks, removed: removedPaths.length },
-      durationsMs: { clone: round(cloneMs), analysis: round(analysisMs), indexing: round(indexingMs), total: round(performance.now() - started) },
+      durationsMs: { clone: round(cloneMs), fetch: round(fetchMs), packIndex: round(packIndexMs), checkout: round(cloneMs - fetchMs), analysis: round(analysisMs), indexing: round(indexingMs), total: round(performance.now() - started) },
       analysis,
     }
   } catch (error) {

@@ -75,14 +75,22 @@ const importSummary = t.Object({
   receivedBytes: integer({ description: 'Bytes downloaded from the Git server' }),
   checkout: t.Object({ written: integer(), removed: integer() }),
   index: t.Object({ files: integer(), chunks: integer(), removed: integer() }),
-  durationsMs: t.Object({ clone: t.Number(), analysis: t.Number(), indexing: t.Number(), total: t.Number() }),
+  durationsMs: t.Object({
+    clone: t.Number({ description: 'Fetch and checkout together' }),
+    fetch: t.Optional(t.Number({ description: 'Downloading the objects and indexing the pack they came in' })),
+    packIndex: t.Optional(t.Number({ description: 'Of fetch, indexing the pack' })),
+    checkout: t.Optional(t.Number({ description: 'Writing the changed files into the tree' })),
+    analysis: t.Number(),
+    indexing: t.Number(),
+    total: t.Number(),
+  }),
   analysis: repositoryAnalysis,
 })
 export type ImportSummary = Static<typeof importSummary>
 
 export const importProgress = t.Object(
   {
-    phase: t.String({ description: 'queued, a clone phase as the Git server or isomorphic-git names it (Receiving objects...), Checking out files, analysing or indexing' }),
+    phase: t.String({ description: 'queued, a clone phase as the Git server or git names it (Receiving objects...), Checking out files, analysing or indexing' }),
     loaded: t.Optional(integer()),
     total: t.Optional(integer()),
     receivedBytes: t.Optional(integer()),
@@ -117,7 +125,7 @@ export const importAccepted = t.Object({
 export const progressStreamDescription =
   'Server-sent events, each with an `id` (its sequence number; send it back as `Last-Event-ID` to resume): ' +
   '`import` (the import id, repository and statusUrl), `status` (`{status}` at each transition), ' +
-  '`clone` (`{phase, loaded, total, receivedBytes}` from the Git server and isomorphic-git, then "Checking out files"), ' +
+  '`clone` (`{phase, loaded, total, receivedBytes}` from the Git server and the pack indexing, then "Checking out files"), ' +
   '`analysis` (running counts with `partial: true`, then the whole analysis with `partial: false`), ' +
   '`indexing` (`{filesIndexed, chunksIndexed, files, removed}`), and finally `summary` (the import as GET answers it) ' +
   'or `error` (`{code, message}`). The stream ends after `summary` or `error`.'

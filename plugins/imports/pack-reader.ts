@@ -1,9 +1,9 @@
 /**
- * Reads blobs for the checkout straight from the packs isomorphic-git fetched and indexed. isomorphic-git's own
+ * Reads blobs for the checkout straight from the packs the fetch stored and indexed. isomorphic-git's own
  * reader inflates with pako and rebuilds deltas by slicing and concatenating, which made the checkout of a large
  * repository several times slower than the fetch; this one inflates with the native zlib, applies deltas into one
- * preallocated buffer, and keeps recently rebuilt delta bases. The object ids come from the pack index that
- * isomorphic-git wrote after hashing every object, so what is read is what the index vouches for. Every size is
+ * preallocated buffer, and keeps recently rebuilt delta bases. The object ids come from the pack index written
+ * after hashing every object (pack-index.ts), so what is read is what the index vouches for. Every size is
  * checked before anything is allocated: a hostile pack cannot make a blob larger than the single-file limit.
  */
 import { readdir, readFile } from 'node:fs/promises'

@@ -238,5 +238,15 @@ forEachBackend(({ name, open }) => {
       writeFileSync(join(dir, org, (await store.current(org))!.file), 'garbage')
       await expect(make().search({ orgId: org }, { query: 'penguins' })).rejects.toThrow('not a code index snapshot')
     })
+
+    test('a save of thousands of pieces, as a large import makes, is written whole and in order', async () => {
+      const { org, store } = await setUp()
+      const pieces = Array.from({ length: 2500 }, (_, i) => new Uint8Array(1 + ((i * 7919) % 3000)).fill(i % 251))
+      const saved = (await store.commit(org, 0, pieces))!
+      const expected = Buffer.concat(pieces)
+      expect(Buffer.from(await store.read(org, saved)).equals(expected)).toBe(true)
+      const appended = (await store.commit(org, 1, pieces.slice(0, 1100), saved.file))!
+      expect(Buffer.from(await store.read(org, appended)).equals(Buffer.concat([expected, ...pieces.slice(0, 1100)]))).toBe(true)
+    })
   })
 })

@@ -81,6 +81,13 @@ describe('POST /api/codehost/import', () => {
     // Nothing checked out is executable, whatever the tree said.
     const { root } = h.workspaceOf(view)
     expect(statSync(join(root, 'tree', 'scripts', 'deploy.sh')).mode & 0o111).toBe(0)
+
+    // The pack was indexed by the service, and git itself accepts the index and every object in the pack.
+    const packs = readdirSync(join(root, 'git', 'objects', 'pack')).filter((name) => name.endsWith('.idx'))
+    expect(packs).toHaveLength(1)
+    const verified = Bun.spawnSync(['git', 'verify-pack', join(root, 'git', 'objects', 'pack', packs[0]!)])
+    expect(verified.stderr.toString()).toBe('')
+    expect(verified.exitCode).toBe(0)
   })
 
   test('streams clone, analysis, indexing and summary events in order, each with an id', async () => {
@@ -105,7 +112,7 @@ describe('POST /api/codehost/import', () => {
     expect(kinds.lastIndexOf('analysis')).toBeLessThan(order('status:indexing'))
     expect(kinds.at(-1)).toBe('summary')
 
-    // Clone phases carry isomorphic-git's object counts, the checkout its file counts.
+    // Clone phases carry the pack's object counts, the checkout its file counts.
     const phases = [...new Set(events.filter((e) => e.event === 'clone').map((e) => e.data.phase))]
     expect(phases.indexOf('Receiving objects')).toBeLessThan(phases.indexOf('Resolving deltas'))
     expect(phases.at(-1)).toBe('Checking out files')

@@ -12,7 +12,7 @@
  * not find `authenticate` unless the words co-occur; configure an embeddings model (EMBEDDINGS_MODEL) for
  * that. Deterministic, so a snapshot stays valid across restarts and machines.
  */
-import { termsOf } from '../terms.ts'
+import { countTerms, indexTermsOf } from '../terms.ts'
 import { normalise, type EmbeddingProvider } from './provider.ts'
 
 export interface HashedEmbeddingsOptions {
@@ -41,30 +41,60 @@ function mix(h: number): number {
   return h ^ (h >>> 16)
 }
 
+/** The buckets one term adds to, its word first and then its trigrams, each as bucket + 1, negative for a negative sign. */
+function bucketsOf(term: string, dimensions: number): Int32Array {
+  const buckets = new Int32Array(term.length + 1)
+  const at = (hash: number) => {
+    const h = mix(hash)
+    const bucket = ((h >>> 0) % dimensions) + 1
+    return h < 0 ? -bucket : bucket
+  }
+  buckets[0] = at(fnv(WORD_SEED, term))
+  // Trigrams of \x02term\x03, hashed from char codes without building substrings.
+  let a = BEGIN
+  let b = term.charCodeAt(0)
+  for (let i = 1; i <= term.length; i++) {
+    const c = i < term.length ? term.charCodeAt(i) : END
+    buckets[i] = at(Math.imul(Math.imul(Math.imul(TRIGRAM_SEED ^ a, 0x01000193) ^ b, 0x01000193) ^ c, 0x01000193))
+    a = b
+    b = c
+  }
+  return buckets
+}
+
 /** Embeds one text; exported for the index benchmark and tests. */
 export function hashedVector(text: string, dimensions: number): Float32Array {
   const vector = new Float32Array(dimensions)
-  const add = (hash: number, weight: number) => {
-    const h = mix(hash)
-    vector[(h >>> 0) % dimensions]! += h < 0 ? -weight : weight
-  }
-  for (const term of termsOf(text)) {
-    add(fnv(WORD_SEED, term), WORD_WEIGHT)
-    // Trigrams of \x02term\x03, hashed from char codes without building substrings.
-    let a = BEGIN
-    let b = term.charCodeAt(0)
-    for (let i = 1; i <= term.length; i++) {
-      const c = i < term.length ? term.charCodeAt(i) : END
-      add(Math.imul(Math.imul(Math.imul(TRIGRAM_SEED ^ a, 0x01000193) ^ b, 0x01000193) ^ c, 0x01000193), TRIGRAM_WEIGHT)
-      a = b
-      b = c
+  // Each distinct term once, times its count: every weight is a multiple of a half, so every sum is exact in a
+  // float32 and the order of the additions does not change the vector.
+  for (const term of countTerms(indexTermsOf(text))) {
+    // Kept on the term: vocabularies repeat, and hashing a term's trigrams was most of the work.
+    if (term.bucketsOf !== dimensions) {
+      term.buckets = bucketsOf(term.text, dimensions)
+      term.bucketsOf = dimensions
+    }
+    const buckets = term.buckets!
+    const count = term.count
+    for (let i = 0; i < buckets.length; i++) {
+      const bucket = buckets[i]!
+      const weight = (i === 0 ? WORD_WEIGHT : TRIGRAM_WEIGHT) * count
+      if (bucket > 0) vector[bucket - 1]! += weight
+      else vector[-bucket - 1]! -= weight
     }
   }
   for (let i = 0; i < dimensions; i++) {
     const v = vector[i]!
-    if (v !== 0) vector[i] = v > 0 ? Math.log1p(v) : -Math.log1p(-v)
+    if (v !== 0) vector[i] = v > 0 ? damped(v) : -damped(-v)
   }
   return normalise(vector)
+}
+
+// Every bucket value is a sum of word and trigram weights (1 and 0.5), so a multiple of a half: the damping of
+// the usual ones is looked up, the same values Math.log1p gives.
+const DAMPED_HALVES = Float64Array.from({ length: 4096 }, (_, halves) => Math.log1p(halves / 2))
+const damped = (v: number) => {
+  const halves = v * 2
+  return halves < DAMPED_HALVES.length && Number.isInteger(halves) ? DAMPED_HALVES[halves]! : Math.log1p(v)
 }
 
 export function createHashedEmbeddings(options: HashedEmbeddingsOptions = {}): EmbeddingProvider {

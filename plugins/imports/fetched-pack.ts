@@ -1,0 +1,103 @@
+/**
+ * Receiving a fetch's pack beside isomorphic-git rather than through it. isomorphic-git indexes the pack it
+ * receives in JavaScript (pako inflate, an awaited SHA-1 per object), which was most of a large clone, and has no
+ * option to leave that out. This HTTP client wraps the import's own and takes the pack data (side-band channel
+ * 1) out of the upload-pack response as it streams past: isomorphic-git still reads the negotiation, the shallow
+ * lines and the server's progress exactly as sent, finds an empty pack and writes none; the pack is then indexed
+ * natively (pack-index.ts) and stored. A response that is not pkt-lines is passed on untouched.
+ */
+import { rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { GitHttpResponse, HttpClient } from 'isomorphic-git'
+import { indexPack, type IndexPackOptions } from './pack-index.ts'
+
+export interface PackReceiver {
+  http: HttpClient
+  /** The pack data of the last upload-pack response, or undefined when none came (or none could be taken out). */
+  take(): Buffer | undefined
+}
+
+const EMPTY: Buffer = Buffer.alloc(0)
+
+/** Four hex digits of a pkt-line length, or -1. */
+function pktLength(buffer: Buffer, at: number): number {
+  let length = 0
+  for (let i = at; i < at + 4; i++) {
+    const c = buffer[i]!
+    const digit = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1
+    if (digit < 0) return -1
+    length = length * 16 + digit
+  }
+  return length
+}
+
+/** The response body without its channel-1 packets, whose payloads go to `pack`. */
+async function* withoutPackData(body: AsyncIterable<Uint8Array>, pack: Buffer[]): AsyncGenerator<Uint8Array> {
+  let pending: Buffer = EMPTY
+  let untouched = false
+  for await (const chunk of body) {
+    if (untouched) {
+      yield chunk
+      continue
+    }
+    const buffer = pending.byteLength > 0 ? Buffer.concat([pending, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    const passed: Uint8Array[] = []
+    let at = 0
+    while (buffer.byteLength - at >= 4) {
+      const length = pktLength(buffer, at)
+      if (length < 0) {
+        // Not pkt-lines: isomorphic-git reads (and reports) it as it would have.
+        untouched = true
+        pack.length = 0
+        break
+      }
+      // A flush or delimiter packet is its length alone.
+      const end = at + (length < 4 ? 4 : length)
+      if (end > buffer.byteLength) break
+      if (length > 4 && buffer[at + 4] === 1) pack.push(buffer.subarray(at + 5, end))
+      else passed.push(buffer.subarray(at, end))
+      at = end
+    }
+    if (untouched) passed.push(buffer.subarray(at))
+    pending = untouched ? EMPTY : buffer.subarray(at)
+    if (passed.length > 0) yield passed.length === 1 ? passed[0]! : Buffer.concat(passed)
+  }
+  if (pending.byteLength > 0) yield pending
+}
+
+export function receivePackSeparately(http: HttpClient): PackReceiver {
+  let pack: Buffer[] | undefined
+  return {
+    http: {
+      async request(request): Promise<GitHttpResponse> {
+        const response = await http.request(request)
+        const uploadPack = request.method === 'POST' && /\/git-upload-pack$/.test(new URL(request.url).pathname)
+        if (!uploadPack || response.statusCode !== 200 || !response.body) return response
+        const received: Buffer[] = []
+        pack = received
+        return { ...response, body: withoutPackData(response.body, received) }
+      },
+    },
+    take() {
+      if (!pack || pack.length === 0) return undefined
+      const whole = Buffer.concat(pack)
+      pack = undefined
+      return whole
+    },
+  }
+}
+
+/**
+ * Indexes a received pack and stores it beside the others as `pack-<checksum>.pack` and `.idx`. The index is
+ * written last and renamed into place, so a reader never finds an index without its pack. Answers the number of
+ * objects stored (0 for an empty pack, which is not stored).
+ */
+export async function storePack(gitdir: string, pack: Buffer, options: IndexPackOptions): Promise<number> {
+  if (pack.byteLength >= 12 && pack.toString('latin1', 0, 4) === 'PACK' && pack.readUInt32BE(8) === 0) return 0
+  const indexed = await indexPack(pack, options)
+  const base = join(gitdir, 'objects', 'pack', `pack-${indexed.checksum}`)
+  await writeFile(`${base}.pack`, pack)
+  await writeFile(`${base}.idx.tmp`, indexed.idx)
+  await rename(`${base}.idx.tmp`, `${base}.idx`)
+  return indexed.objects
+}
