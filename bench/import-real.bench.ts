@@ -20,6 +20,7 @@ import { migrate } from '../src/storage/migrate.ts'
 import { migrations } from '../src/storage/migrations/index.ts'
 import { startGitServer } from '../test/fakes/git-server.ts'
 import { buildRealRepository } from './lib/real-repository.ts'
+import { drainingIndex, git, median, timed } from './lib/import-support.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
 const ROUNDS = 3
@@ -28,32 +29,6 @@ const REPOSITORY = 'bench/real-code'
 const DEADLINE_MS = 10 * 60_000
 const EMBEDDINGS = { kind: 'hashed' as const, dimensions: 256 }
 
-async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
-  const started = performance.now()
-  const value = await work()
-  return { ms: performance.now() - started, value }
-}
-
-async function git(args: string[], cwd?: string): Promise<void> {
-  const child = Bun.spawn(['git', ...args], { cwd, stdout: 'ignore', stderr: 'pipe' })
-  if ((await child.exited) !== 0) throw new Error(`git ${args.join(' ')}: ${await new Response(child.stderr).text()}`)
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-
-/** An index that reads every file it is handed, as a real one must, and keeps nothing. */
-const drainingIndex: CodeIndex = {
-  async indexFiles(input) {
-    let files = 0
-    for await (const _ of input.files) files++
-    return { files, chunks: 0 }
-  },
-  async removeRepository() {},
-  async search() {
-    return []
-  },
-  async close() {},
-}
 
 type Durations = NonNullable<ImportView['summary']>['durationsMs']
 

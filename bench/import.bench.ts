@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createImportService, type ImportView } from '../plugins/imports/index.ts'
-import type { CodeIndex } from '../plugins/code-search/index.ts'
 import { createLogger } from '../src/log.ts'
 import { openDatabase } from '../src/storage/database.ts'
 import { migrate } from '../src/storage/migrate.ts'
 import { migrations } from '../src/storage/migrations/index.ts'
 import { startGitServer, type FixtureFiles } from '../test/fakes/git-server.ts'
+import { drainingIndex, git, median, timed } from './lib/import-support.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
 const FILES = 10_000
@@ -46,32 +46,6 @@ function generateRepository(count: number): FixtureFiles {
   return files
 }
 
-async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
-  const started = performance.now()
-  const value = await work()
-  return { ms: performance.now() - started, value }
-}
-
-async function git(args: string[], cwd?: string): Promise<void> {
-  const child = Bun.spawn(['git', ...args], { cwd, stdout: 'ignore', stderr: 'pipe' })
-  if ((await child.exited) !== 0) throw new Error(`git ${args.join(' ')}: ${await new Response(child.stderr).text()}`)
-}
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-
-/** An index that reads every file it is handed, as a real one must, and keeps nothing. */
-const drainingIndex: CodeIndex = {
-  async indexFiles(input) {
-    let files = 0
-    for await (const _ of input.files) files++
-    return { files, chunks: 0 }
-  },
-  async removeRepository() {},
-  async search() {
-    return []
-  },
-  async close() {},
-}
 
 export async function run(): Promise<Row[]> {
   const deadline = performance.now() + DEADLINE_MS
