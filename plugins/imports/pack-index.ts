@@ -68,7 +68,12 @@ function readVarint(delta: Uint8Array, at: number): [number, number] {
 }
 
 /** The object a delta rebuilds from its base; every copy and insert is checked against both. */
-export function applyDelta(base: Uint8Array, delta: Uint8Array, maxObjectBytes: number): Buffer {
+export function applyDelta(
+  base: Uint8Array,
+  delta: Uint8Array,
+  maxObjectBytes: number,
+  tooLargeError: (size: number) => Error = (size) => tooLarge(size, maxObjectBytes),
+): Buffer {
   // Buffer.copy, not subarray + set: a view per instruction costs more than the copy itself.
   const source = Buffer.isBuffer(base) ? base : Buffer.from(base.buffer, base.byteOffset, base.byteLength)
   const instructions = Buffer.isBuffer(delta) ? delta : Buffer.from(delta.buffer, delta.byteOffset, delta.byteLength)
@@ -76,7 +81,7 @@ export function applyDelta(base: Uint8Array, delta: Uint8Array, maxObjectBytes: 
   if (sourceSize !== source.byteLength) throw damagedPack('a delta does not fit its base')
   let targetSize: number
   ;[targetSize, at] = readVarint(instructions, at)
-  if (targetSize > maxObjectBytes) throw tooLarge(targetSize, maxObjectBytes)
+  if (targetSize > maxObjectBytes) throw tooLargeError(targetSize)
   const target = Buffer.allocUnsafe(targetSize)
   let written = 0
   while (at < instructions.byteLength) {

@@ -9,6 +9,7 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { AppError } from '../../src/errors.ts'
+import { applyDelta, damagedPack } from './pack-index.ts'
 
 const OBJ_COMMIT = 1
 const OBJ_TREE = 2
@@ -30,7 +31,7 @@ export interface PackReader {
   readBlob(oid: string): Uint8Array | undefined
 }
 
-const corrupt = (why: string) => new AppError('upstream_error', `The Git server sent a damaged pack: ${why}`)
+const corrupt = damagedPack
 
 function parseIndex(index: Buffer, packLength: number): { offsets: Map<string, number>; ends: Map<number, number> } {
   if (index.readUInt32BE(0) !== 0xff744f63 || index.readUInt32BE(4) !== 2) throw corrupt('unsupported pack index')
@@ -126,54 +127,12 @@ export async function openPackReader(gitdir: string, options: { maxObjectBytes: 
         base = readAt(found.pack, found.index, found.offset, depth + 1)
       }
       if (size > options.maxObjectBytes * 2 + 1024) throw tooLarge(size)
-      result = { type: base.type, content: applyDelta(base.content, inflate(pack, at, end, size)) }
+      result = { type: base.type, content: applyDelta(base.content, inflate(pack, at, end, size), options.maxObjectBytes, tooLarge) }
     } else if (type === OBJ_COMMIT || type === OBJ_TREE || type === OBJ_BLOB || type === OBJ_TAG) {
       result = { type, content: inflate(pack, at, end, size) }
     } else throw corrupt(`unknown object type ${type}`)
     remember(key, result)
     return result
-  }
-
-  function readVarint(delta: Buffer, at: number): [number, number] {
-    let value = 0
-    let shift = 0
-    let byte: number
-    do {
-      byte = delta[at++]!
-      value += (byte & 0x7f) * 2 ** shift
-      shift += 7
-    } while (byte & 0x80)
-    return [value, at]
-  }
-
-  function applyDelta(base: Buffer, delta: Buffer): Buffer {
-    let [sourceSize, at] = readVarint(delta, 0)
-    if (sourceSize !== base.byteLength) throw corrupt('a delta does not fit its base')
-    let targetSize: number
-    ;[targetSize, at] = readVarint(delta, at)
-    if (targetSize > options.maxObjectBytes) throw tooLarge(targetSize)
-    const target = Buffer.allocUnsafe(targetSize)
-    let written = 0
-    while (at < delta.byteLength) {
-      const op = delta[at++]!
-      if (op & 0x80) {
-        let copyOffset = 0
-        let copySize = 0
-        for (let bit = 0; bit < 4; bit++) if (op & (1 << bit)) copyOffset += delta[at++]! * 2 ** (8 * bit)
-        for (let bit = 0; bit < 3; bit++) if (op & (16 << bit)) copySize += delta[at++]! * 2 ** (8 * bit)
-        if (copySize === 0) copySize = 0x10000
-        if (copyOffset + copySize > base.byteLength || written + copySize > targetSize) throw corrupt('a delta copies outside its base')
-        base.copy(target, written, copyOffset, copyOffset + copySize)
-        written += copySize
-      } else if (op > 0) {
-        if (at + op > delta.byteLength || written + op > targetSize) throw corrupt('a delta inserts past its end')
-        delta.copy(target, written, at, at + op)
-        written += op
-        at += op
-      } else throw corrupt('a delta holds a reserved instruction')
-    }
-    if (written !== targetSize) throw corrupt('a delta does not produce its stated size')
-    return target
   }
 
   function locate(oid: string): { pack: Pack; index: number; offset: number } | undefined {

@@ -117,7 +117,8 @@ describe('indexing a pack', () => {
     const pack = git(repository, ['pack-objects', '--revs', '--delta-base-offset', '--stdout'], 'main\n')
     const phases: { phase: string; loaded: number; total: number }[] = []
     await indexPack(pack, { ...limits, onProgress: (p) => void phases.push(p) })
-    expect(phases.find((p) => p.phase === 'Receiving objects')).toMatchObject({ loaded: pack.readUInt32BE(8), total: pack.readUInt32BE(8) })
+    // Its last report: a busy machine gives way, and reports, more often on the way.
+    expect(phases.findLast((p) => p.phase === 'Receiving objects')).toMatchObject({ loaded: pack.readUInt32BE(8), total: pack.readUInt32BE(8) })
     expect(phases.at(-1)!.phase).toBe('Resolving deltas')
     expect(phases.at(-1)!.loaded).toBe(phases.at(-1)!.total)
   })
