@@ -25,10 +25,10 @@ test('two stages: the build installs with npm ci and runs npm run build, which c
   }
 })
 
-test('the runtime is a slim Debian with CA certificates and the sandbox tools, and runs as a non-root user', () => {
+test('the runtime is a slim Debian with CA certificates, the sandbox tools and the runtimes agent commands call, and runs as a non-root user', () => {
   expect(runtime.from).toMatch(/^debian:[\w.-]+-slim$/)
   const install = dockerArgs(runtime, 'RUN').find((r) => r.includes('apt-get install'))!
-  for (const pkg of ['ca-certificates', 'util-linux']) expect(install.split(/\s+/)).toContain(pkg)
+  for (const pkg of ['ca-certificates', 'util-linux', 'git', 'nodejs', 'python3']) expect(install.split(/\s+/)).toContain(pkg)
   expect(install).toContain('--no-install-recommends')
   const user = dockerArgs(runtime, 'USER')[0]!
   expect(['root', '0']).not.toContain(user)
