@@ -13,7 +13,7 @@
  */
 import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
 import { weightedQueryTerms } from './query.ts'
-import { countTerms, indexTermsOf, queryTerms } from './terms.ts'
+import { countedTermsOf, queryTerms } from './terms.ts'
 
 export const chunkSchema = {
   repositoryId: 'enum',
@@ -196,15 +196,16 @@ function codeIndexComponent() {
       const docsCount = rest[2] as number
       // A removed document's id may come back: its old entries go first.
       dropRemoved(index, prop)
-      const terms = indexTermsOf(value as string)
-      index.avgFieldLength[prop] = ((index.avgFieldLength[prop] ?? 0) * (docsCount - 1) + terms.length) / docsCount
-      index.fieldLengths[prop]![internalId] = terms.length
+      const { terms, counts, occurrences } = countedTermsOf(value as string)
+      index.avgFieldLength[prop] = ((index.avgFieldLength[prop] ?? 0) * (docsCount - 1) + occurrences) / docsCount
+      index.fieldLengths[prop]![internalId] = occurrences
       // One posting per distinct term: a chunk of code repeats most of its words.
       const postings = index.postings[prop]!
-      for (const term of countTerms(terms)) {
-        const matches = postings.get(term.text)
-        if (matches) matches.push(internalId, term.count)
-        else postings.set(term.text, [internalId, term.count])
+      for (let i = 0; i < terms.length; i++) {
+        const text = terms[i]!.text
+        const matches = postings.get(text)
+        if (matches) matches.push(internalId, counts[i]!)
+        else postings.set(text, [internalId, counts[i]!])
       }
     },
     remove(implementation: unknown, index: IndexStore, prop: string, id: unknown, internalId: number, value: unknown, schemaType: string, ...rest: unknown[]) {
@@ -212,7 +213,7 @@ function codeIndexComponent() {
       const docsCount = rest[2] as number
       const removals = index.removals[prop]!
       removals.ids.add(internalId)
-      for (const { text } of indexTermsOf(value as string)) removals.terms.add(text)
+      for (const { text } of countedTermsOf(value as string).terms) removals.terms.add(text)
       base.removeDocumentScoreParameters!(index, prop, id, docsCount)
       return true
     },

@@ -79,7 +79,7 @@ interface Word {
  */
 export interface Term {
   readonly text: string
-  /** Scratch for countTerms. */
+  /** Scratch for counting a text's occurrences of the term. */
   seenIn: number
   count: number
   /** The hashed embeddings' buckets of the term at `bucketsOf` dimensions (embeddings/hashed.ts). */
@@ -109,16 +109,14 @@ const isLower = (c: number) => c >= 97 && c <= 122
 const isDigit = (c: number) => c >= 48 && c <= 57
 const isSeparator = (c: number) => c === 95 || c === 36
 
-/** The word of ASCII text[start, end), lower case and without `_` and `$`; undefined when too short or too long. */
-function asciiWord(text: string, start: number, end: number): Word | undefined {
-  let hash = 0x811c9dc5
-  let length = 0
-  for (let i = start; i < end; i++) {
-    const c = text.charCodeAt(i)
-    if (isSeparator(c)) continue
-    hash = Math.imul(hash ^ (isUpper(c) ? c + 32 : c), 0x01000193)
-    length++
-  }
+const FNV_OFFSET = 0x811c9dc5
+const FNV_PRIME = 0x01000193
+
+/**
+ * The word of ASCII text[start, end), lower case and without `_` and `$`, whose characters hash to `hash` and
+ * number `length` (the caller hashed them as it scanned); undefined when too short or too long.
+ */
+function asciiWord(text: string, start: number, end: number, hash: number, length: number): Word | undefined {
   if (length < MIN_LENGTH || length > MAX_LENGTH) return undefined
   const bucket = (hash ^ (hash >>> 16)) & (WORD_BUCKETS - 1)
   for (let entry = words[bucket]; entry; entry = entry.next) {
@@ -144,8 +142,8 @@ function remember(word: string, hash: number, bucket: number): Word {
 
 /** Any word (the Unicode path), from the same table. */
 function wordOfString(word: string): Word {
-  let hash = 0x811c9dc5
-  for (let i = 0; i < word.length; i++) hash = Math.imul(hash ^ word.charCodeAt(i), 0x01000193)
+  let hash = FNV_OFFSET
+  for (let i = 0; i < word.length; i++) hash = Math.imul(hash ^ word.charCodeAt(i), FNV_PRIME)
   const bucket = (hash ^ (hash >>> 16)) & (WORD_BUCKETS - 1)
   for (let entry = words[bucket]; entry; entry = entry.next) if (entry.hash === hash && entry.word === word) return entry
   return remember(word, hash, bucket)
@@ -183,6 +181,8 @@ function scan(text: string, visit: WordVisitor): void {
 function asciiRun(text: string, start: number, end: number, visit: WordVisitor): void {
   let parts = 0
   let last: Word | undefined
+  let runHash = FNV_OFFSET
+  let runLength = 0
   let i = start
   while (i < end) {
     const c = text.charCodeAt(i)
@@ -202,8 +202,16 @@ function asciiRun(text: string, start: number, end: number, visit: WordVisitor):
       i++
       continue
     }
+    // The part's hash, and the compound's, which is every part's characters in a row.
+    let hash = FNV_OFFSET
+    for (let k = i; k < partEnd; k++) {
+      const lower = text.charCodeAt(k) | 32
+      hash = Math.imul(hash ^ lower, FNV_PRIME)
+      runHash = Math.imul(runHash ^ lower, FNV_PRIME)
+    }
+    runLength += partEnd - i
     parts++
-    last = asciiWord(text, i, partEnd)
+    last = asciiWord(text, i, partEnd, hash, partEnd - i)
     if (last?.usable) visit(i, partEnd, last, false)
     i = partEnd
   }
@@ -211,7 +219,7 @@ function asciiRun(text: string, start: number, end: number, visit: WordVisitor):
   while (start < end && isSeparator(text.charCodeAt(start))) start++
   while (end > start && isSeparator(text.charCodeAt(end - 1))) end--
   // Without separators, so parse_config and parseConfig are one compound.
-  const whole = asciiWord(text, start, end)
+  const whole = asciiWord(text, start, end, runHash, runLength)
   if (whole?.usable && whole !== last) visit(start, end, whole, true)
 }
 
@@ -240,44 +248,52 @@ function compound(text: string, start: number, end: number, lastPart: string, vi
   if (word !== lastPart && entry.usable) visit(start, end, entry, true)
 }
 
-// The hashed embeddings and the full-text index tokenize the same chunk one after the other; the second
-// finds the first's terms here. Keyed by the string, whose hash the engine keeps once computed.
-const recentTerms = new Map<string, readonly Term[]>()
-const RECENT_LIMIT = 4096
-
-/** Index terms of `text` with repeats (term frequency matters): stemmed parts, compounds as they are. */
-export function indexTermsOf(text: string): readonly Term[] {
-  let found = recentTerms.get(text)
-  if (found) return found
-  const list: Term[] = []
-  scan(text, (_start, _end, word, compound) =>
-    list.push(compound ? (word.compoundTerm ??= termOf(word.word)) : (word.partTerm ??= termOf(stem(word.word)))),
-  )
-  if (recentTerms.size >= RECENT_LIMIT) recentTerms.clear()
-  recentTerms.set(text, (found = list))
-  return found
+/** A text's index terms, each once, with how often it occurs. */
+export interface CountedTerms {
+  /** In order of first occurrence. */
+  readonly terms: readonly Term[]
+  readonly counts: Int32Array
+  /** Every occurrence, repeats included: the text's length in terms. */
+  readonly occurrences: number
 }
 
+// The hashed embeddings and the full-text index tokenize the same chunk one after the other; the second
+// finds the first's terms here. Keyed by the string, whose hash the engine keeps once computed.
+const recentTerms = new Map<string, CountedTerms>()
+const RECENT_LIMIT = 4096
 let countings = 0
 
-/** The distinct terms of `terms`, each with its `count` of occurrences set, which holds until the next call. */
-export function countTerms(terms: readonly Term[]): Term[] {
+const termOfWord = (word: Word, compound: boolean) =>
+  compound ? (word.compoundTerm ??= termOf(word.word)) : (word.partTerm ??= termOf(stem(word.word)))
+
+/** Index terms of `text`, counted: stemmed parts and compounds as they are (term frequency matters). */
+export function countedTermsOf(text: string): CountedTerms {
+  let found = recentTerms.get(text)
+  if (found) return found
   const stamp = ++countings
-  const distinct: Term[] = []
-  for (const term of terms) {
+  const terms: Term[] = []
+  let occurrences = 0
+  scan(text, (_start, _end, word, compound) => {
+    const term = termOfWord(word, compound)
     if (term.seenIn !== stamp) {
       term.seenIn = stamp
       term.count = 0
-      distinct.push(term)
+      terms.push(term)
     }
     term.count++
-  }
-  return distinct
+    occurrences++
+  })
+  found = { terms, counts: Int32Array.from(terms, (term) => term.count), occurrences }
+  if (recentTerms.size >= RECENT_LIMIT) recentTerms.clear()
+  recentTerms.set(text, found)
+  return found
 }
 
-/** indexTermsOf as text. */
+/** Index terms of `text` with repeats, in order: stemmed parts, compounds as they are. */
 export function termsOf(text: string): string[] {
-  return indexTermsOf(text).map((term) => term.text)
+  const list: string[] = []
+  scan(text, (_start, _end, word, compound) => list.push(termOfWord(word, compound).text))
+  return list
 }
 
 /** The distinct terms of a query, in order of appearance. */

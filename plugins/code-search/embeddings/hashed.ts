@@ -12,7 +12,7 @@
  * not find `authenticate` unless the words co-occur; configure an embeddings model (EMBEDDINGS_MODEL) for
  * that. Deterministic, so a snapshot stays valid across restarts and machines.
  */
-import { countTerms, indexTermsOf } from '../terms.ts'
+import { countedTermsOf } from '../terms.ts'
 import { normalise, type EmbeddingProvider } from './provider.ts'
 
 export interface HashedEmbeddingsOptions {
@@ -67,14 +67,16 @@ export function hashedVector(text: string, dimensions: number): Float32Array {
   const vector = new Float32Array(dimensions)
   // Each distinct term once, times its count: every weight is a multiple of a half, so every sum is exact in a
   // float32 and the order of the additions does not change the vector.
-  for (const term of countTerms(indexTermsOf(text))) {
+  const { terms, counts } = countedTermsOf(text)
+  for (let t = 0; t < terms.length; t++) {
+    const term = terms[t]!
     // Kept on the term: vocabularies repeat, and hashing a term's trigrams was most of the work.
     if (term.bucketsOf !== dimensions) {
       term.buckets = bucketsOf(term.text, dimensions)
       term.bucketsOf = dimensions
     }
     const buckets = term.buckets!
-    const count = term.count
+    const count = counts[t]!
     for (let i = 0; i < buckets.length; i++) {
       const bucket = buckets[i]!
       const weight = (i === 0 ? WORD_WEIGHT : TRIGRAM_WEIGHT) * count
