@@ -4,101 +4,17 @@
  * a symlink (O_NOFOLLOW, and every directory is lstat-ed once), files get mode 0644 whatever the tree says (so
  * nothing checked out is executable), and the file count, file size and total size limits hold before and while
  * writing. Symlinks are created as symlinks, as git does, and never followed. A re-import applies only the
- * difference between the two commits' trees, found with isomorphic-git's walk, which skips unchanged subtrees.
+ * difference between the two commits' trees (tree-diff.ts).
  */
 import * as fs from 'node:fs'
 import { constants } from 'node:fs'
 import { lstat, mkdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import type { WalkerEntry, walk } from 'isomorphic-git'
 import { AppError } from '../../src/errors.ts'
 import { isomorphicGit } from './git.ts'
 import { openPackReader } from './pack-reader.ts'
-import { assertSafePath, unsafePathError, type WorktreeState } from './workspace.ts'
-
-export type EntryKind = 'file' | 'link' | 'submodule'
-
-export interface TreeEntry {
-  path: string
-  kind: EntryKind
-  oid: string
-}
-
-export interface TreeDiff {
-  /** Entries to write, parents before children. */
-  write: TreeEntry[]
-  /** Top-most paths to delete before writing (a removed directory once, not each file in it). */
-  remove: string[]
-  /** Every file or link path of the old tree that is gone or replaced by a directory, for the index. */
-  removedFiles: string[]
-  /** Change in the number of files and links. */
-  fileDelta: number
-}
-
-const MODE_LINK = 0o120000
-const MODE_SUBMODULE = 0o160000
-
-async function kindOf(entry: WalkerEntry): Promise<EntryKind | 'tree'> {
-  const type = await entry.type()
-  if (type === 'tree') return 'tree'
-  if (type === 'commit') return 'submodule'
-  return (await entry.mode()) === MODE_LINK ? 'link' : 'file'
-}
-
-/**
- * What turns the tree of `from` into the tree of `to`; without `from`, everything in `to`.
- * isomorphic-git throws UnsafeFilepathError on a tree entry named `..`, `.git` or with a slash.
- */
-export async function diffTrees(options: { gitdir: string; cache: object; from?: string; to: string; signal?: AbortSignal }): Promise<TreeDiff> {
-  const { gitdir, cache, from, to, signal } = options
-  const diff: TreeDiff = { write: [], remove: [], removedFiles: [], fileDelta: 0 }
-  const removedDirectories = new Set<string>()
-  const { TREE } = await isomorphicGit()
-  const trees = from ? [TREE({ ref: from }), TREE({ ref: to })] : [TREE({ ref: to })]
-  await walkSafely({
-    fs,
-    gitdir,
-    cache,
-    trees,
-    map: async (path, entries) => {
-      signal?.throwIfAborted()
-      const [before, after] = from ? entries : [null, entries[0]]
-      if (before && after && (await before.oid()) === (await after.oid())) return null
-      if (path === '.') return true
-      assertSafePath(path)
-      const oldKind = before ? await kindOf(before) : undefined
-      const newKind = after ? await kindOf(after) : undefined
-      if (oldKind && oldKind !== 'tree') {
-        diff.fileDelta--
-        if (!newKind || newKind === 'tree') diff.removedFiles.push(path)
-      }
-      // Something of another kind sits at the path, or it is gone: delete it first, unless a removed parent already covers it.
-      const parentRemoved = removedDirectories.has(dirname(path))
-      if (oldKind && (oldKind !== newKind || oldKind === 'link' || oldKind === 'submodule')) {
-        if (!parentRemoved) diff.remove.push(path)
-        if (oldKind === 'tree') removedDirectories.add(path)
-      }
-      if (newKind && newKind !== 'tree') {
-        diff.write.push({ path, kind: newKind, oid: await after!.oid() })
-        diff.fileDelta++
-      }
-      return true
-    },
-  })
-  diff.write.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-  return diff
-}
-
-async function walkSafely(options: Parameters<typeof walk>[0]): Promise<void> {
-  const git = await isomorphicGit()
-  try {
-    await git.walk(options)
-  } catch (error) {
-    if ((error as { code?: unknown })?.code === 'UnsafeFilepathError')
-      throw new AppError('repository_unsafe_path', `The repository holds a path that would leave its workspace: ${(error as Error).message}`)
-    throw error
-  }
-}
+import type { TreeDiff, TreeEntry } from './tree-diff.ts'
+import { unsafePathError, type WorktreeState } from './workspace.ts'
 
 export interface CheckoutLimits {
   maxFiles: number

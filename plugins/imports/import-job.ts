@@ -12,12 +12,13 @@ import type { Logger } from '../../src/log.ts'
 import type { CodeIndex, RepositoryFile } from '../code-search/index.ts'
 import { analyseTree, type FileFacts } from './analysis/analyse.ts'
 import { isLockFile } from './analysis/manifests.ts'
-import { checkout, diffTrees, type TreeDiff } from './checkout.ts'
+import { checkout } from './checkout.ts'
 import { describeGitFailure, fetchRepository, hasCommit } from './clone.ts'
 import { createGuardedGitHttp } from './guarded-git-http.ts'
 import type { ImportStore, RepositoryRecord } from './import-store.ts'
 import type { ImportStatus, ImportSummary } from './model.ts'
 import type { ProgressReporter } from './progress-log.ts'
+import { diffTrees, type TreeDiff } from './tree-diff.ts'
 import type { UrlPolicy } from './repository-url.ts'
 import {
   ensureWorkspace,
@@ -92,8 +93,13 @@ function abortable<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 const settle = (work: Promise<unknown>, ms: number) => Promise.race([work.catch(() => {}), Bun.sleep(ms)])
 
-/** Files read ahead of the index, so it never waits on the disk between two files. */
-const READ_AHEAD = 8
+/**
+ * Files read ahead of the index, so it never waits on the disk between two files. A read finishes only when the
+ * index gives way (every few milliseconds) and the index takes a dozen files between two, so 8 left it waiting
+ * for a third of them; at most this many bytes are read ahead, whatever the count.
+ */
+const READ_AHEAD = 64
+const READ_AHEAD_BYTES = 16 * 1024 * 1024
 
 async function* readIndexFiles(tree: string, paths: string[], files: Map<string, FileFacts>): AsyncGenerator<RepositoryFile> {
   const read = async (path: string): Promise<RepositoryFile | undefined> => {
@@ -104,18 +110,26 @@ async function* readIndexFiles(tree: string, paths: string[], files: Map<string,
     const content = await readFile(absolute, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW })
     return { path, content, language: files.get(path)?.language }
   }
-  const ahead: Promise<RepositoryFile | undefined>[] = []
+  const ahead: { bytes: number; reading: Promise<RepositoryFile | undefined> }[] = []
+  let aheadBytes = 0
   let next = 0
-  const readNext = () => {
-    const reading = read(paths[next++]!)
-    // Its failure is thrown when its turn comes, not reported as unhandled before.
-    reading.catch(() => {})
-    ahead.push(reading)
+  const fill = () => {
+    while (next < paths.length && ahead.length < READ_AHEAD && (ahead.length === 0 || aheadBytes < READ_AHEAD_BYTES)) {
+      const path = paths[next++]!
+      const reading = read(path)
+      // Its failure is thrown when its turn comes, not reported as unhandled before.
+      reading.catch(() => {})
+      const bytes = files.get(path)?.bytes ?? 0
+      ahead.push({ bytes, reading })
+      aheadBytes += bytes
+    }
   }
-  while (next < paths.length && ahead.length < READ_AHEAD) readNext()
+  fill()
   while (ahead.length > 0) {
-    const file = await ahead.shift()!
-    if (next < paths.length) readNext()
+    const { bytes, reading } = ahead.shift()!
+    const file = await reading
+    aheadBytes -= bytes
+    fill()
     if (file) yield file
   }
 }

@@ -26,10 +26,15 @@ interface Pack {
   ends: Map<number, number>
 }
 
-/** A blob's content, or undefined when no pack holds the object (the caller falls back to isomorphic-git). */
+export type ObjectTypeName = 'commit' | 'tree' | 'blob' | 'tag'
+
+/** Objects by id; undefined when no pack holds the object (the caller falls back to isomorphic-git). */
 export interface PackReader {
   readBlob(oid: string): Uint8Array | undefined
+  readObject(oid: string): { type: ObjectTypeName; content: Buffer } | undefined
 }
+
+const TYPE_NAMES: Record<number, ObjectTypeName> = { [OBJ_COMMIT]: 'commit', [OBJ_TREE]: 'tree', [OBJ_BLOB]: 'blob', [OBJ_TAG]: 'tag' }
 
 const corrupt = damagedPack
 
@@ -150,6 +155,12 @@ export async function openPackReader(gitdir: string, options: { maxObjectBytes: 
       const { type, content } = readAt(found.pack, found.index, found.offset, 0)
       if (type !== OBJ_BLOB) throw corrupt(`${oid} is not a file`)
       return content
+    },
+    readObject(oid) {
+      const found = locate(oid)
+      if (!found) return undefined
+      const { type, content } = readAt(found.pack, found.index, found.offset, 0)
+      return { type: TYPE_NAMES[type]!, content }
     },
   }
 }

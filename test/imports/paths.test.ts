@@ -65,6 +65,9 @@ describe('no repository path leaves the workspace', () => {
     ['a `.git ` name with a trailing space', [{ name: '.git ', tree: [{ name: 'hooks', blob: 'x\n' }] }]],
     ['a `git~1` short name', [{ name: 'git~1', tree: [{ name: 'config', blob: 'x\n' }] }]],
     ['a `.` entry', [{ name: '.', blob: 'dot\n' }]],
+    ['a `.git` spelt with a character HFS+ ignores', [{ name: '.g\u200cit', tree: [{ name: 'config', blob: 'x\n' }] }]],
+    ['a `.git` named through an NTFS data stream', [{ name: '.git::$INDEX_ALLOCATION', tree: [{ name: 'config', blob: 'x\n' }] }]],
+    ['a name with a backslash', [{ name: '..\\escaped.txt', blob: 'escaped\n' }]],
   ])('%s fails the import with repository_unsafe_path and writes nothing', async (_, entries) => {
     const name = `acme/unsafe-${crypto.randomUUID().slice(0, 8)}`
     const repository = h.git.createRepository(name, { 'ok.txt': 'fine\n' })
