@@ -20,7 +20,7 @@ import { migrate } from '../src/storage/migrate.ts'
 import { migrations } from '../src/storage/migrations/index.ts'
 import { startGitServer } from '../test/fakes/git-server.ts'
 import { buildRealRepository } from './lib/real-repository.ts'
-import { drainingIndex, git, median, timed } from './lib/import-support.ts'
+import { drainingIndex, git, importSettings, median, timed } from './lib/import-support.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
 const ROUNDS = 5
@@ -82,15 +82,7 @@ export async function run(): Promise<Row[]> {
     db,
     codeIndex,
     dataDir: join(work, 'data'),
-    settings: {
-      codehostUrl: server.url,
-      codehostProvider: 'github',
-      allowHosts: [`127.0.0.1:${server.port}`],
-      maxRepositoryBytes: 2 * 1024 ** 3,
-      maxFiles: 1_000_000,
-      maxFileBytes: 100 * 1024 ** 2,
-      cloneTimeoutMs: 600_000,
-    },
+    settings: importSettings(server),
     logger,
   })
   const url = server.urlOf(REPOSITORY)

@@ -13,7 +13,7 @@ import { openDatabase } from '../src/storage/database.ts'
 import { migrate } from '../src/storage/migrate.ts'
 import { migrations } from '../src/storage/migrations/index.ts'
 import { startGitServer, type FixtureFiles } from '../test/fakes/git-server.ts'
-import { drainingIndex, git, median, timed } from './lib/import-support.ts'
+import { drainingIndex, git, importSettings, median, timed } from './lib/import-support.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
 const FILES = 10_000
@@ -57,15 +57,7 @@ export async function run(): Promise<Row[]> {
     db,
     codeIndex: drainingIndex,
     dataDir: join(work, 'data'),
-    settings: {
-      codehostUrl: server.url,
-      codehostProvider: 'github',
-      allowHosts: [`127.0.0.1:${server.port}`],
-      maxRepositoryBytes: 2 * 1024 ** 3,
-      maxFiles: 1_000_000,
-      maxFileBytes: 100 * 1024 ** 2,
-      cloneTimeoutMs: 600_000,
-    },
+    settings: importSettings(server),
     logger: createLogger({ level: 'error' }),
   })
 

@@ -27,3 +27,16 @@ export const drainingIndex: CodeIndex = {
   },
   async close() {},
 }
+
+/** Import settings for a bench's local git server: that server allowed, limits far above any bench repository. */
+export function importSettings(server: { url: string; port: number }) {
+  return {
+    codehostUrl: server.url,
+    codehostProvider: 'github' as const,
+    allowHosts: [`127.0.0.1:${server.port}`],
+    maxRepositoryBytes: 2 * 1024 ** 3,
+    maxFiles: 1_000_000,
+    maxFileBytes: 100 * 1024 ** 2,
+    cloneTimeoutMs: 600_000,
+  }
+}
