@@ -110,3 +110,22 @@ describe('ranking', () => {
     expect((await top('say hi to a person', mode))[0]).toBe('src/greeting.py')
   })
 })
+
+describe('length normalisation', () => {
+  // A one-line alias names FormData as the function that fills one does; with BM25's usual b = 0.75 its shortness
+  // alone puts it first once the function is a couple of dozen lines long.
+  const steps = Array.from({ length: 24 }, (_, i) => `  const step${i} = prepare(obj, ${i})`)
+  const files: RepositoryFile[] = [
+    ...Array.from({ length: 6 }, (_, k) => ({ path: `src/misc/m${k}.js`, content: `export function helper${k}(a, b) {\n  const sum = a + b\n  return sum * ${k}\n}\n` })),
+    { path: 'src/env/classes/FormData.js', content: "export default typeof FormData !== 'undefined' ? FormData : null\n" },
+    { path: 'src/helpers/toFormData.js', content: ['export function toFormData(obj, formData) {', ...steps, '  formData.append(key, obj)', '  return formData', '}'].join('\n') },
+  ]
+  const index = createCodeIndex({ embeddings: createHashedEmbeddings() })
+  const ready = index.indexFiles({ orgId: 'org-length', repositoryId: 'r', repositoryName: 'acme/r', files })
+
+  test('the function that fills a FormData outranks a one-line alias of FormData', async () => {
+    await ready
+    const results = await index.search({ orgId: 'org-length' }, { query: 'It converts an object into a FormData object', mode: 'text', limit: 2 })
+    expect(results.map((r) => r.path)).toEqual(['src/helpers/toFormData.js', 'src/env/classes/FormData.js'])
+  })
+})
