@@ -2,7 +2,7 @@
  * The chat relay: a scripted upstream of 10,000 tokens streamed through POST /api/chat and through a bare
  * Bun SSE relay (bench/baseline/sse-relay.ts), same upstream, same machine, same run. Prints time to first
  * byte and to first token, and events per second, for both; then the relays' CPU per event when the upstream
- * writes one token at a time and when it writes 50 at a time.
+ * writes one token at a time and when it writes 50 at a time; then time to first token while 16 streams run.
  */
 import { processCpuSeconds } from './lib/cpu.ts'
 import { accessTokenFor, startBareBaseline, startService, type Running } from './lib/processes.ts'
@@ -19,7 +19,7 @@ const password = `bench-${crypto.randomUUID()}`
  * `paced` sends `burst` tokens in one write and the next only once the client has received them through the
  * relay, so every read of the relay holds exactly one burst and nothing waits on a timer.
  */
-type Pace = { mode: 'free' } | { mode: 'paced'; burst: number }
+type Pace = { mode: 'free'; tokens?: number } | { mode: 'paced'; burst: number }
 
 /** Tokens the client has seen through the relay, and the upstream waiting for them. */
 class Delivery {
@@ -88,7 +88,7 @@ function startUpstream(delivery: Delivery) {
           async pull(controller) {
             if (current.mode === 'free') {
               // Tokens leave in small bursts, as a provider's do, not as one buffer.
-              for (const [i, burst] of burstsOf(1).entries()) {
+              for (const [i, burst] of burstsOf(1).slice(0, current.tokens ?? TOKENS).entries()) {
                 controller.enqueue(burst)
                 if (i % 50 === 49) await Bun.sleep(0)
               }
@@ -167,13 +167,37 @@ const PACED_ROUNDS = 11
 const cpuNote = `server CPU time (every thread, from /proc) over the events the client received, median of ${PACED_ROUNDS} alternating rounds after one discarded; each upstream write waits until the client has received the previous one through the relay, so each read of the relay holds one write`
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!
+
+// First token under load: STREAMS clients, each starting a chat as soon as its last one ended, for LOAD_SECONDS
+// per relay; every answer is SHORT_ANSWER tokens long, so most of the time some stream is starting while the
+// others relay.
+const STREAMS = 16
+const SHORT_ANSWER = 500
+const LOAD_SECONDS = 6
+
+async function firstTokensUnderLoad(start: (client: number, round: number) => Promise<Relay>): Promise<number[]> {
+  const firstTokens: number[] = []
+  const until = performance.now() + LOAD_SECONDS * 1000
+  await Promise.all(
+    Array.from({ length: STREAMS }, async (_, client) => {
+      for (let round = 0; performance.now() < until; round++) {
+        const relay = await start(client, round)
+        if (relay.text !== SHORT_ANSWER) throw new Error(`a relay under load delivered ${relay.text} of ${SHORT_ANSWER} tokens`)
+        firstTokens.push(relay.firstTokenMs)
+      }
+    }),
+  )
+  return firstTokens
+}
 
 export async function run(): Promise<Row[]> {
   const delivery = new Delivery()
   const upstream = startUpstream(delivery)
   const running: Running[] = []
   try {
-    const service = await startService({ ADMIN_EMAIL: email, ADMIN_PASSWORD: password, OPENAI_BASE_URL: upstream.url, LOG_LEVEL: 'info' })
+    // The limiter still runs on every request; its budget only has to fit the load phase.
+    const service = await startService({ ADMIN_EMAIL: email, ADMIN_PASSWORD: password, OPENAI_BASE_URL: upstream.url, LOG_LEVEL: 'info', RATE_LIMIT_CHAT_PER_MINUTE: '1000000', RATE_LIMIT_BURST: '1000000' })
     running.push(service)
     const bare = await startBareBaseline('sse-relay.ts', { UPSTREAM_URL: upstream.url })
     running.push(bare)
@@ -232,7 +256,23 @@ export async function run(): Promise<Row[]> {
         notes: [cpuNote],
       })
     }
+    upstream.pace({ mode: 'free', tokens: SHORT_ANSWER })
+    const loaded = { bare: [] as number[], service: [] as number[] }
+    // Alternating halves, so a neighbour's burst of work falls on both.
+    for (let half = 0; half < 2; half++) {
+      loaded.bare.push(...(await firstTokensUnderLoad(() => relayOnce(`${bare.url}/`, {}, body))))
+      loaded.service.push(
+        ...(await firstTokensUnderLoad((client, round) =>
+          relayOnce(`${service.url}/api/chat`, auth, { messages: [{ role: 'user', content: `load ${half} ${client} ${round}` }] }),
+        )),
+      )
+    }
     upstream.pace({ mode: 'free' })
+    const loadNote = `${STREAMS} clients, each starting a ${SHORT_ANSWER}-token chat as soon as its last ended, ${2 * LOAD_SECONDS} s per relay in two alternating halves; ${loaded.bare.length} bare and ${loaded.service.length} service answers`
+    const loadRows: Row[] = [
+      { figure: `time to first token, ${STREAMS} streams, p50`, unit: 'ms', baseline: percentile(loaded.bare, 50), value: percentile(loaded.service, 50), ratio: ratioOf(percentile(loaded.service, 50), percentile(loaded.bare, 50)), notes: [loadNote] },
+      { figure: `time to first token, ${STREAMS} streams, p99`, unit: 'ms', baseline: percentile(loaded.bare, 99), value: percentile(loaded.service, 99), ratio: ratioOf(percentile(loaded.service, 99), percentile(loaded.bare, 99)), target: { atMost: 2 }, notes: [loadNote] },
+    ]
     return [
       { figure: 'time to first byte', unit: 'ms', baseline: b((r) => r.ttfbMs), value: s((r) => r.ttfbMs), ratio: null, notes: [note] },
       { figure: 'added time to first byte', unit: 'ms', baseline: null, value: s((r) => r.ttfbMs) - b((r) => r.ttfbMs), ratio: null, limit: { atMost: 5 } },
@@ -241,6 +281,7 @@ export async function run(): Promise<Row[]> {
       { figure: 'events per second', unit: 'events/s', baseline: b(rate), value: s(rate), ratio: ratioOf(s(rate), b(rate)), target: { atLeast: 0.6 } },
       { figure: `time to relay ${TOKENS} tokens`, unit: 'ms', baseline: b((r) => r.totalMs), value: s((r) => r.totalMs), ratio: ratioOf(s((r) => r.totalMs), b((r) => r.totalMs)) },
       ...cpuRows,
+      ...loadRows,
     ]
   } finally {
     for (const r of running.reverse()) await r.stop()
