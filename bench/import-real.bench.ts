@@ -139,7 +139,7 @@ export async function run(): Promise<Row[]> {
 
       const shallowImport = async () => {
         const roundIndex = codeIndexFromConfig(
-          { dataDir: join(work, `index-${round}`), codeSearch: { embeddings: EMBEDDINGS, snapshotDelayMs: 2000, refreshMs: 2000 } },
+          { dataDir: join(work, `index-${round}`), codeSearch: { embeddings: EMBEDDINGS, expansion: undefined, snapshotDelayMs: 2000, refreshMs: 2000 } },
           { db, logger },
         )
         index = roundIndex

@@ -10,7 +10,8 @@
  * figures are reported apart.
  */
 import { join } from 'node:path'
-import { createCodeIndex, createEmbeddings, type SearchMode } from '../plugins/code-search/index.ts'
+import { createCodeIndex, createEmbeddings, createQueryExpander, type CodeIndex, type SearchMode } from '../plugins/code-search/index.ts'
+import { createOpenAiProvider } from '../src/llm/provider.ts'
 import { loadEvaluationRepository, type EvaluationRepository } from './lib/doc-queries.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
@@ -32,8 +33,17 @@ const QUERIES_PER_REPOSITORY = 80
 const MAX_FILES = 400
 const K = 10
 
-type Method = SearchMode | 'bm25 files' | 'grep'
-const METHODS: Method[] = ['text', 'vector', 'hybrid', 'bm25 files', 'grep']
+type Method = SearchMode | 'hybrid + model' | 'bm25 files' | 'grep'
+
+// With a model configured, hybrid search also over the code the model writes for each question
+// (CODE_SEARCH_EXPANSION_MODEL), on the same questions: the gain of a model.
+const EXPANSION_MODEL = process.env.BENCH_EXPANSION_MODEL
+const PROVIDER = process.env.OPENAI_BASE_URL || process.env.OPENAI_API_KEY ? { baseUrl: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY } : undefined
+const expandQuery =
+  EXPANSION_MODEL && PROVIDER
+    ? createQueryExpander({ provider: createOpenAiProvider({ ...PROVIDER, timeoutMs: 30_000, idleMs: 30_000 }), model: EXPANSION_MODEL, timeoutMs: 30_000 })
+    : undefined
+const METHODS: Method[] = ['text', 'vector', 'hybrid', ...(expandQuery ? (['hybrid + model'] as const) : []), 'bm25 files', 'grep']
 
 interface Tally {
   reciprocal: number
@@ -127,6 +137,11 @@ export async function run(): Promise<Row[]> {
     const started = performance.now()
     const { chunks } = await index.indexFiles({ orgId: 'quality', repositoryId: repository.name, repositoryName: repository.name, files: repository.files })
     indexSeconds += (performance.now() - started) / 1000
+    let expanded: CodeIndex | undefined
+    if (expandQuery) {
+      expanded = createCodeIndex({ embeddings: createEmbeddings({ kind: 'hashed', dimensions: 256 }), expandQuery })
+      await expanded.indexFiles({ orgId: 'quality', repositoryId: repository.name, repositoryName: repository.name, files: repository.files })
+    }
     const bm25 = bm25Files(repository.files)
     const grep = grepFiles(repository.files)
     const local = new Map<Method, Tally>(METHODS.map((m) => [m, emptyTally()]))
@@ -137,7 +152,10 @@ export async function run(): Promise<Row[]> {
         if (method === 'bm25 files' || method === 'grep') fileRank = rankOf((method === 'grep' ? grep : bm25)(query), path)
         else {
           const at = performance.now()
-          const results = await index.search({ orgId: 'quality' }, { query, mode: method, limit: 50 })
+          const results =
+            method === 'hybrid + model'
+              ? await expanded!.search({ orgId: 'quality' }, { query, mode: 'hybrid', limit: 50 })
+              : await index.search({ orgId: 'quality' }, { query, mode: method, limit: 50 })
           searchSeconds += (performance.now() - at) / 1000
           searches++
           fileRank = rankOf([...new Set(results.map((r) => r.path))], path)
@@ -148,16 +166,19 @@ export async function run(): Promise<Row[]> {
       }
     }
     await index.close()
+    await expanded?.close()
     const mrr = (m: Method) => local.get(m)!.reciprocal / local.get(m)!.count
     const chunkMrr = (m: Method) => local.get(m)!.chunkReciprocal / local.get(m)!.count
     if (mrr('hybrid') < Math.max(mrr('text'), mrr('vector'))) hybridBehind.push(repository.name)
     perRepository.push(
       `${repository.name} (${repository.language}, ${repository.files.length} files, ${chunks} chunks, ${repository.queries.length} questions${TUNING.has(repository.name) ? ', tuning' : ', held out'}): file MRR@10 ` +
         METHODS.map((m) => `${m} ${mrr(m).toFixed(3)}`).join(', ') +
-        `; chunk MRR@10 ${(['text', 'vector', 'hybrid'] as const).map((m) => `${m} ${chunkMrr(m).toFixed(3)}`).join(', ')}`,
+        `; chunk MRR@10 ${METHODS.filter((m) => m !== 'bm25 files' && m !== 'grep').map((m) => `${m} ${chunkMrr(m).toFixed(3)}`).join(', ')}`,
     )
   }
   for (const line of perRepository) console.log(`search-quality: ${line}`)
+  if (!expandQuery)
+    console.log('search-quality: hybrid + model left out: set BENCH_EXPANSION_MODEL and OPENAI_BASE_URL or OPENAI_API_KEY to measure a model\'s gain')
 
   const names = repositories.map((r) => `${r.name}${TUNING.has(r.name) ? ' (tuning)' : ''}`).join(', ')
   const questions = totals.all.get('text')!.count

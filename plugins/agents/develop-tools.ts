@@ -137,7 +137,7 @@ export async function runDevelopTool(context: DevelopToolContext, name: string, 
         const local = await searchWorkspace(context, query)
         const indexed =
           context.codeIndex && context.repositoryId
-            ? await context.codeIndex.search({ orgId: context.orgId }, { query: query.slice(0, 500), repositoryIds: [context.repositoryId], limit: 5 })
+            ? await context.codeIndex.search({ orgId: context.orgId }, { query: query.slice(0, 500), repositoryIds: [context.repositoryId], limit: 5, expand: false })
             : []
         const parts = [`In the workspace (${local.length} line${local.length === 1 ? '' : 's'}):`, ...local]
         if (indexed.length)

@@ -102,7 +102,7 @@ export function serverTools(deps: ServerToolDependencies): Map<ServerToolName, S
       async execute(input, context) {
         const limit = typeof input.limit === 'number' ? Math.min(20, Math.max(1, Math.floor(input.limit))) : 8
         const languages = typeof input.language === 'string' ? [input.language] : undefined
-        const results = await index.search({ orgId: context.orgId }, { query: text(input, 'query'), limit, languages })
+        const results = await index.search({ orgId: context.orgId }, { query: text(input, 'query'), limit, languages, expand: false })
         return {
           results: results.map((r) => ({
             repository: r.repositoryName,

@@ -15,6 +15,7 @@ export type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, Rep
 // The index's parts, for measuring it against a plain Orama baseline (bench/) and for losing a snapshot on purpose (tests).
 export { chunkFile } from './chunker.ts'
 export { createEmbeddings } from './embeddings/index.ts'
+export { createQueryExpander } from './expansion.ts'
 export { createHashedEmbeddings, hashedVector } from './embeddings/hashed.ts'
 export { createFileSnapshotStore, orgDirName } from './persistence.ts'
 
@@ -43,7 +44,7 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
       '/api/search',
       async ({ body, principal, set }) => {
         const mode = body.mode ?? 'hybrid'
-        const results = await codeIndex.search({ orgId: principal.orgId }, { ...body, mode })
+        const results = await codeIndex.search({ orgId: principal.orgId, userId: principal.userId }, { ...body, mode })
         meter?.record({ orgId: principal.orgId, userId: principal.userId, kind: 'search' })
         // private: the answer went through one user's authorisation and must not sit in a shared cache.
         set.headers['cache-control'] = `private, max-age=${SEARCH_CACHE_SECONDS}`

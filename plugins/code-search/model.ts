@@ -23,6 +23,11 @@ export const codeSearchBody = strictObject({
     oneOf(SEARCH_MODES, { description: 'hybrid (default): full-text and vector scores fused; text: BM25 over identifiers and words; vector: nearest chunks by embedding' }),
   ),
   limit: t.Optional(integer({ minimum: 1, maximum: MAX_LIMIT, description: `Results wanted, 1-${MAX_LIMIT}. Default ${DEFAULT_LIMIT}` })),
+  expand: t.Optional(
+    t.Boolean({
+      description: 'When the service has CODE_SEARCH_EXPANSION_MODEL set: a model writes the code the question describes and both are searched (default true); false searches the question alone. Ignored otherwise',
+    }),
+  ),
 })
 export type CodeSearchBody = Static<typeof codeSearchBody>
 
@@ -34,7 +39,10 @@ export const codeSearchResult = t.Object({
   startLine: integer({ minimum: 1, description: 'First line of the matching chunk, 1-based' }),
   endLine: integer({ minimum: 1, description: 'Last line of the matching chunk, inclusive' }),
   snippet: t.String({ description: 'A few lines of the chunk, HTML-escaped, matched words in <mark>…</mark>' }),
-  score: t.Number({ description: 'Higher is better; comparable within one answer. hybrid: 1 = first in both lists; text: BM25; vector: cosine similarity' }),
+  score: t.Number({
+    description:
+      'Higher is better; comparable within one answer. hybrid: 1 = first in both lists; text: BM25; vector: cosine similarity; with a model\'s code for the question, 0..1 in every mode',
+  }),
 })
 
 export const codeSearchAnswer = t.Object({

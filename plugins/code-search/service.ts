@@ -14,6 +14,7 @@ import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import { chunkFile, type ChunkerOptions } from './chunker.ts'
 import type { EmbeddingProvider } from './embeddings/provider.ts'
+import type { QueryExpander } from './expansion.ts'
 import { languageOfPath } from './languages.ts'
 import { OrgIndex, type ChunkFilter, type FileChunks } from './org-index.ts'
 import { asksForTests, filePrior } from './query.ts'
@@ -41,6 +42,8 @@ export interface CodeIndexOptions {
   compactAfterBytes?: number
   chunker?: ChunkerOptions
   now?: () => number
+  /** Writes code a question describes, searched beside the question (CODE_SEARCH_EXPANSION_MODEL); see expansion.ts. */
+  expandQuery?: QueryExpander
 }
 
 export const SEARCH_MODES = ['hybrid', 'text', 'vector'] as const satisfies readonly SearchMode[]
@@ -86,17 +89,27 @@ const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: ()
 const TEXT_SHARE = 0.6
 
 function fuse(byText: ScoredSlot[], byVector: ScoredSlot[]): ScoredSlot[] {
+  return convex([
+    [byText, TEXT_SHARE],
+    [byVector, 1 - TEXT_SHARE],
+  ])
+}
+
+// With a model's code for the question (CODE_SEARCH_EXPANSION_MODEL), the question's ranking and the code's are
+// fused the same way, half each: no model answers here to tune the share on.
+const EXPANSION_SHARE = 0.5
+
+/** Each list's scores scaled to 0..1 over the list and summed with its share, best first. */
+function convex(lists: [ScoredSlot[], number][]): ScoredSlot[] {
   const scores = new Map<number, number>()
-  const add = (list: ScoredSlot[], share: number) => {
-    if (list.length === 0) return
+  for (const [list, share] of lists) {
+    if (list.length === 0) continue
     const top = list[0]!.score
     const bottom = list.at(-1)!.score
     const span = top - bottom
     // A list whose scores are all equal ranks nothing above anything: each of its chunks counts in full.
     for (const { slot, score } of list) scores.set(slot, (scores.get(slot) ?? 0) + share * (span > 0 ? (score - bottom) / span : 1))
   }
-  add(byText, TEXT_SHARE)
-  add(byVector, 1 - TEXT_SHARE)
   return [...scores].map(([slot, score]) => ({ slot, score })).sort((a, b) => b.score - a.score)
 }
 
@@ -118,6 +131,7 @@ export function normaliseQuery(query: CodeSearchQuery) {
   if (!SEARCH_MODES.includes(mode)) throw invalid('mode', `must be one of ${SEARCH_MODES.join(', ')}`)
   const limit = query.limit ?? DEFAULT_LIMIT
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw invalid('limit', `must be a whole number from 1 to ${MAX_LIMIT}`)
+  if (query.expand !== undefined && typeof query.expand !== 'boolean') throw invalid('expand', 'must be true or false')
   const set = (values: readonly string[] | undefined, field: string, map = (v: string) => v) => {
     if (values === undefined || values.length === 0) return undefined
     if (!Array.isArray(values) || values.some((v) => typeof v !== 'string' || v.trim() === '')) throw invalid(field, 'must be a list of non-empty strings')
@@ -442,16 +456,30 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       const org = await state(scope.orgId)
       // A search answers from what this process has when the database cannot say whether it is current.
       await refresh(org, false).catch((error) => logger.warn('code index version check failed', { orgId: scope.orgId, err: error }))
+      // The model writes while the question is embedded.
+      const expansion = options.expandQuery && query.expand !== false ? options.expandQuery(text, scope.userId === undefined ? undefined : { orgId: scope.orgId, userId: scope.userId }) : undefined
       const vector = mode === 'text' ? undefined : await queryVector(text)
+      const code = await expansion
+      const codeVector = code !== undefined && mode !== 'text' ? await queryVector(code) : undefined
       // Read after the awaits: a refresh may have swapped the index.
       const index = org.index
       // Deeper than the answer: fusion lets a chunk second in both lists beat one first in only one, and the
       // file priors may move chunks up from below the limit.
       const depth = Math.max(limit * 3, 30)
       const askingForTests = asksForTests(text)
-      const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(text, filter, depth), askingForTests)
-      const byVector = vector ? weighByFile(index, index.searchVector(vector, filter, depth), askingForTests) : []
-      const ranked = mode === 'hybrid' ? fuse(byText, byVector) : mode === 'text' ? byText : byVector
+      const rank = (words: string, wordsVector: Float32Array | undefined) => {
+        const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests)
+        const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth), askingForTests) : []
+        return mode === 'hybrid' ? fuse(byText, byVector) : mode === 'text' ? byText : byVector
+      }
+      const byQuestion = rank(text, vector)
+      const ranked =
+        code === undefined
+          ? byQuestion
+          : convex([
+              [byQuestion, 1 - EXPANSION_SHARE],
+              [rank(code, codeVector), EXPANSION_SHARE],
+            ])
       const terms = snippetTerms(text)
       return ranked.slice(0, limit).map(({ slot, score }) => {
         const chunk = index.chunk(slot)!

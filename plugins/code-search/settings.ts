@@ -14,6 +14,15 @@ export const codeSearchSettings = defineSettings({
       doc: 'Vector size: asked of EMBEDDINGS_MODEL when set (models that can shorten their vectors), else the size of the offline embeddings (default 256)',
       parse: integer(16, 4096),
     },
+    CODE_SEARCH_EXPANSION_MODEL: {
+      doc: 'Chat model of the configured provider (OPENAI_API_KEY / OPENAI_BASE_URL) that writes the code a search question describes, searched beside the question; unset: questions are searched alone',
+      parse: text,
+    },
+    CODE_SEARCH_EXPANSION_TIMEOUT_MS: {
+      doc: 'How long a search waits for CODE_SEARCH_EXPANSION_MODEL before searching the question alone',
+      parse: integer(100, 60_000),
+      fallback: 3000,
+    },
     CODE_INDEX_SNAPSHOT_DELAY_MS: {
       doc: 'Quiet time after a code index change before its snapshot is written to DATA_DIR (an import also saves when it ends)',
       parse: integer(0, 600_000),
@@ -38,7 +47,19 @@ export const codeSearchSettings = defineSettings({
         report.problem('EMBEDDINGS_MODEL is set for api.openai.com but neither EMBEDDINGS_API_KEY nor OPENAI_API_KEY is')
       return { kind: 'openai' as const, baseUrl, apiKey, model: v.EMBEDDINGS_MODEL, dimensions: v.EMBEDDINGS_DIMENSIONS }
     }
-    return { codeSearch: { embeddings: embeddings(), snapshotDelayMs: v.CODE_INDEX_SNAPSHOT_DELAY_MS, refreshMs: v.CODE_INDEX_REFRESH_MS } }
+    const expansion = () => {
+      if (!v.CODE_SEARCH_EXPANSION_MODEL) return undefined
+      if (!v.OPENAI_API_KEY && !v.OPENAI_BASE_URL) report.problem('CODE_SEARCH_EXPANSION_MODEL is set but no model provider is (OPENAI_API_KEY or OPENAI_BASE_URL)')
+      return { model: v.CODE_SEARCH_EXPANSION_MODEL, timeoutMs: v.CODE_SEARCH_EXPANSION_TIMEOUT_MS }
+    }
+    return {
+      codeSearch: {
+        embeddings: embeddings(),
+        expansion: expansion(),
+        snapshotDelayMs: v.CODE_INDEX_SNAPSHOT_DELAY_MS,
+        refreshMs: v.CODE_INDEX_REFRESH_MS,
+      },
+    }
   },
 })
 

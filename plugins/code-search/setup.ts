@@ -1,14 +1,25 @@
 import { join } from 'node:path'
+import type { ModelProvider } from '../../src/llm/provider.ts'
 import type { Logger } from '../../src/log.ts'
+import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { Database } from '../../src/storage/database.ts'
 import { createEmbeddings } from './embeddings/index.ts'
+import { createQueryExpander } from './expansion.ts'
 import { createFileSnapshotStore } from './persistence.ts'
 import { createCodeIndex } from './service.ts'
 import type { CodeSearchSettings } from './settings.ts'
 
-/** The code index as configuration describes it: snapshots in DATA_DIR/code-index, versions in `db`. */
-export function codeIndexFromConfig(config: { readonly dataDir: string; readonly codeSearch: CodeSearchSettings }, { db, logger }: { db: Database; logger: Logger }) {
+/**
+ * The code index as configuration describes it: snapshots in DATA_DIR/code-index, versions in `db`, questions
+ * also written as code by `modelProvider` when CODE_SEARCH_EXPANSION_MODEL is set.
+ */
+export function codeIndexFromConfig(
+  config: { readonly dataDir: string; readonly codeSearch: CodeSearchSettings },
+  { db, logger, modelProvider, meter }: { db: Database; logger: Logger; modelProvider?: ModelProvider; meter?: Pick<UsageMeter, 'record'> },
+) {
+  const { expansion } = config.codeSearch
   return createCodeIndex({
+    expandQuery: expansion && modelProvider ? createQueryExpander({ provider: modelProvider, ...expansion, meter, logger: logger.child({ component: 'code-search' }) }) : undefined,
     embeddings: createEmbeddings(config.codeSearch.embeddings),
     snapshots: createFileSnapshotStore({ db, dir: join(config.dataDir, 'code-index') }),
     logger: logger.child({ component: 'code-index' }),

@@ -38,6 +38,8 @@ export interface CodeSearchQuery {
   pathPrefix?: string
   mode?: SearchMode
   limit?: number
+  /** With CODE_SEARCH_EXPANSION_MODEL set, false searches the question alone. Default true. */
+  expand?: boolean
 }
 
 export interface CodeSearchResult {
@@ -63,7 +65,7 @@ export interface CodeIndex {
    * trusts its own record of the last indexed commit.
    */
   indexedCommit?(orgId: string, repositoryId: string): Promise<string | undefined>
-  /** Only ever searches repositories of `scope.orgId`. */
-  search(scope: { orgId: string }, query: CodeSearchQuery): Promise<CodeSearchResult[]>
+  /** Only ever searches repositories of `scope.orgId`; a model's tokens spent on the question are metered to `scope.userId`. */
+  search(scope: { orgId: string; userId?: string }, query: CodeSearchQuery): Promise<CodeSearchResult[]>
   close(): Promise<void>
 }

@@ -120,7 +120,7 @@ export function createMcpServer(deps: McpToolsDeps, caller: Principal | undefine
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
       async ({ query, repositoryIds, limit }) => {
-        const results = await codeIndex.search(scope, { query, repositoryIds, limit: limit ?? 10, mode: 'hybrid' })
+        const results = await codeIndex.search(scope, { query, repositoryIds, limit: limit ?? 10, mode: 'hybrid', expand: false })
         meter?.record({ orgId: caller.orgId, userId: caller.userId, kind: 'search' })
         const listed = results.map((r) => ({ ...r, language: r.language ?? null, score: Number(r.score.toFixed(4)) }))
         return { content: [{ type: 'text', text: json({ query, results: listed }) }], structuredContent: { query, results: listed } }

@@ -181,7 +181,6 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     stateTtlSeconds: config.integrations.stateTtlSeconds,
     statusCacheTtlSeconds: config.integrations.statusCacheTtlSeconds,
   })
-  const codeIndex = codeIndexFromConfig(config, { db, logger })
   const chatConfig = config.chat
   const modelProvider = observed(
     overrides.modelProvider ??
@@ -193,6 +192,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
           idleMs: chatConfig.upstreamIdleMs,
         })),
   )
+  const codeIndex = codeIndexFromConfig(config, { db, logger, modelProvider, meter })
   const models = createModels(modelProvider, chatConfig.model)
   const warmUps: { part: string; load: () => Promise<void> }[] = []
   if (chatConfig.provider && !overrides.modelProvider) warmUps.push({ part: 'model provider', load: preloadOpenAiSdk })

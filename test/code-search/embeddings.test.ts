@@ -153,6 +153,8 @@ describe('embeddings configuration', () => {
     [{ EMBEDDINGS_BASE_URL: 'http://127.0.0.1:9/v1' }, 'EMBEDDINGS_BASE_URL is set but EMBEDDINGS_MODEL is not'],
     [{ EMBEDDINGS_MODEL: 'text-embedding-3-small' }, 'neither EMBEDDINGS_API_KEY nor OPENAI_API_KEY'],
     [{ EMBEDDINGS_DIMENSIONS: '8' }, 'EMBEDDINGS_DIMENSIONS must be between 16 and 4096'],
+    [{ CODE_SEARCH_EXPANSION_MODEL: 'coder' }, 'CODE_SEARCH_EXPANSION_MODEL is set but no model provider is'],
+    [{ CODE_SEARCH_EXPANSION_MODEL: 'coder', OPENAI_API_KEY: 'k', CODE_SEARCH_EXPANSION_TIMEOUT_MS: '5' }, 'CODE_SEARCH_EXPANSION_TIMEOUT_MS must be between 100 and 60000'],
   ])('%o is refused at start-up', (env, problem) => {
     expect(() => configWith(env)).toThrow(problem)
   })

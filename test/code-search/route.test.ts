@@ -126,7 +126,7 @@ describe('validation', () => {
     expect(operation.summary).toContain('Search the code')
     expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '403', '413', '414', '415', '422', '429', '431', '502', '503', '504'])
     expect(Object.keys(operation.requestBody.content['application/json'].schema.properties).sort()).toEqual(
-      ['languages', 'limit', 'mode', 'pathPrefix', 'query', 'repositoryIds'],
+      ['expand', 'languages', 'limit', 'mode', 'pathPrefix', 'query', 'repositoryIds'],
     )
   })
 })
