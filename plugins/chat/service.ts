@@ -94,15 +94,18 @@ export function createChatService(options: ChatServiceOptions) {
       produce?: (turn: Turn, emit: Emit, signal: AbortSignal) => Promise<UiMessage>,
     ): Promise<{ chatId: string; generationId: string; done: Promise<void> }> {
       const turnServices = services()
+      // A chat id made here is new: there is nothing to look up.
       const chatId = request.id ?? newChatId()
-      const chat = await store.chat(chatId)
+      const chat = request.id === undefined ? undefined : await store.chat(chatId)
       if (chat && chat.userId !== caller.userId) throw notFound()
       const stored = chat ? await store.messages(chatId) : []
       const history = mergeHistory(stored, request.messages)
       // Read before anything is stored or metered: with the stream log unreachable the request fails here, leaving nothing behind.
       const previous = await hub.active(chatId)
       const from = firstChange(stored, history)
-      await store.save({ id: chatId, orgId: caller.orgId, userId: caller.userId, title: chat?.title ?? titleFor(history) }, from, history.slice(from))
+      await store.save({ id: chatId, orgId: caller.orgId, userId: caller.userId, title: chat?.title ?? titleFor(history) }, from, history.slice(from), {
+        fresh: request.id === undefined,
+      })
       options.meter?.record({ ...caller, kind: 'chat_request' })
       const turn: Turn = { ...request.turn, messageId: newMessageId(), orgId: caller.orgId, userId: caller.userId, history }
       const meta = { chatId, userId: caller.userId, messageId: turn.messageId, position: history.length }

