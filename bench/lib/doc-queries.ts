@@ -154,7 +154,7 @@ export async function loadEvaluationRepository(
   name: string,
   root: string,
   language: EvaluationRepository['language'],
-  options: { maxFiles: number; queryLimit: number; extraFiles?: string[] },
+  options: { maxFiles: number; queryLimit: number; extraFiles?: string[]; askNotAbout?: (path: string) => boolean },
 ): Promise<EvaluationRepository | undefined> {
   const pattern = language === 'Python' ? '**/*.py' : language === 'TypeScript' ? '**/*.ts' : '**/*.{js,mjs,cjs}'
   let paths: string[]
@@ -171,7 +171,8 @@ export async function loadEvaluationRepository(
     const source = await file.text()
     const repoPath = relative(root, join(root, path))
     const { content, lineOf } = withoutCommentLines(source, language === 'Python' ? stripPythonComments(source) : stripCComments(source))
-    for (const query of language === 'Python' ? pythonQueries(repoPath, source) : jsQueries(repoPath, source)) all.push({ ...query, line: lineOf(query.line) })
+    if (!options.askNotAbout?.(repoPath))
+      for (const query of language === 'Python' ? pythonQueries(repoPath, source) : jsQueries(repoPath, source)) all.push({ ...query, line: lineOf(query.line) })
     files.push({ path: repoPath, content })
   }
   if (files.length === 0 || all.length === 0) return undefined

@@ -41,7 +41,7 @@ export const codeSearchResult = t.Object({
   snippet: t.String({ description: 'A few lines of the chunk, HTML-escaped, matched words in <mark>…</mark>' }),
   score: t.Number({
     description:
-      'Higher is better; comparable within one answer. hybrid: 1 = first in both lists; text: BM25; vector: cosine similarity; with a model\'s code for the question, 0..1 in every mode',
+      'Higher is better; comparable within one answer. hybrid: up to 1.6 (1 for first in both lists, plus 0.6 for the best-matching file); text: BM25; vector: cosine similarity; with a model\'s code for the question, 0..1 in every mode',
   }),
 })
 

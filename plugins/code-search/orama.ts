@@ -175,6 +175,57 @@ function scoreTerms(
   return ranked.sort((x, y) => y[1] - x[1]).slice(0, MAX_MATCHES)
 }
 
+/**
+ * BM25 of whole files for the query: each file's chunks' content counted together, for the files `candidates`
+ * names (chunk ids -> the file's number). A chunk's id is its slot as a string. A term's idf is over chunks (the
+ * postings know how many chunks hold it, not how many files). Answers one score per file number; 0 where no term
+ * occurs.
+ */
+export function wholeFileScores(
+  db: ChunkDatabase,
+  query: string,
+  candidates: ReadonlyMap<string, number>,
+  fileCount: number,
+  averageFileLength: number,
+  relevance: { k: number; b: number },
+): Float64Array {
+  const index = (db as unknown as { data: { index: IndexStore } }).data.index
+  const idToInternalId = (db as unknown as { internalDocumentIDStore: { idToInternalId: Map<string, number> } }).internalDocumentIDStore.idToInternalId
+  const fileOf = new Map<number, number>()
+  const lengths = new Float64Array(fileCount)
+  const fieldLengths = index.fieldLengths.content!
+  for (const [id, file] of candidates) {
+    const internalId = idToInternalId.get(id)
+    if (internalId === undefined) continue
+    fileOf.set(internalId, file)
+    lengths[file]! += fieldLengths[internalId] ?? 0
+  }
+  const scores = new Float64Array(fileCount)
+  const postings = index.postings.content
+  if (!postings) return scores
+  dropRemoved(index, 'content')
+  const docsCount = index.sharedInternalDocumentStore.internalIdToId.length
+  const counts = new Float64Array(fileCount)
+  const { k, b } = relevance
+  for (const [term, termWeight] of weightedQueryTerms(query)) {
+    const matches = postings.get(term)
+    if (!matches) continue
+    counts.fill(0)
+    for (let at = 0; at < matches.length; at += 2) {
+      const file = fileOf.get(matches[at]!)
+      if (file !== undefined) counts[file]! += matches[at + 1]!
+    }
+    const documents = matches.length / 2
+    const idf = Math.log(1 + (docsCount - documents + 0.5) / (documents + 0.5))
+    for (let file = 0; file < fileCount; file++) {
+      const tf = counts[file]!
+      if (tf === 0) continue
+      scores[file]! += (termWeight * idf * tf * (k + 1)) / (tf + k * (1 - b + (b * lengths[file]!) / (averageFileLength || 1)))
+    }
+  }
+  return scores
+}
+
 function stringFields(index: IndexStore): string[] {
   return Object.entries(index.searchablePropertiesWithTypes)
     .filter(([, type]) => type === 'string')

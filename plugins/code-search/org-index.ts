@@ -4,7 +4,7 @@
  * change is never seen half-applied.
  */
 import { insert, load, remove, save, search, type RawData } from '@orama/orama'
-import { createChunkDatabase, type ChunkDatabase, type ChunkDocument } from './orama.ts'
+import { createChunkDatabase, wholeFileScores, type ChunkDatabase, type ChunkDocument } from './orama.ts'
 import { VectorStore, type ScoredSlot } from './vectors.ts'
 
 /** A chunk ready to store: its place, its text and its vector. */
@@ -49,6 +49,8 @@ const BOOST = { symbols: 2, pathText: 2, content: 1 }
 // so a long one is long because the code is, and a one-line chunk naming a word should not outrank the function
 // that does the work. Chosen on the tuning repositories of bench/search-quality.bench.ts (0.4 to 0.6 score alike).
 const RELEVANCE = { k: 1.2, b: 0.5, d: 0.5 }
+// Whole files: BM25's usual parameters.
+const FILE_RELEVANCE = { k: 1.2, b: 0.75 }
 
 export class OrgIndex {
   private readonly db: ChunkDatabase
@@ -159,6 +161,36 @@ export class OrgIndex {
       ...(where ? { where } : {}),
     }) as { hits: { document: ChunkDocument; score: number }[] }
     return results.hits.map((hit) => ({ slot: hit.document.slot, score: hit.score }))
+  }
+
+  /**
+   * For each chunk of `slots`, the BM25 score of its whole file for the query (its chunks' content together),
+   * scaled so that the best of these files scores 1; 0 for a file without the query's words.
+   */
+  wholeFileScores(query: string, slots: readonly number[]): Map<number, number> {
+    const fileNumbers = new Map<string, number>()
+    const fileOfSlot = new Map<number, number>()
+    const candidates = new Map<string, number>()
+    for (const slot of slots) {
+      const chunk = this.chunks[slot]
+      if (!chunk) continue
+      const key = `${chunk.repositoryId}\0${chunk.path}`
+      let file = fileNumbers.get(key)
+      if (file === undefined) {
+        fileNumbers.set(key, (file = fileNumbers.size))
+        for (const other of this.files.get(chunk.repositoryId)?.get(chunk.path) ?? []) candidates.set(String(other), file)
+      }
+      fileOfSlot.set(slot, file)
+    }
+    let files = 0
+    for (const paths of this.files.values()) files += paths.size
+    const index = (this.db.data.index as unknown as { avgFieldLength: Record<string, number | undefined> }).avgFieldLength
+    const averageFileLength = ((index.content ?? 0) * this.chunkCount) / Math.max(1, files)
+    const scores = wholeFileScores(this.db, query, candidates, fileNumbers.size, averageFileLength, FILE_RELEVANCE)
+    const best = Math.max(0, ...scores)
+    const scaled = new Map<number, number>()
+    for (const [slot, file] of fileOfSlot) scaled.set(slot, best > 0 ? scores[file]! / best : 0)
+    return scaled
   }
 
   /** The `k` chunks whose vectors are nearest `vector`, among those passing the filter. */

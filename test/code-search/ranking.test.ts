@@ -129,3 +129,40 @@ describe('length normalisation', () => {
     expect(results.map((r) => r.path)).toEqual(['src/helpers/toFormData.js', 'src/env/classes/FormData.js'])
   })
 })
+
+describe('whole files', () => {
+  // The question's words are in one function of each file, a little more often in the second file's; but the first
+  // file uses them throughout, while the second is otherwise about other things.
+  const fn = (name: string, body: string[]) =>
+    [`export function ${name}(input: Map<string, number>) {`, ...body, ...Array.from({ length: Math.max(0, 12 - body.length) }, (_, i) => `  const step${i} = input.size + ${i}`), '  return input', '}', ''].join('\n')
+  const files: RepositoryFile[] = [
+    {
+      path: 'src/queue.ts',
+      content: [
+        fn('pruneQueue', ['  const oldest = [...input.keys()][0]', '  input.delete(oldest)']),
+        fn('touchRecord', ['  const entry = input.get("k")', '  input.set("k", (entry ?? 0) + 1)', '  const oldest = [...input.keys()][0]']),
+        fn('listRecords', ['  const entry = [...input.entries()][0]', '  const oldest = entry[0]']),
+      ].join('\n'),
+    },
+    {
+      path: 'src/numbers.ts',
+      content: [
+        fn('shiftWindow', ['  const oldest = [...input.entries()][0]', '  const entry = oldest[0]', '  input.delete(entry)', '  const kept = input.size']),
+        fn('sumValues', ['  let total = 0', '  for (const v of input.values()) total += v']),
+        fn('maxValue', ['  let best = -Infinity', '  for (const v of input.values()) best = Math.max(best, v)']),
+        fn('countKeys', ['  let n = 0', '  for (const _ of input.keys()) n++']),
+        fn('minValue', ['  let least = Infinity', '  for (const v of input.values()) least = Math.min(least, v)']),
+        fn('meanValue', ['  let total = 0', '  for (const v of input.values()) total += v / input.size']),
+      ].join('\n'),
+    },
+  ]
+  const index = createCodeIndex({ embeddings: createHashedEmbeddings() })
+  const ready = index.indexFiles({ orgId: 'org-files', repositoryId: 'r', repositoryName: 'acme/r', files })
+  const first = async (mode: 'text' | 'hybrid') => (await index.search({ orgId: 'org-files' }, { query: 'the oldest entry', mode, limit: 1 }))[0]!.path
+
+  test('text ranks the closer chunk first; hybrid, weighing whole files, the chunk of the file about the question', async () => {
+    await ready
+    expect(await first('text')).toBe('src/numbers.ts')
+    expect(await first('hybrid')).toBe('src/queue.ts')
+  })
+})

@@ -38,9 +38,9 @@ describe.each(['hybrid', 'text', 'vector'] as const)('%s search', (mode) => {
   })
 })
 
-test('hybrid scores: 1 means first in both lists', async () => {
+test('hybrid scores: 1.6 means first in both lists, in the best-matching file', async () => {
   const [first] = await index.search(org, { query: 'graceful shutdown SIGTERM' })
-  expect(first).toMatchObject({ path: 'internal/server/graceful.go', score: 1 })
+  expect(first).toMatchObject({ path: 'internal/server/graceful.go', score: 1.6 })
 })
 
 test('text search matches whole words only; the vectors find misspelt words by their trigrams', async () => {
