@@ -191,40 +191,51 @@ export function wholeFileScores(
 ): Float64Array {
   const index = (db as unknown as { data: { index: IndexStore } }).data.index
   const idToInternalId = (db as unknown as { internalDocumentIDStore: { idToInternalId: Map<string, number> } }).internalDocumentIDStore.idToInternalId
-  const fileOf = new Map<number, number>()
+  const docsCount = index.sharedInternalDocumentStore.internalIdToId.length
+  // File numbers by internal id in a reused array (-1: not a candidate), since the walk below looks up every posting.
+  if (fileScratch.length < docsCount + 1) fileScratch = new Int32Array(Math.max(docsCount + 1, fileScratch.length * 2)).fill(-1)
+  const fileOf = fileScratch
+  const marked: number[] = []
   const lengths = new Float64Array(fileCount)
   const fieldLengths = index.fieldLengths.content!
   for (const [id, file] of candidates) {
     const internalId = idToInternalId.get(id)
     if (internalId === undefined) continue
-    fileOf.set(internalId, file)
+    fileOf[internalId] = file
+    marked.push(internalId)
     lengths[file]! += fieldLengths[internalId] ?? 0
   }
   const scores = new Float64Array(fileCount)
   const postings = index.postings.content
-  if (!postings) return scores
-  dropRemoved(index, 'content')
-  const docsCount = index.sharedInternalDocumentStore.internalIdToId.length
-  const counts = new Float64Array(fileCount)
-  const { k, b } = relevance
-  for (const [term, termWeight] of weightedQueryTerms(query)) {
-    const matches = postings.get(term)
-    if (!matches) continue
-    counts.fill(0)
-    for (let at = 0; at < matches.length; at += 2) {
-      const file = fileOf.get(matches[at]!)
-      if (file !== undefined) counts[file]! += matches[at + 1]!
+  try {
+    if (!postings) return scores
+    dropRemoved(index, 'content')
+    const counts = new Float64Array(fileCount)
+    const { k, b } = relevance
+    for (const [term, termWeight] of weightedQueryTerms(query)) {
+      const matches = postings.get(term)
+      if (!matches) continue
+      const documents = matches.length / 2
+      // As in scoreTerms: a synonym in a twentieth of the chunks adds little and costs a long walk.
+      if (termWeight < 1 && documents > SYNONYM_MAX_MATCHES && documents > docsCount / 20) continue
+      counts.fill(0)
+      for (let at = 0; at < matches.length; at += 2) {
+        const file = fileOf[matches[at]!]!
+        if (file >= 0) counts[file]! += matches[at + 1]!
+      }
+      const idf = Math.log(1 + (docsCount - documents + 0.5) / (documents + 0.5))
+      for (let file = 0; file < fileCount; file++) {
+        const tf = counts[file]!
+        if (tf === 0) continue
+        scores[file]! += (termWeight * idf * tf * (k + 1)) / (tf + k * (1 - b + (b * lengths[file]!) / (averageFileLength || 1)))
+      }
     }
-    const documents = matches.length / 2
-    const idf = Math.log(1 + (docsCount - documents + 0.5) / (documents + 0.5))
-    for (let file = 0; file < fileCount; file++) {
-      const tf = counts[file]!
-      if (tf === 0) continue
-      scores[file]! += (termWeight * idf * tf * (k + 1)) / (tf + k * (1 - b + (b * lengths[file]!) / (averageFileLength || 1)))
-    }
+    return scores
+  } finally {
+    for (const internalId of marked) fileOf[internalId] = -1
   }
-  return scores
 }
+let fileScratch = new Int32Array(1024).fill(-1)
 
 function stringFields(index: IndexStore): string[] {
   return Object.entries(index.searchablePropertiesWithTypes)
