@@ -120,10 +120,12 @@ function convex(lists: [ScoredSlot[], number][]): ScoredSlot[] {
 // 0.8 score alike).
 const FILE_SHARE = 0.6
 
-function withWholeFiles(index: OrgIndex, query: string, fused: ScoredSlot[]): ScoredSlot[] {
+function withWholeFiles(index: OrgIndex, query: string, fused: ScoredSlot[], askingForTests: boolean): ScoredSlot[] {
   if (fused.length === 0) return fused
   const files = index.wholeFileScores(query, fused.map((s) => s.slot))
-  return fused.map(({ slot, score }) => ({ slot, score: score + FILE_SHARE * (files.get(slot) ?? 0) })).sort((a, b) => b.score - a.score)
+  // Weighed by the file's kind as the chunk scores are: a test file uses the question's words throughout too.
+  const share = (slot: number) => FILE_SHARE * filePrior(index.chunk(slot)!.path, askingForTests) * (files.get(slot) ?? 0)
+  return fused.map(({ slot, score }) => ({ slot, score: score + share(slot) })).sort((a, b) => b.score - a.score)
 }
 
 /** Scores scaled by each chunk's file prior (tests, prose, generated files weigh less), best first. */
@@ -483,7 +485,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       const rank = (words: string, wordsVector: Float32Array | undefined) => {
         const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests)
         const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth), askingForTests) : []
-        return mode === 'hybrid' ? withWholeFiles(index, words, fuse(byText, byVector)) : mode === 'text' ? byText : byVector
+        return mode === 'hybrid' ? withWholeFiles(index, words, fuse(byText, byVector), askingForTests) : mode === 'text' ? byText : byVector
       }
       const byQuestion = rank(text, vector)
       const ranked =
