@@ -71,7 +71,8 @@ export function createQueryExpander(options: QueryExpanderOptions): QueryExpande
       logger?.warn('code search: the model did not write code for the question; searching the question alone', { err: error, model })
       return undefined
     } finally {
-      if (caller) meterModelCall({ meter, caller, model }, messages, answer, usage)
+      // A refused request (an HTTP error before any token) used no tokens; a cut-short answer did.
+      if (caller && (usage || answer)) meterModelCall({ meter, caller, model }, messages, answer, usage)
     }
     // The provider ends quietly when the signal aborts: a timed-out answer may be cut short, so it is not used.
     if (signal.aborted) {

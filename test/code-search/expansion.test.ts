@@ -180,6 +180,13 @@ describe('POST /api/search with CODE_SEARCH_EXPANSION_MODEL', async () => {
       ]),
     )
     expect(usage.totals).toHaveLength(3)
+
+    // A model that refuses the request (and its one retry) spent nothing: no tokens are counted for it.
+    fake.queue.push({ status: 500 }, { status: 500 })
+    expect((await search({ query: `${QUESTION} once more`, limit: 3 })).status).toBe(200)
+    await t.deps.meter.flush()
+    const after = await queryUsage(t.deps.db, { orgId: member.user.orgId, userId: member.user.id, from: 0, to: Date.now() + 1000, bucket: 'day' })
+    expect(after.totals.filter((row) => row.kind !== 'search')).toEqual(usage.totals.filter((row) => row.kind !== 'search'))
   })
 
   test('expand: false in the body searches the question alone; a wrong type is a 422 naming the field', async () => {
