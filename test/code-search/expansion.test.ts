@@ -4,6 +4,8 @@ import { createQueryExpander, snippetFromAnswer } from '../../plugins/code-searc
 import { createCodeIndex } from '../../plugins/code-search/service.ts'
 import type { RepositoryFile } from '../../plugins/code-search/types.ts'
 import { createOpenAiProvider } from '../../src/llm/provider.ts'
+import { queryUsage } from '../../src/usage/meter.ts'
+import { bearer, makeApp, userWithRole } from '../helpers.ts'
 import { startFakeOpenAi } from '../fakes/openai.ts'
 
 // The question's words appear nowhere in the method that answers it (`eject`), and plenty in its neighbours.
@@ -154,8 +156,6 @@ describe('questions written as code by a model', () => {
 })
 
 describe('POST /api/search with CODE_SEARCH_EXPANSION_MODEL', async () => {
-  const { bearer, makeApp, userWithRole } = await import('../helpers.ts')
-  const { queryUsage } = await import('../../src/usage/meter.ts')
   const t = await makeApp({ OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test', CODE_SEARCH_EXPANSION_MODEL: 'coder' })
   const member = await userWithRole(t, 'member')
   afterAll(() => t.close())
