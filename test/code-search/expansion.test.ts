@@ -186,7 +186,7 @@ describe('POST /api/search with CODE_SEARCH_EXPANSION_MODEL', async () => {
     expect((await search({ query: `${QUESTION} once more`, limit: 3 })).status).toBe(200)
     await t.deps.meter.flush()
     const after = await queryUsage(t.deps.db, { orgId: member.user.orgId, userId: member.user.id, from: 0, to: Date.now() + 1000, bucket: 'day' })
-    expect(after.totals.filter((row) => row.kind !== 'search')).toEqual(usage.totals.filter((row) => row.kind !== 'search'))
+    expect(after.totals.filter((row: { kind: string }) => row.kind !== 'search')).toEqual(usage.totals.filter((row: { kind: string }) => row.kind !== 'search'))
   })
 
   test('expand: false in the body searches the question alone; a wrong type is a 422 naming the field', async () => {
