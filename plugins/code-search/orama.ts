@@ -108,6 +108,13 @@ const MAX_MATCHES = 1000
 const SYNONYM_MAX_MATCHES = 1000
 let scratch = new Float64Array(1024)
 
+/** BM25's idf (Orama's formula) of a term held by `documents` of `docsCount` chunks. */
+const inverseFrequency = (documents: number, docsCount: number) => Math.log(1 + (docsCount - documents + 0.5) / (documents + 0.5))
+
+/** A synonym in thousands of chunks, more than one in twenty, adds little (its idf is low) and costs a long walk. */
+const tooCommonSynonym = (termWeight: number, documents: number, docsCount: number) =>
+  termWeight < 1 && documents > SYNONYM_MAX_MATCHES && documents > docsCount / 20
+
 /**
  * Orama's BM25 (the same formula and parameters) summed over the query's terms and the searched
  * fields, with field boosts and the where-clause's documents. Every document with at least one term
@@ -145,9 +152,8 @@ function scoreTerms(
       const matches: number[] | undefined = postings.get(term)
       if (!matches) continue
       const documents = matches.length / 2
-      // A synonym in thousands of chunks, more than one in twenty, adds little (its idf is low) and costs a long walk.
-      if (termWeight < 1 && documents > SYNONYM_MAX_MATCHES && documents > docsCount / 20) continue
-      const idf = Math.log(1 + (docsCount - documents + 0.5) / (documents + 0.5))
+      if (tooCommonSynonym(termWeight, documents, docsCount)) continue
+      const idf = inverseFrequency(documents, docsCount)
       for (let at = 0; at < matches.length; at += 2) {
         const id = matches[at]!
         const count = matches[at + 1]!
@@ -216,14 +222,13 @@ export function wholeFileScores(
       const matches = postings.get(term)
       if (!matches) continue
       const documents = matches.length / 2
-      // As in scoreTerms: a synonym in a twentieth of the chunks adds little and costs a long walk.
-      if (termWeight < 1 && documents > SYNONYM_MAX_MATCHES && documents > docsCount / 20) continue
+      if (tooCommonSynonym(termWeight, documents, docsCount)) continue
       counts.fill(0)
       for (let at = 0; at < matches.length; at += 2) {
         const file = fileOf[matches[at]!]!
         if (file >= 0) counts[file]! += matches[at + 1]!
       }
-      const idf = Math.log(1 + (docsCount - documents + 0.5) / (documents + 0.5))
+      const idf = inverseFrequency(documents, docsCount)
       for (let file = 0; file < fileCount; file++) {
         const tf = counts[file]!
         if (tf === 0) continue
