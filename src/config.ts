@@ -215,6 +215,11 @@ const storageVariables = {
 const observabilityVariables = {
   LOG_LEVEL: { doc: 'debug, info, warn or error', parse: oneOf('debug', 'info', 'warn', 'error'), fallback: 'info' as const },
   LOG_FORMAT: { doc: 'json (one line per event) or pretty (for development)', parse: oneOf('json', 'pretty'), fallback: 'json' as const },
+  LOG_CLIENT_ADDRESS: {
+    doc: "when-used: a request's access line names the client address when the request needed it (sign-in, setup, anonymous rate limits, payments) and whenever it was refused or failed; always: every line does, at the cost of one getpeername system call per request",
+    parse: oneOf('when-used', 'always'),
+    fallback: 'when-used' as const,
+  },
   METRICS_TOKEN: {
     doc: 'Bearer token (at least 32 characters) that opens GET /metrics on the main port; unset, /metrics is not routed there (404)',
     parse: secret,
@@ -390,7 +395,7 @@ const observability = defineSettings({
     if (v.OTEL_EXPORTER_OTLP_HEADERS && !v.OTEL_EXPORTER_OTLP_ENDPOINT)
       report.problem('OTEL_EXPORTER_OTLP_HEADERS is set but OTEL_EXPORTER_OTLP_ENDPOINT is not; set the collector to send them to')
     return {
-      log: { level: v.LOG_LEVEL, format: v.LOG_FORMAT },
+      log: { level: v.LOG_LEVEL, format: v.LOG_FORMAT, clientAddress: v.LOG_CLIENT_ADDRESS },
       /** GET /metrics: on the main port behind `token`, and/or on a loopback listener at `port`; collected only when either is set. */
       metrics: { token: v.METRICS_TOKEN, port: v.METRICS_PORT },
       /** OpenTelemetry traces over OTLP/HTTP; undefined when OTEL_EXPORTER_OTLP_ENDPOINT is unset. */

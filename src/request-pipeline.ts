@@ -12,8 +12,13 @@ import { summarise, validationProblems } from './validation.ts'
 export interface RequestMeta {
   readonly id: string
   readonly startedAt: number
-  /** Client address after applying the trusted-proxy rule. */
+  /**
+   * Client address after applying the trusted-proxy rule, looked up on first read: the socket peer costs a
+   * system call, which most authenticated requests never need. Read it while the request is open.
+   */
   readonly clientIp: string
+  /** The address if something read it, for the access log; undefined otherwise. */
+  readonly knownClientIp: string | undefined
   /** The body exactly as received, for routes that verify signatures over it. */
   rawBody?: string
   /** Status of an error response, for the access log. */
@@ -27,7 +32,28 @@ const META = Symbol('requestMeta')
 type WithMeta = Request & { [META]?: RequestMeta }
 
 export function requestMeta(request: Request): RequestMeta {
-  return ((request as WithMeta)[META] ??= { id: crypto.randomUUID(), startedAt: performance.now(), clientIp: 'unknown' })
+  return ((request as WithMeta)[META] ??= new Meta(crypto.randomUUID(), performance.now(), () => 'unknown'))
+}
+
+class Meta implements RequestMeta {
+  rawBody?: string
+  errorStatus?: number
+  principal?: Caller
+  #clientIp: string | undefined
+  readonly #lookUpClientIp: () => string
+  constructor(
+    readonly id: string,
+    readonly startedAt: number,
+    lookUpClientIp: () => string,
+  ) {
+    this.#lookUpClientIp = lookUpClientIp
+  }
+  get clientIp(): string {
+    return (this.#clientIp ??= this.#lookUpClientIp())
+  }
+  get knownClientIp(): string | undefined {
+    return this.#clientIp
+  }
 }
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
@@ -101,6 +127,11 @@ export interface RequestPipelineOptions {
    * define a getter on every request's context, which cost more than the lookup.
    */
   peerAddress?: (request: Request) => string | undefined
+  /**
+   * `always`: every request's address is looked up and logged. `when-used` (default): the access log names it when
+   * the request read it (sign-in, anonymous rate limits, payments) and for every refused or failed request.
+   */
+  logClientAddress?: 'always' | 'when-used'
 }
 
 /** Hears of each request as it arrives and once its response is handed to the server. */
@@ -174,6 +205,7 @@ function toAppError(code: string | number, error: unknown, request: Request, rou
  */
 export function requestPipeline(options: RequestPipelineOptions) {
   const { logger, bodyLimitBytes, routeIndex, routeGuards, observer, lifecycle, peerAddress } = options
+  const alwaysLogAddress = options.logClientAddress === 'always'
   const observeStart = observer?.started?.bind(observer)
   const trusted = options.trustedProxies ?? []
   const runGuards = (route: string, context: GuardContext) => {
@@ -186,6 +218,8 @@ export function requestPipeline(options: RequestPipelineOptions) {
   // When mapping an error throws too (a value too deep or odd to describe), the answer is still a problem body.
   const answerError = (code: string | number, error: unknown, request: Request): Response => {
     const meta = requestMeta(request)
+    // Looked up while the connection is certainly open: a refusal's access line always names its client.
+    void meta.clientIp
     try {
       let appError = toAppError(code, error, request, routeIndex)
       if (!appError) {
@@ -208,11 +242,10 @@ export function requestPipeline(options: RequestPipelineOptions) {
   return new Elysia({ name: 'request-pipeline', seed: bodyLimitBytes })
     .onRequest(({ request, set }) => {
       const given = request.headers.get('x-request-id')
-      const meta: RequestMeta = {
-        id: given && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID(),
-        startedAt: performance.now(),
-        clientIp: clientAddress(peerAddress?.(request), request.headers.get('x-forwarded-for'), trusted),
-      }
+      const meta = new Meta(given && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID(), performance.now(), () =>
+        clientAddress(peerAddress?.(request), request.headers.get('x-forwarded-for'), trusted),
+      )
+      if (alwaysLogAddress) void meta.clientIp
       ;(request as WithMeta)[META] = meta
       set.headers['x-request-id'] = meta.id
       set.headers['x-content-type-options'] = 'nosniff'
@@ -260,7 +293,7 @@ export function requestPipeline(options: RequestPipelineOptions) {
         path,
         status,
         durationMs: Math.round(durationMs * 100) / 100,
-        ip: meta.clientIp,
+        ip: meta.knownClientIp,
         userId: meta.principal?.userId,
       })
     })

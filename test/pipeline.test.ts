@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { Elysia, t, ValidationError } from 'elysia'
 import { AppError } from '../src/errors.ts'
 import { memoryLogger } from '../src/log.ts'
-import { RouteIndex, clientAddress, requestPipeline } from '../src/request-pipeline.ts'
+import { RouteIndex, clientAddress, requestMeta, requestPipeline } from '../src/request-pipeline.ts'
 import { BASE } from './helpers.ts'
 
 const LIMIT = 2048
@@ -218,5 +218,54 @@ describe('client address', () => {
   test('through a trusted proxy, the right-most untrusted hop is the client', () => {
     expect(clientAddress('10.0.0.1', 'spoofed, 198.51.100.7', ['10.0.0.1'])).toBe('198.51.100.7')
     expect(clientAddress('10.0.0.1', '198.51.100.7, 10.0.0.2', ['10.0.0.1', '10.0.0.2'])).toBe('198.51.100.7')
+  })
+})
+
+describe('client address in the access log', () => {
+  function appLooking(logClientAddress?: 'always' | 'when-used') {
+    const logger = memoryLogger()
+    const routeIndex = new RouteIndex()
+    let lookups = 0
+    const app = new Elysia({ normalize: false })
+      .use(requestPipeline({ logger, bodyLimitBytes: LIMIT, routeIndex, logClientAddress, peerAddress: () => (lookups++, '198.51.100.4') }))
+      .get('/plain', () => ({ ok: true }))
+      .get('/reads-address', ({ request }) => ({ ip: requestMeta(request).clientIp }))
+      .get('/refused', () => {
+        throw new AppError('forbidden', 'no')
+      })
+    routeIndex.load(app.routes)
+    const lineFor = async (path: string) => {
+      const id = `ip-${crypto.randomUUID().slice(0, 8)}`
+      await app.handle(new Request(`${BASE}${path}`, { headers: { 'x-request-id': id } }))
+      await Bun.sleep(5)
+      return logger.lines.find((l) => l.msg === 'request' && l.requestId === id)!
+    }
+    return { lineFor, lookups: () => lookups }
+  }
+
+  test('by default a request that never needs its address does not look it up, and its line has none', async () => {
+    const { lineFor, lookups } = appLooking()
+    expect((await lineFor('/plain')).ip).toBeUndefined()
+    expect(lookups()).toBe(0)
+  })
+
+  test('a request that reads its address looks it up once, and its line names it', async () => {
+    const { lineFor, lookups } = appLooking()
+    expect((await lineFor('/reads-address')).ip).toBe('198.51.100.4')
+    expect(lookups()).toBe(1)
+  })
+
+  test('a refused request names its client', async () => {
+    const { lineFor } = appLooking()
+    const line = await lineFor('/refused')
+    expect(line.status).toBe(403)
+    expect(line.ip).toBe('198.51.100.4')
+    expect((await lineFor('/nowhere')).ip).toBe('198.51.100.4')
+  })
+
+  test('LOG_CLIENT_ADDRESS=always names it on every line', async () => {
+    const { lineFor, lookups } = appLooking('always')
+    expect((await lineFor('/plain')).ip).toBe('198.51.100.4')
+    expect(lookups()).toBe(1)
   })
 })

@@ -63,6 +63,7 @@ export function createApp(deps: Dependencies) {
         observer: combineRequestObservers([deps.metrics?.requests, deps.tracing?.requests]),
         lifecycle: deps.lifecycle,
         peerAddress: (request) => built?.server?.requestIP(request)?.address,
+        logClientAddress: config.log.clientAddress,
       }),
     )
     // After the pipeline, so a preflight (answered here, before routing and any guard) carries the request id.

@@ -82,8 +82,9 @@ describe.skipIf(!runnable)('the service behind nginx', () => {
 
   test("the service logs the client's address, not the proxy's nor one the client made up", async () => {
     const id = `address-${crypto.randomUUID().slice(0, 8)}`
-    const res = await fetch(`${proxy.url}/health`, { headers: { 'x-request-id': id, 'x-forwarded-for': '203.0.113.7' } })
-    expect(res.status).toBe(200)
+    // A refusal: its access line always names the client.
+    const res = await fetch(`${proxy.url}/auth/me`, { headers: { 'x-request-id': id, 'x-forwarded-for': '203.0.113.7' } })
+    expect(res.status).toBe(401)
     const line = await Promise.any(replicas.map((r) => r.waitForLog((l) => l.msg === 'request' && l.requestId === id, 5000)))
     expect(line.ip).toBe('127.0.0.1')
   })
