@@ -32,7 +32,13 @@ const META = Symbol('requestMeta')
 type WithMeta = Request & { [META]?: RequestMeta }
 
 export function requestMeta(request: Request): RequestMeta {
-  return ((request as WithMeta)[META] ??= new Meta(crypto.randomUUID(), performance.now(), () => 'unknown'))
+  return ((request as WithMeta)[META] ??= new Meta(crypto.randomUUID(), performance.now(), request, undefined))
+}
+
+/** How a request's client address is learnt; one per pipeline, shared by every request. */
+interface AddressLookup {
+  peerAddress?: (request: Request) => string | undefined
+  trustedProxies: readonly string[]
 }
 
 class Meta implements RequestMeta {
@@ -40,16 +46,26 @@ class Meta implements RequestMeta {
   errorStatus?: number
   principal?: Caller
   #clientIp: string | undefined
-  readonly #lookUpClientIp: () => string
+  // Dropped once the address is known, so a long-lived request (a WebSocket's upgrade) holds nothing more.
+  #request: Request | undefined
+  #lookup: AddressLookup | undefined
   constructor(
     readonly id: string,
     readonly startedAt: number,
-    lookUpClientIp: () => string,
+    request: Request,
+    lookup: AddressLookup | undefined,
   ) {
-    this.#lookUpClientIp = lookUpClientIp
+    this.#request = request
+    this.#lookup = lookup
   }
   get clientIp(): string {
-    return (this.#clientIp ??= this.#lookUpClientIp())
+    if (this.#clientIp === undefined) {
+      const request = this.#request!
+      const lookup = this.#lookup
+      this.#clientIp = lookup ? clientAddress(lookup.peerAddress?.(request), request.headers.get('x-forwarded-for'), lookup.trustedProxies) : 'unknown'
+      this.#request = this.#lookup = undefined
+    }
+    return this.#clientIp
   }
   get knownClientIp(): string | undefined {
     return this.#clientIp
@@ -206,8 +222,8 @@ function toAppError(code: string | number, error: unknown, request: Request, rou
 export function requestPipeline(options: RequestPipelineOptions) {
   const { logger, bodyLimitBytes, routeIndex, routeGuards, observer, lifecycle, peerAddress } = options
   const alwaysLogAddress = options.logClientAddress === 'always'
+  const addressLookup: AddressLookup = { peerAddress, trustedProxies: options.trustedProxies ?? [] }
   const observeStart = observer?.started?.bind(observer)
-  const trusted = options.trustedProxies ?? []
   const runGuards = (route: string, context: GuardContext) => {
     const pending = routeGuards?.run(route, context)
     return pending?.catch((err) => {
@@ -242,9 +258,7 @@ export function requestPipeline(options: RequestPipelineOptions) {
   return new Elysia({ name: 'request-pipeline', seed: bodyLimitBytes })
     .onRequest(({ request, set }) => {
       const given = request.headers.get('x-request-id')
-      const meta = new Meta(given && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID(), performance.now(), () =>
-        clientAddress(peerAddress?.(request), request.headers.get('x-forwarded-for'), trusted),
-      )
+      const meta = new Meta(given && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID(), performance.now(), request, addressLookup)
       if (alwaysLogAddress) void meta.clientIp
       ;(request as WithMeta)[META] = meta
       set.headers['x-request-id'] = meta.id
