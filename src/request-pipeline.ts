@@ -62,13 +62,22 @@ class Meta implements RequestMeta {
     if (this.#clientIp === undefined) {
       const request = this.#request!
       const lookup = this.#lookup
-      this.#clientIp = lookup ? clientAddress(lookup.peerAddress?.(request), request.headers.get('x-forwarded-for'), lookup.trustedProxies) : 'unknown'
+      this.#clientIp = lookup ? clientAddress(peerOf(lookup, request), request.headers.get('x-forwarded-for'), lookup.trustedProxies) : 'unknown'
       this.#request = this.#lookup = undefined
     }
     return this.#clientIp
   }
   get knownClientIp(): string | undefined {
     return this.#clientIp
+  }
+}
+
+// A request the server no longer knows (its connection gone) has no peer to name, never an error.
+function peerOf(lookup: AddressLookup, request: Request): string | undefined {
+  try {
+    return lookup.peerAddress?.(request)
+  } catch {
+    return undefined
   }
 }
 

@@ -222,12 +222,12 @@ describe('client address', () => {
 })
 
 describe('client address in the access log', () => {
-  function appLooking(logClientAddress?: 'always' | 'when-used') {
+  function appLooking(logClientAddress?: 'always' | 'when-used', peer: () => string | undefined = () => '198.51.100.4') {
     const logger = memoryLogger()
     const routeIndex = new RouteIndex()
     let lookups = 0
     const app = new Elysia({ normalize: false })
-      .use(requestPipeline({ logger, bodyLimitBytes: LIMIT, routeIndex, logClientAddress, peerAddress: () => (lookups++, '198.51.100.4') }))
+      .use(requestPipeline({ logger, bodyLimitBytes: LIMIT, routeIndex, logClientAddress, peerAddress: () => (lookups++, peer()) }))
       .get('/plain', () => ({ ok: true }))
       .get('/reads-address', ({ request }) => ({ ip: requestMeta(request).clientIp }))
       .get('/refused', () => {
@@ -267,5 +267,15 @@ describe('client address in the access log', () => {
     const { lineFor, lookups } = appLooking('always')
     expect((await lineFor('/plain')).ip).toBe('198.51.100.4')
     expect(lookups()).toBe(1)
+  })
+
+  test('a peer the server cannot name is unknown, not an error', async () => {
+    const { lineFor } = appLooking('when-used', () => {
+      throw new TypeError('request is not from this server')
+    })
+    const line = await lineFor('/reads-address')
+    expect(line.status).toBe(200)
+    expect(line.ip).toBe('unknown')
+    expect((await lineFor('/refused')).status).toBe(403)
   })
 })
