@@ -23,6 +23,8 @@ export interface RequestMeta {
   rawBody?: string
   /** Status of an error response, for the access log. */
   errorStatus?: number
+  /** Set by a WebSocket route once Bun switched the connection: logged as 101. */
+  switchedProtocols?: boolean
   /** Who made the request, once authenticated; filled by the access layer. */
   principal?: Caller
 }
@@ -44,6 +46,7 @@ interface AddressLookup {
 class Meta implements RequestMeta {
   rawBody?: string
   errorStatus?: number
+  switchedProtocols?: boolean
   principal?: Caller
   #clientIp: string | undefined
   // Dropped once the address is known, so a long-lived request (a WebSocket's upgrade) holds nothing more.
@@ -306,7 +309,7 @@ export function requestPipeline(options: RequestPipelineOptions) {
     .onError({ as: 'global' }, ({ code, error, request }) => answerError(code, error, request))
     .onAfterResponse({ as: 'global' }, ({ request, set, route, path }) => {
       const meta = requestMeta(request)
-      const status = meta.errorStatus ?? (typeof set.status === 'number' ? set.status : 200)
+      const status = meta.errorStatus ?? (meta.switchedProtocols ? 101 : typeof set.status === 'number' ? set.status : 200)
       const durationMs = performance.now() - meta.startedAt
       if (observer) observer.finished(request, route, status, durationMs)
       logger.info('request', {

@@ -5,6 +5,7 @@ import { authenticateRequest, requireScope } from '../../src/auth/plugin.ts'
 import { upgradeOriginAllowed, type OriginPolicy } from '../../src/cors.ts'
 import { AppError } from '../../src/errors.ts'
 import { problem } from '../../src/models.ts'
+import { requestMeta } from '../../src/request-pipeline.ts'
 import { CLOSE_POLICY, type AgentConnection, type AgentSocket, type ConnectionHub, type SlotReservation } from './connections.ts'
 import { handshakeProblem, refusedHandshake } from './handshake.ts'
 import { protocolSchema } from './model.ts'
@@ -107,8 +108,16 @@ export function agentsPlugin(options: AgentsPluginOptions) {
         const bearer = bearerFrom(request.headers)
         if (bearer?.subprotocol) set.headers['sec-websocket-protocol'] = bearer.subprotocol
       },
-      // Elysia answers a successful upgrade with nothing, so a value here means Bun refused the handshake.
-      afterHandle({ request }) {
+      // Elysia's handler answers nothing once Bun switched the connection, and a value when Bun refused the handshake.
+      // Only the refusal throws: an error thrown for a switched connection would stay on its context (and in the
+      // access log) for as long as the socket lives.
+      // `response` is typed only for HTTP routes, yet set for WebSocket ones too. Destructured in the signature:
+      // Elysia reads hooks' source to learn what a route uses, and a whole context would make it parse all of it.
+      afterHandle({ request, response }: { request: Request; response?: unknown }) {
+        if (response === undefined) {
+          requestMeta(request).switchedProtocols = true
+          return
+        }
         releaseSlot(request)
         throw refusedHandshake()
       },

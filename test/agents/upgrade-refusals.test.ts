@@ -75,6 +75,19 @@ describe('refused upgrades', () => {
     expect(await response.json()).toMatchObject({ code: 'bad_request' })
   })
 
+  test('a switched connection is logged 101 and keeps no error: only a refused handshake is an error', async () => {
+    const from = h.t.logs.length
+    const client = await h.connect()
+    client.close()
+    await client.closed
+    const upgradeLine = () => h.t.logs.slice(from).find((l) => l.msg === 'request' && l.route === '/ws/agent')
+    await eventually(() => upgradeLine() !== undefined, 'the upgrade\'s access line')
+    expect(upgradeLine()).toMatchObject({ status: 101, userId: h.user.id })
+    const refused = await upgrade({ 'sec-websocket-version': '13' })
+    expect(refused.status).toBe(400)
+    await eventually(() => h.t.logs.slice(from).some((l) => l.msg === 'request' && l.route === '/ws/agent' && l.status === 400), 'the refusal\'s access line')
+  })
+
   test('a plain GET is answered 426 upgrade_required as problem+json', async () => {
     const response = await fetch(`${h.url}/ws/agent`, { headers: { authorization: `Bearer ${h.token}` } })
     expect(response.status).toBe(426)
