@@ -108,11 +108,8 @@ export function agentsPlugin(options: AgentsPluginOptions) {
         const bearer = bearerFrom(request.headers)
         if (bearer?.subprotocol) set.headers['sec-websocket-protocol'] = bearer.subprotocol
       },
-      // Elysia's handler answers nothing once Bun switched the connection, and a value when Bun refused the handshake.
-      // Only the refusal throws: an error thrown for a switched connection would stay on its context (and in the
-      // access log) for as long as the socket lives.
-      // `response` is typed only for HTTP routes, yet set for WebSocket ones too. Destructured in the signature:
-      // Elysia reads hooks' source to learn what a route uses, and a whole context would make it parse all of it.
+      // Runs after every upgrade: `response` (set, though typed only for HTTP routes) is empty once Bun switched the
+      // connection and a value when Bun refused it. Only a refusal throws; an error would stay on the socket's context.
       afterHandle({ request, response }: { request: Request; response?: unknown }) {
         if (response === undefined) {
           requestMeta(request).switchedProtocols = true
