@@ -25,17 +25,26 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
 export function encodeChange(change: Change): Uint8Array {
-  let json: unknown = change
-  let vectors = new Uint8Array(0)
-  if (change.kind === 'file') {
-    const { chunks, ...file } = change.file
-    json = { kind: 'file', file: { ...file, chunks: chunks.map(({ vector: _, ...chunk }) => chunk) } }
-    const dimensions = chunks[0]?.vector.length ?? 0
-    const floats = new Float32Array(chunks.length * dimensions)
-    chunks.forEach((chunk, i) => floats.set(chunk.vector, i * dimensions))
-    vectors = new Uint8Array(floats.buffer)
-  }
-  const text = encoder.encode(JSON.stringify(json))
+  if (change.kind !== 'file') return frame(encoder.encode(JSON.stringify(change)), new Uint8Array(0))
+  const { chunks, encoded, ...file } = change.file
+  return encoded ?? encodeFileChange(file, chunks)
+}
+
+/** A file's change: the file and its chunks without their vectors as JSON, then the vectors. */
+export function encodeFileChange(
+  file: Pick<FileChunks, 'repositoryId' | 'repositoryName' | 'path' | 'language'>,
+  chunks: readonly { startLine: number; endLine: number; content: string; symbols: string[]; vector: Float32Array }[],
+): Uint8Array {
+  const { repositoryId, repositoryName, path, language } = file
+  const stored = chunks.map(({ startLine, endLine, content, symbols }) => ({ startLine, endLine, content, symbols }))
+  const text = encoder.encode(JSON.stringify({ kind: 'file', file: { repositoryId, repositoryName, path, language, chunks: stored } }))
+  const dimensions = chunks[0]?.vector.length ?? 0
+  const floats = new Float32Array(chunks.length * dimensions)
+  chunks.forEach((chunk, i) => floats.set(chunk.vector, i * dimensions))
+  return frame(text, new Uint8Array(floats.buffer))
+}
+
+function frame(text: Uint8Array, vectors: Uint8Array): Uint8Array {
   const out = new Uint8Array(8 + text.length + vectors.length)
   const view = new DataView(out.buffer)
   view.setUint32(0, text.length)

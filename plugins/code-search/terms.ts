@@ -85,13 +85,17 @@ export interface Term {
   /** The hashed embeddings' buckets of the term at `bucketsOf` dimensions (embeddings/hashed.ts). */
   buckets: Int32Array | undefined
   bucketsOf: number
+  /** Its number in the preparation Worker's messages, valid while `wireEpoch` is the Worker's (preparation.ts). */
+  wireId: number
+  wireEpoch: number
 }
 
 let terms = new Map<string, Term>()
 
-function termOf(text: string): Term {
+/** The vocabulary's term of that text. */
+export function termOf(text: string): Term {
   let term = terms.get(text)
-  if (!term) terms.set(text, (term = { text, seenIn: 0, count: 0, buckets: undefined, bucketsOf: 0 }))
+  if (!term) terms.set(text, (term = { text, seenIn: 0, count: 0, buckets: undefined, bucketsOf: 0, wireId: -1, wireEpoch: 0 }))
   return term
 }
 
@@ -266,10 +270,31 @@ let countings = 0
 const termOfWord = (word: Word, compound: boolean) =>
   compound ? (word.compoundTerm ??= termOf(word.word)) : (word.partTerm ??= termOf(stem(word.word)))
 
+// Terms counted elsewhere (the preparation Worker) for the next text to be indexed.
+let primed: { text: string; counted: CountedTerms } | undefined
+
+/** Hands `countedTermsOf` the terms of `text`, counted elsewhere, for its next call on that text. */
+export function primeCountedTerms(text: string, counted: CountedTerms): void {
+  primed = { text, counted }
+}
+
 /** Index terms of `text`, counted: stemmed parts and compounds as they are (term frequency matters). */
 export function countedTermsOf(text: string): CountedTerms {
+  if (primed?.text === text) {
+    const { counted } = primed
+    primed = undefined
+    return counted
+  }
   let found = recentTerms.get(text)
   if (found) return found
+  found = countTerms(text)
+  if (recentTerms.size >= RECENT_LIMIT) recentTerms.clear()
+  recentTerms.set(text, found)
+  return found
+}
+
+/** countedTermsOf without its cache of recent texts, for a text counted once. */
+export function countTerms(text: string): CountedTerms {
   const stamp = ++countings
   const terms: Term[] = []
   let occurrences = 0
@@ -283,10 +308,7 @@ export function countedTermsOf(text: string): CountedTerms {
     term.count++
     occurrences++
   })
-  found = { terms, counts: Int32Array.from(terms, (term) => term.count), occurrences }
-  if (recentTerms.size >= RECENT_LIMIT) recentTerms.clear()
-  recentTerms.set(text, found)
-  return found
+  return { terms, counts: Int32Array.from(terms, (term) => term.count), occurrences }
 }
 
 /** Index terms of `text` with repeats, in order: stemmed parts, compounds as they are. */

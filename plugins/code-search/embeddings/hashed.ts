@@ -12,7 +12,7 @@
  * not find `authenticate` unless the words co-occur; configure an embeddings model (EMBEDDINGS_MODEL) for
  * that. Deterministic, so a snapshot stays valid across restarts and machines.
  */
-import { countedTermsOf } from '../terms.ts'
+import { countedTermsOf, type CountedTerms } from '../terms.ts'
 import { normalise, type EmbeddingProvider } from './provider.ts'
 
 export interface HashedEmbeddingsOptions {
@@ -64,10 +64,14 @@ function bucketsOf(term: string, dimensions: number): Int32Array {
 
 /** Embeds one text; exported for the index benchmark and tests. */
 export function hashedVector(text: string, dimensions: number): Float32Array {
+  return hashedVectorOfTerms(countedTermsOf(text), dimensions)
+}
+
+/** The vector of a text whose terms are counted already. */
+export function hashedVectorOfTerms({ terms, counts }: CountedTerms, dimensions: number): Float32Array {
   const vector = new Float32Array(dimensions)
   // Each distinct term once, times its count: every weight is a multiple of a half, so every sum is exact in a
   // float32 and the order of the additions does not change the vector.
-  const { terms, counts } = countedTermsOf(text)
   for (let t = 0; t < terms.length; t++) {
     const term = terms[t]!
     // Kept on the term: vocabularies repeat, and hashing a term's trigrams was most of the work.
@@ -104,6 +108,7 @@ export function createHashedEmbeddings(options: HashedEmbeddingsOptions = {}): E
   if (!Number.isInteger(dimensions) || dimensions < 16 || dimensions > 4096) throw new Error(`hashed embeddings: dimensions must be 16-4096, got ${dimensions}`)
   return {
     id: `hashed-subwords-v1/${dimensions}`,
+    hashedDimensions: dimensions,
     async embed(texts) {
       return texts.map((text) => hashedVector(text, dimensions))
     },
