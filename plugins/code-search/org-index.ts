@@ -5,6 +5,7 @@
  */
 import { insert, load, remove, save, search, type RawData } from '@orama/orama'
 import { createChunkDatabase, wholeFileScores, type ChunkDatabase, type ChunkDocument } from './orama.ts'
+import { primeCountedTerms, type CountedTerms } from './terms.ts'
 import { VectorStore, type ScoredSlot } from './vectors.ts'
 
 /** A chunk ready to store: its place, its text and its vector. */
@@ -14,6 +15,8 @@ export interface IndexedChunk {
   content: string
   symbols: string[]
   vector: Float32Array
+  /** The content's index terms, when counted already (on the preparation Worker). */
+  counted?: CountedTerms
 }
 
 export interface FileChunks {
@@ -23,6 +26,8 @@ export interface FileChunks {
   /** The importer's language name, or undefined. */
   language: string | undefined
   chunks: IndexedChunk[]
+  /** This file's change as encodeChange writes it, when encoded already (on the preparation Worker). */
+  encoded?: Uint8Array
 }
 
 /** What the index holds of one repository, recorded when an import finishes indexing a commit. */
@@ -110,6 +115,7 @@ export class OrgIndex {
       }
       this.vectorStore ??= new VectorStore(chunk.vector.length)
       this.vectorStore.set(slot, chunk.vector)
+      if (chunk.counted) primeCountedTerms(doc.content, chunk.counted)
       insert(this.db, doc)
       this.track(doc)
       slots.push(slot)

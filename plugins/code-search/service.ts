@@ -17,8 +17,9 @@ import type { EmbeddingProvider } from './embeddings/provider.ts'
 import type { QueryExpander } from './expansion.ts'
 import { languageOfPath } from './languages.ts'
 import { OrgIndex, type ChunkFilter, type FileChunks } from './org-index.ts'
+import { chunkPreparer, discardChunkPreparer, type PreparationRequest, type PreparedFile } from './preparation.ts'
 import { asksForTests, filePrior } from './query.ts'
-import { applyChange, encodeChange, type Change } from './changes.ts'
+import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
 import { decodeSnapshot, decodeSnapshotHeader, decodeSnapshotTail, encodeSegment, type SnapshotLayout, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
 import type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, SearchMode } from './types.ts'
@@ -40,6 +41,12 @@ export interface CodeIndexOptions {
    * rewrites it as one base (also when they outweigh half the base). Default 8 MiB.
    */
   compactAfterBytes?: number
+  /**
+   * With offline embeddings, an indexFiles call whose files total at least this many bytes (IndexFilesInput.totalBytes)
+   * is chunked and embedded on a Worker thread while the event loop inserts (preparation.ts). Default 16 MiB: below
+   * that, copying to and from the Worker costs about what it saves. 0 always, Infinity never.
+   */
+  prepareInWorkerFrom?: number
   chunker?: ChunkerOptions
   now?: () => number
   /** Writes code a question describes, searched beside the question (CODE_SEARCH_EXPANSION_MODEL); see expansion.ts. */
@@ -52,6 +59,10 @@ export const DEFAULT_LIMIT = 10
 export const MAX_QUERY_LENGTH = 500
 /** Longest stretch of indexing between two turns of the event loop, in milliseconds. */
 const SLICE_MS = 4
+/** Characters of files sent to the preparation Worker in one message. */
+const PREPARE_BATCH_CHARS = 256 * 1024
+// Batches sent and not yet inserted: the Worker always has one waiting while the event loop reads files and inserts.
+const PREPARE_IN_FLIGHT = 4
 
 interface Loaded {
   index: OrgIndex
@@ -64,9 +75,12 @@ interface Loaded {
 
 interface OrgState extends Loaded {
   readonly orgId: string
-  /** Applied to `index`, not yet in a saved snapshot; each also encoded, as a segment holds it. */
-  pending: Change[]
-  encodedPending: Uint8Array[]
+  /**
+   * Changes applied to `index` and not yet in a saved snapshot, encoded as a segment holds them: decoded again
+   * only when they must be applied on top of a newer snapshot, so a long import keeps no second copy of its
+   * chunks and vectors.
+   */
+  pending: Uint8Array[]
   compacting: boolean
   pendingSince: number | undefined
   checkedAt: number
@@ -177,6 +191,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   const refreshIntervalMs = options.refreshIntervalMs ?? 2000
   const embedBatchSize = options.embedBatchSize ?? 64
   const compactAfterBytes = options.compactAfterBytes ?? 8 * 1024 ** 2
+  const prepareInWorkerFrom = embeddings.hashedDimensions === undefined ? Infinity : (options.prepareInWorkerFrom ?? 16 * 1024 ** 2)
   const states = new Map<string, Promise<OrgState>>()
   const queryVectors = new Map<string, Float32Array>()
   let closed = false
@@ -217,7 +232,6 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
           orgId,
           ...loaded,
           pending: [],
-          encodedPending: [],
           compacting: false,
           savesInFlight: 0,
           pendingSince: undefined,
@@ -244,7 +258,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   async function adopt(org: OrgState, named: SnapshotVersion): Promise<void> {
     if (await adoptTail(org, named)) return
     const loaded = await loadSnapshot(org.orgId, named)
-    for (const change of org.pending) applyChange(loaded.index, change)
+    applyPending(org, loaded.index)
     Object.assign(org, loaded)
     logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: loaded.version })
   }
@@ -261,7 +275,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       .catch(() => undefined)
     if (!tail || tail.header.embeddings !== embeddings.id) return false
     for (const change of tail.changes) applyChange(org.index, change)
-    for (const change of org.pending) applyChange(org.index, change)
+    applyPending(org, org.index)
     Object.assign(org, { version: named.version, file: named.file, layout: tail.layout })
     logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: named.version, changes: tail.changes.length })
     return true
@@ -282,10 +296,14 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   function apply(org: OrgState, change: Change): void {
     applyChange(org.index, change)
     if (!snapshots) return
-    org.pending.push(change)
-    org.encodedPending.push(encodeChange(change))
+    org.pending.push(encodeChange(change))
     org.pendingSince ??= now()
     scheduleSave(org)
+  }
+
+  /** This process's unsaved changes, applied to `index` (a newer snapshot just loaded). */
+  function applyPending(org: OrgState, index: OrgIndex): void {
+    for (const encoded of org.pending) for (const change of decodeChanges(encoded)) applyChange(index, change)
   }
 
   function scheduleSave(org: OrgState, delayMs = snapshotDelayMs): void {
@@ -319,14 +337,13 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         }
         // Only the changes since the last save, already encoded; appended to that save's file.
         const fresh = org.file === undefined
-        const pieces = encodeSegment(org.encodedPending.slice(0, saved), header, fresh)
+        const pieces = encodeSegment(org.pending.slice(0, saved), header, fresh)
         const bytes = pieces.reduce((sum, piece) => sum + piece.length, 0)
         const claimed = await snapshots!.commit(org.orgId, org.version, pieces, org.file)
         if (claimed) {
           const layout = org.layout ?? { chain, sections: 0, baseBytes: 0, segmentBytes: fresh ? -8 : 0 }
           Object.assign(org, { ...claimed, layout: { ...layout, sections: layout.sections + 1, segmentBytes: layout.segmentBytes + bytes } })
           org.pending.splice(0, saved)
-          org.encodedPending.splice(0, saved)
           org.pendingSince = org.pending.length > 0 ? now() : undefined
           logger.debug('code index saved', { orgId: org.orgId, version: org.version, chunks: org.index.chunkCount, bytes })
           if (org.pending.length > 0) scheduleSave(org)
@@ -431,10 +448,68 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         batchChunks = 0
         input.onProgress?.({ filesIndexed: files, chunksIndexed: chunks })
       }
+      // A large import's files go to the preparation Worker in batches: while it prepares some, the event loop
+      // inserts those it prepared before.
+      let onWorker = (input.totalBytes ?? 0) >= prepareInWorkerFrom
+      let toPrepare: PreparationRequest['files'] = []
+      let toPrepareChars = 0
+      const preparing: { files: PreparationRequest['files']; prepared: Promise<PreparedFile[]> }[] = []
+      const sendToWorker = () => {
+        const preparer = chunkPreparer()
+        const request = { repositoryId, repositoryName, encode: snapshots !== undefined, dimensions: embeddings.hashedDimensions!, chunker: options.chunker }
+        const prepared = preparer.prepare(request, toPrepare)
+        // A failed Worker is replaced for the next import; this one learns of it when the batch's turn comes.
+        prepared.catch(() => discardChunkPreparer(preparer))
+        preparing.push({ files: toPrepare, prepared })
+        toPrepare = []
+        toPrepareChars = 0
+      }
+      const prepareHere = async (sent: PreparationRequest['files']): Promise<PreparedFile[]> => {
+        const pieces = sent.map((file) => chunkFile(file.path, file.content, file.language, options.chunker))
+        const vectors = await embeddings.embed(pieces.flat().map((piece) => piece.content), { signal })
+        let at = 0
+        return pieces.map((list) => ({ chunks: list.map((piece) => ({ ...piece, vector: vectors[at++]! })) }))
+      }
+      const applyPrepared = async (sent: PreparationRequest['files'], prepared: PreparedFile[]) => {
+        signal?.throwIfAborted()
+        for (const [i, file] of sent.entries()) {
+          const { chunks: fileChunks, encoded } = prepared[i]!
+          apply(org, { kind: 'file', file: { repositoryId, repositoryName, path: file.path, language: file.language, chunks: fileChunks, encoded } })
+          files++
+          chunks += fileChunks.length
+          await giveWay()
+        }
+        input.onProgress?.({ filesIndexed: files, chunksIndexed: chunks })
+      }
+      const insertPrepared = async () => {
+        const { files: sent, prepared } = preparing.shift()!
+        const ready = await prepared.catch((error) => {
+          if (onWorker) logger.warn('code index: the chunk preparation worker failed; indexing on the event loop', { err: error })
+          onWorker = false
+          return undefined
+        })
+        await applyPrepared(sent, ready ?? (await prepareHere(sent)))
+      }
       for await (const file of input.files) {
         signal?.throwIfAborted()
         const path = indexPath(file.path)
         const language = file.language ?? languageOfPath(path)
+        if (onWorker) {
+          toPrepare.push({ path, content: file.content, language })
+          toPrepareChars += file.content.length
+          if (toPrepareChars >= PREPARE_BATCH_CHARS) {
+            sendToWorker()
+            if (preparing.length >= PREPARE_IN_FLIGHT) await insertPrepared()
+          }
+          continue
+        }
+        // The Worker failed: what was sent to it, and what waited to be, goes first, so files are applied in order.
+        while (preparing.length > 0) await insertPrepared()
+        if (toPrepare.length > 0) {
+          const rest = toPrepare
+          toPrepare = []
+          await applyPrepared(rest, await prepareHere(rest))
+        }
         const pieces = chunkFile(path, file.content, language, options.chunker)
         batch.push({ repositoryId, repositoryName, path, language, chunks: pieces.map((piece) => ({ ...piece, vector: new Float32Array(0) })) })
         batchChunks += pieces.length
@@ -442,6 +517,8 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         else await giveWay()
       }
       if (batch.length > 0) await flush()
+      if (toPrepare.length > 0) sendToWorker()
+      while (preparing.length > 0) await insertPrepared()
       if (input.removedPaths?.length) apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
       if (input.commit) apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
       // Saved before answering: the importer records the commit as indexed next, and a crash after that

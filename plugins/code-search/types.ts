@@ -18,6 +18,8 @@ export interface IndexFilesInput {
   repositoryName: string
   /** Files to add or replace; every chunk previously indexed for these paths is dropped first. */
   files: AsyncIterable<RepositoryFile> | Iterable<RepositoryFile>
+  /** The files' size in all, when known: a large import is prepared on a Worker thread (CodeIndexOptions.prepareInWorkerFrom). */
+  totalBytes?: number
   /** Paths deleted since the last import. */
   removedPaths?: readonly string[]
   /**

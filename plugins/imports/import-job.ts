@@ -271,6 +271,7 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       repositoryId: repository.id,
       repositoryName: repository.name,
       files: readIndexFiles(workspace.tree, toIndex, files),
+      totalBytes: toIndex.reduce((sum, path) => sum + (files.get(path)?.bytes ?? 0), 0),
       removedPaths,
       commit,
       signal: job.signal,

@@ -360,6 +360,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
         repositoryId: record.repository.id,
         repositoryName: record.repository.name,
         files: indexable.map((file) => ({ path: file.path, content: decoder.decode(file.bytes), language: languageOf(file.path) })),
+        totalBytes: indexable.reduce((sum, file) => sum + file.bytes.byteLength, 0),
         commit: record.commit!,
         signal,
         onProgress: ({ filesIndexed }) => onProgress?.({ stage: 'indexing', filesIndexed, files: indexable.length }),

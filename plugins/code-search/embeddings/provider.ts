@@ -3,6 +3,11 @@
 export interface EmbeddingProvider {
   /** Names the model and its settings; a snapshot made with another one cannot be reused. */
   readonly id: string
+  /**
+   * Set when a vector is computed from the text alone, the same on any thread (the offline hashed features):
+   * indexing may then embed on a Worker beside the event loop.
+   */
+  readonly hashedDimensions?: number
   /** One L2-normalised vector per text, in order, all of the same length. */
   embed(texts: readonly string[], options?: { signal?: AbortSignal }): Promise<Float32Array[]>
 }

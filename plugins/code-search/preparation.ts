@@ -1,0 +1,159 @@
+/**
+ * Files made ready to index on a Worker thread (prepare-worker.ts): chunked, each chunk's index terms counted
+ * and its vector computed, and each file's change encoded for the snapshot, which is most of the CPU of
+ * indexing. The event loop then only inserts, so an import of real code uses both cores. Only for embeddings
+ * computed from the text alone (the offline hashed ones); a remote model is called from the event loop as before.
+ */
+import type { ChunkerOptions } from './chunker.ts'
+import type { IndexedChunk } from './org-index.ts'
+import { termOf, type CountedTerms, type Term } from './terms.ts'
+
+export interface PreparationRequest {
+  id: number
+  /** Number terms from 0 again (the event loop dropped its table of them). */
+  renumber: boolean
+  repositoryId: string
+  repositoryName: string
+  /** Whether to encode each file's change (the index is saved). */
+  encode: boolean
+  /** Of the hashed vectors. */
+  dimensions: number
+  files: { path: string; content: string; language?: string }[]
+  chunker?: ChunkerOptions
+}
+
+/** A chunk as the Worker answers it: its text is the file's from `at` (`length` characters), or `content` when `at` is -1. */
+export interface PreparedChunk {
+  startLine: number
+  endLine: number
+  symbols: string[]
+  at: number
+  length: number
+  content?: string
+}
+
+export type PreparationAnswer =
+  | {
+      id: number
+      /** The Worker numbers its terms from 0 again: the table of earlier numbers no longer holds. */
+      reset: boolean
+      /** `newTerms[i]` is the text of term number `firstNewId + i`. */
+      firstNewId: number
+      newTerms: string[]
+      /** Each file's chunks, in the order of the request, and its change as a snapshot stores it when asked. */
+      files: { chunks: PreparedChunk[]; encoded?: Uint8Array }[]
+      /** Per chunk, in order: `termsPerChunk[c]` term numbers and their counts, and the chunk's length in terms. */
+      termIds: Int32Array
+      termCounts: Int32Array
+      termsPerChunk: Int32Array
+      occurrences: Int32Array
+      /** Every chunk's vector, one after the other. */
+      vectors: Float32Array
+    }
+  | { id: number; error: string }
+
+// In the standalone executable (`npm run build` names the Worker as an entry point) modules live in Bun's
+// embedded file system, where a Worker is found by its path from the build's root.
+const PREPARE_WORKER = import.meta.url.startsWith('file:///$bunfs/')
+  ? './plugins/code-search/prepare-worker.ts'
+  : new URL('./prepare-worker.ts', import.meta.url)
+
+/** A file ready to apply: its chunks with their vectors and counted terms, and its change already encoded. */
+export interface PreparedFile {
+  chunks: IndexedChunk[]
+  encoded?: Uint8Array
+}
+
+export interface ChunkPreparer {
+  /** The files ready to apply, in the order given. */
+  prepare(request: Omit<PreparationRequest, 'id' | 'files' | 'renumber'>, files: PreparationRequest['files']): Promise<PreparedFile[]>
+  terminate(): void
+}
+
+let shared: ChunkPreparer | undefined
+
+/**
+ * The process's preparation Worker, started on first use and kept: its vocabulary and compiled code stay warm
+ * from one import to the next. It never keeps the process alive while idle.
+ */
+export function chunkPreparer(): ChunkPreparer {
+  shared ??= startChunkPreparer()
+  return shared
+}
+
+/** Stops the process's Worker after a failure; the next import starts another. */
+export function discardChunkPreparer(failed: ChunkPreparer): void {
+  failed.terminate()
+  if (shared === failed) shared = undefined
+}
+
+/** One Worker, started now, preparing one batch at a time in the order asked. */
+function startChunkPreparer(): ChunkPreparer {
+  const worker = new Worker(PREPARE_WORKER)
+  // An idle Worker must not keep the process alive.
+  worker.unref()
+  const waiting = new Map<number, { files: PreparationRequest['files']; dimensions: number; resolve(files: PreparedFile[]): void; reject(error: Error): void }>()
+  // The Worker's term numbers, as this thread's terms.
+  let known: Term[] = []
+  let nextId = 1
+  // Set once idle: the table is dropped rather than kept between imports, and the next request asks the Worker
+  // to number its terms afresh.
+  let renumber = false
+  const settle = (id: number) => {
+    const caller = waiting.get(id)
+    waiting.delete(id)
+    if (waiting.size === 0) {
+      worker.unref()
+      known = []
+      renumber = true
+    }
+    return caller
+  }
+  // Answers arrive in the order asked, so the table of term numbers is always current when one is read.
+  worker.onmessage = ({ data }: MessageEvent<PreparationAnswer>) => {
+    if ('error' in data) return settle(data.id)?.reject(new Error(`chunk preparation failed: ${data.error}`))
+    if (data.reset) known = []
+    for (let i = 0; i < data.newTerms.length; i++) known[data.firstNewId + i] = termOf(data.newTerms[i]!)
+    const caller = waiting.get(data.id)
+    const prepared = caller && preparedFiles(data, caller.files, known, caller.dimensions)
+    settle(data.id)
+    if (caller) caller.resolve(prepared!)
+  }
+  worker.onerror = (event) => {
+    for (const caller of waiting.values()) caller.reject(new Error(`chunk preparation worker failed: ${event.message}`))
+    waiting.clear()
+  }
+  return {
+    prepare(request, files) {
+      const id = nextId++
+      const answer = new Promise<PreparedFile[]>((resolve, reject) => waiting.set(id, { files, dimensions: request.dimensions, resolve, reject }))
+      worker.ref()
+      try {
+        worker.postMessage({ ...request, id, files, renumber } satisfies PreparationRequest)
+        renumber = false
+      } catch (error) {
+        settle(id)?.reject(error as Error)
+      }
+      return answer
+    },
+    terminate: () => worker.terminate(),
+  }
+}
+
+function preparedFiles(answer: Extract<PreparationAnswer, { files: unknown }>, sent: PreparationRequest['files'], known: Term[], dimensions: number): PreparedFile[] {
+  let chunkAt = 0
+  let termAt = 0
+  return answer.files.map(({ chunks, encoded }, file) => ({
+    encoded,
+    chunks: chunks.map(({ startLine, endLine, symbols, at, length, content }) => {
+      const count = answer.termsPerChunk[chunkAt]!
+      const terms = new Array<Term>(count)
+      for (let i = 0; i < count; i++) terms[i] = known[answer.termIds[termAt + i]!]!
+      const counted: CountedTerms = { terms, counts: answer.termCounts.subarray(termAt, termAt + count), occurrences: answer.occurrences[chunkAt]! }
+      const vector = answer.vectors.subarray(chunkAt * dimensions, (chunkAt + 1) * dimensions)
+      termAt += count
+      chunkAt++
+      return { startLine, endLine, content: content ?? sent[file]!.content.slice(at, at + length), symbols, vector, counted }
+    }),
+  }))
+}
