@@ -165,12 +165,17 @@ export async function runTurn(services: TurnServices, turn: Turn, outerEmit: Emi
         logprobs: options.augment,
       }
       stream: for await (const batch of services.provider.stream(request, step.signal)) {
-        for (const event of batch) {
+        for (let at = 0; at < batch.length; at++) {
+          const event = batch[at]!
           switch (event.type) {
             case 'text': {
-              output += event.delta
-              text.delta(event.delta)
-              const verdict = measuring ? gauge!.add(event.delta, event.logprobs) : undefined
+              let delta = event.delta
+              // Once confidence is measured, the text of one upstream read leaves as one delta: the client sees it
+              // at the same moment, in one event rather than one per token.
+              if (!measuring) for (let next = batch[at + 1]; next?.type === 'text'; next = batch[at + 1]) (delta += next.delta), at++
+              output += delta
+              text.delta(delta)
+              const verdict = measuring ? gauge!.add(delta, event.logprobs) : undefined
               if (verdict) decide(verdict)
               break
             }
