@@ -1,3 +1,4 @@
+import type { TransactionSQL } from 'bun'
 import type { Database } from '../../src/storage/database.ts'
 import { toNumber } from '../../src/storage/database.ts'
 import type { UiMessage } from '../../src/llm/ui-stream.ts'
@@ -37,9 +38,43 @@ const messageRow = (chatId: string, position: number, m: UiMessage, now: number)
   created_at: now,
 })
 
+type Transaction = TransactionSQL
+
+interface Write {
+  work: (tx: Transaction) => Promise<unknown>
+  resolve: () => void
+  reject: (error: unknown) => void
+}
+
 /** Chats and their messages, per user, over either SQL backend. */
 export class ChatStore {
+  // Writes asked for in the same turn of the event loop share one transaction (a group commit): under load, many
+  // chats start and end together, and each transaction's BEGIN and COMMIT cost more than its statements.
+  private waiting: Write[] = []
+
   constructor(private readonly db: Database) {}
+
+  /** Runs `work` in a transaction shared with the other writes of this turn; settles once it is committed. */
+  private write(work: Write['work']): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.waiting.push({ work, resolve, reject }) === 1) setImmediate(() => void this.commit())
+    })
+  }
+
+  private async commit(): Promise<void> {
+    const writes = this.waiting
+    this.waiting = []
+    try {
+      await this.db.sql.begin(async (tx) => {
+        for (const { work } of writes) await work(tx)
+      })
+      for (const { resolve } of writes) resolve()
+    } catch (error) {
+      if (writes.length === 1) return writes[0]!.reject(error)
+      // One write's failure rolled back the others: each is tried again alone, and only its own failure is its.
+      for (const { work, resolve, reject } of writes) await this.db.sql.begin((tx) => work(tx)).then(resolve, reject)
+    }
+  }
 
   async chat(id: string): Promise<Chat | undefined> {
     const [row] = await this.db.sql`SELECT * FROM chats WHERE id = ${id}`
@@ -62,7 +97,7 @@ export class ChatStore {
    */
   async save(chat: Pick<Chat, 'id' | 'orgId' | 'userId' | 'title'>, from: number, messages: readonly UiMessage[], options: { fresh?: boolean } = {}): Promise<void> {
     const now = Date.now()
-    await this.db.sql.begin(async (tx) => {
+    await this.write(async (tx) => {
       const row = { id: chat.id, org_id: chat.orgId, user_id: chat.userId, title: chat.title, created_at: now, updated_at: now }
       await tx`INSERT INTO chats ${tx(row)} ON CONFLICT (id) DO UPDATE SET updated_at = ${now}`
       if (!options.fresh) await tx`DELETE FROM chat_messages WHERE chat_id = ${chat.id} AND position >= ${from}`
@@ -88,7 +123,7 @@ export class ChatStore {
   /** Appends the assistant's answer after the history it answered. */
   async appendAnswer(chatId: string, position: number, message: UiMessage): Promise<void> {
     const now = Date.now()
-    await this.db.sql.begin(async (tx) => {
+    await this.write(async (tx) => {
       // A newer request may have rewritten the history meanwhile; the answer then lands after it.
       await tx`DELETE FROM chat_messages WHERE chat_id = ${chatId} AND id = ${message.id}`
       const row = messageRow(chatId, position, message, now)
