@@ -38,10 +38,8 @@ const messageRow = (chatId: string, position: number, m: UiMessage, now: number)
   created_at: now,
 })
 
-type Transaction = TransactionSQL
-
 interface Write {
-  work: (tx: Transaction) => Promise<unknown>
+  work: (tx: TransactionSQL) => Promise<unknown>
   resolve: () => void
   reject: (error: unknown) => void
 }

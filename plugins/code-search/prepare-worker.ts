@@ -42,6 +42,9 @@ function prepare({ id, renumber, repositoryId, repositoryName, encode, dimension
   const termsPerChunk: number[] = []
   const occurrences: number[] = []
   const chunked = files.map((file) => chunkFile(file.path, file.content, file.language, chunker).map((chunk) => ({ ...chunk, vector: new Float32Array(0) as Float32Array })))
+  // Every vector in one array, sent whole; each chunk keeps a view of its own.
+  const vectors = new Float32Array(chunked.reduce((sum, chunks) => sum + chunks.length, 0) * dimensions)
+  let at = 0
   for (const chunks of chunked)
     for (const chunk of chunks) {
       const counted = countTerms(chunk.content)
@@ -57,11 +60,10 @@ function prepare({ id, renumber, repositoryId, repositoryName, encode, dimension
       }
       termsPerChunk.push(counted.terms.length)
       occurrences.push(counted.occurrences)
-      chunk.vector = hashedVectorOfTerms(counted, dimensions)
+      chunk.vector = vectors.subarray(at * dimensions, (at + 1) * dimensions)
+      chunk.vector.set(hashedVectorOfTerms(counted, dimensions))
+      at++
     }
-  const vectors = new Float32Array(termsPerChunk.length * dimensions)
-  let at = 0
-  for (const chunks of chunked) for (const chunk of chunks) vectors.set(chunk.vector, at++ * dimensions)
   return {
     id,
     reset,

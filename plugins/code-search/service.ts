@@ -464,22 +464,13 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         toPrepare = []
         toPrepareChars = 0
       }
-      const prepareHere = async (sent: PreparationRequest['files']): Promise<PreparedFile[]> => {
-        const pieces = sent.map((file) => chunkFile(file.path, file.content, file.language, options.chunker))
-        const vectors = await embeddings.embed(pieces.flat().map((piece) => piece.content), { signal })
-        let at = 0
-        return pieces.map((list) => ({ chunks: list.map((piece) => ({ ...piece, vector: vectors[at++]! })) }))
-      }
-      const applyPrepared = async (sent: PreparationRequest['files'], prepared: PreparedFile[]) => {
-        signal?.throwIfAborted()
-        for (const [i, file] of sent.entries()) {
-          const { chunks: fileChunks, encoded } = prepared[i]!
-          apply(org, { kind: 'file', file: { repositoryId, repositoryName, path: file.path, language: file.language, chunks: fileChunks, encoded } })
-          files++
-          chunks += fileChunks.length
-          await giveWay()
-        }
-        input.onProgress?.({ filesIndexed: files, chunksIndexed: chunks })
+      // A file chunked and embedded on this thread, in a batch applied in order.
+      const indexHere = async (file: PreparationRequest['files'][number]) => {
+        const pieces = chunkFile(file.path, file.content, file.language, options.chunker)
+        batch.push({ repositoryId, repositoryName, path: file.path, language: file.language, chunks: pieces.map((piece) => ({ ...piece, vector: new Float32Array(0) })) })
+        batchChunks += pieces.length
+        if (batchChunks >= embedBatchSize) await flush()
+        else await giveWay()
       }
       const insertPrepared = async () => {
         const { files: sent, prepared } = preparing.shift()!
@@ -488,7 +479,21 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
           onWorker = false
           return undefined
         })
-        await applyPrepared(sent, ready ?? (await prepareHere(sent)))
+        if (!ready) {
+          for (const file of sent) await indexHere(file)
+          return
+        }
+        // Files batched here after a failure go first, so files are applied in the order given.
+        if (batch.length > 0) await flush()
+        signal?.throwIfAborted()
+        for (const [i, file] of sent.entries()) {
+          const { chunks: fileChunks, encoded } = ready[i]!
+          apply(org, { kind: 'file', file: { repositoryId, repositoryName, path: file.path, language: file.language, chunks: fileChunks, encoded } })
+          files++
+          chunks += fileChunks.length
+          await giveWay()
+        }
+        input.onProgress?.({ filesIndexed: files, chunksIndexed: chunks })
       }
       for await (const file of input.files) {
         signal?.throwIfAborted()
@@ -503,18 +508,12 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
           }
           continue
         }
-        // The Worker failed: what was sent to it, and what waited to be, goes first, so files are applied in order.
+        // The Worker failed: what was sent to it, and what waited to be, goes first.
         while (preparing.length > 0) await insertPrepared()
-        if (toPrepare.length > 0) {
-          const rest = toPrepare
-          toPrepare = []
-          await applyPrepared(rest, await prepareHere(rest))
-        }
-        const pieces = chunkFile(path, file.content, language, options.chunker)
-        batch.push({ repositoryId, repositoryName, path, language, chunks: pieces.map((piece) => ({ ...piece, vector: new Float32Array(0) })) })
-        batchChunks += pieces.length
-        if (batchChunks >= embedBatchSize) await flush()
-        else await giveWay()
+        const waited = toPrepare
+        toPrepare = []
+        for (const earlier of waited) await indexHere(earlier)
+        await indexHere({ path, content: file.content, language })
       }
       if (batch.length > 0) await flush()
       if (toPrepare.length > 0) sendToWorker()
