@@ -9,7 +9,6 @@
  * supplies it. Sizes are checked before anything is allocated, the pack's trailing checksum is verified, and a
  * delta whose base cannot be found fails the pack, as it does for git.
  */
-import { crc32, inflateSync } from 'node:zlib'
 import { AppError } from '../../src/errors.ts'
 
 const OBJ_OFS_DELTA = 6
@@ -108,6 +107,8 @@ export function applyDelta(
 
 /** Indexes `pack` (a whole `.pack` file) and answers its `.idx`. */
 export async function indexPack(pack: Buffer, options: IndexPackOptions): Promise<IndexedPack> {
+  // node:zlib takes several milliseconds to load: only an import pays for it, not every start.
+  const { crc32, inflateSync } = await import('node:zlib')
   const { maxObjectBytes, signal } = options
   if (pack.byteLength < 32 || pack.toString('latin1', 0, 4) !== 'PACK') throw damagedPack('no pack header')
   const version = pack.readUInt32BE(4)
