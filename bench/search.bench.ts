@@ -288,7 +288,7 @@ async function fusionQuality(): Promise<Row[]> {
       baseline: oramaFound,
       value: oursFound,
       ratio: ratioOf(oursFound, oramaFound),
-      notes: [`${questions.length} questions over test/code-search/fixtures.ts; ours fuses by reciprocal rank, Orama alone by its weighted min-max hybrid`],
+      notes: [`${questions.length} questions over test/code-search/fixtures.ts; ours fuses the two lists' scores scaled to 0..1 and adds a whole-file share, Orama alone by its weighted min-max hybrid`],
     })
   }
   await ours.close()
