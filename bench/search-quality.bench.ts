@@ -147,6 +147,7 @@ export async function run(): Promise<Row[]> {
   // Repositories where hybrid ranks files worse than the better of text and vector alone.
   const hybridBehind: string[] = []
   let indexSeconds = 0
+  let learnSeconds = 0
   let searches = 0
   let searchSeconds = 0
   for (const repository of repositories) {
@@ -154,10 +155,14 @@ export async function run(): Promise<Row[]> {
     const started = performance.now()
     const { chunks } = await index.indexFiles({ orgId: 'quality', repositoryId: repository.name, repositoryName: repository.name, files: repository.files })
     indexSeconds += (performance.now() - started) / 1000
+    const learning = performance.now()
+    await index.meaningLearnt?.('quality')
+    learnSeconds += (performance.now() - learning) / 1000
     let expanded: CodeIndex | undefined
     if (expandQuery) {
       expanded = createCodeIndex({ embeddings: createEmbeddings({ kind: 'hashed', dimensions: 256 }), expandQuery })
       await expanded.indexFiles({ orgId: 'quality', repositoryId: repository.name, repositoryName: repository.name, files: repository.files })
+      await expanded.meaningLearnt?.('quality')
     }
     const bm25 = bm25Files(repository.files)
     const grep = grepFiles(repository.files)

@@ -5,8 +5,10 @@
  */
 import { insert, load, remove, save, search, type RawData } from '@orama/orama'
 import { createChunkDatabase, wholeFileScores, type ChunkDatabase, type ChunkDocument } from './orama.ts'
-import { primeCountedTerms, type CountedTerms } from './terms.ts'
-import { VectorStore, type ScoredSlot } from './vectors.ts'
+import { weightedQueryTerms } from './query.ts'
+import { embedInTermSpace, type TermSpace } from './term-space.ts'
+import { countedTermsOf, primeCountedTerms, type CountedTerms } from './terms.ts'
+import { nearestOf, VectorStore, type ScoredSlot, type VectorQuery } from './vectors.ts'
 
 /** A chunk ready to store: its place, its text and its vector. */
 export interface IndexedChunk {
@@ -56,6 +58,23 @@ const BOOST = { symbols: 2, pathText: 2, content: 1 }
 const RELEVANCE = { k: 1.2, b: 0.5, d: 0.5 }
 // Whole files: BM25's usual parameters.
 const FILE_RELEVANCE = { k: 1.2, b: 0.75 }
+// A vector score is this share of the similarity in the learnt term space (term-space.ts) and the rest of the
+// embeddings' own, when a space is learnt. Chosen on the tuning repositories of bench/search-quality.bench.ts.
+const MEANING_SHARE = 0.4
+// The space is learnt again once this share of the chunks it was learnt from has changed.
+const RELEARN_AFTER_CHANGES = 0.1
+
+/** The learnt term space and every chunk's vector in it, by slot. */
+export interface Meaning {
+  space: TermSpace
+  store: VectorStore
+}
+
+/** The chunks a term space is learnt from: their slots and texts, in slot order. */
+export interface MeaningSource {
+  slots: Int32Array
+  contents: string[]
+}
 
 export class OrgIndex {
   private readonly db: ChunkDatabase
@@ -66,6 +85,13 @@ export class OrgIndex {
   /** repositoryId -> path -> slots of that file's chunks. */
   private readonly files = new Map<string, Map<string, number[]>>()
   private readonly repositories: Map<string, RepositoryRecord>
+  private meaning: Meaning | undefined
+  /** Chunks when the meaning was last learnt (or found impossible to learn); undefined before. */
+  private meaningChunks: number | undefined
+  /** Slots set or cleared since the meaning's source was read. */
+  private meaningChanges = 0
+  /** Slots changed while a space is being learnt, to embed again when it arrives. */
+  private changedWhileLearning: Set<number> | undefined
 
   constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined; repositories?: [string, RepositoryRecord][] }) {
     this.db = restored?.db ?? createChunkDatabase()
@@ -83,6 +109,68 @@ export class OrgIndex {
 
   get chunkCount(): number {
     return (this.db.data.docs as unknown as { count: number }).count
+  }
+
+  /** Whether the term space should be learnt (again): never learnt, or enough chunks changed since. */
+  get meaningStale(): boolean {
+    if (this.changedWhileLearning) return false
+    if (this.meaningChunks === undefined) return this.chunkCount > 0
+    return this.meaningChanges > 0 && this.meaningChanges >= Math.max(1, RELEARN_AFTER_CHANGES * this.meaningChunks)
+  }
+
+  get termSpace(): TermSpace | undefined {
+    return this.meaning?.space
+  }
+
+  /** Every chunk's text, for learning a space; changes from now on are noted until adoptMeaning. */
+  meaningSource(): MeaningSource {
+    const slots: number[] = []
+    const contents: string[] = []
+    for (let slot = 0; slot < this.chunks.length; slot++) {
+      const doc = this.chunks[slot]
+      if (!doc) continue
+      slots.push(slot)
+      contents.push(doc.content)
+    }
+    this.changedWhileLearning = new Set()
+    this.meaningChanges = 0
+    return { slots: Int32Array.from(slots), contents }
+  }
+
+  /**
+   * Takes the space learnt from meaningSource's chunks, with their vectors in it (none when there was too little
+   * code to learn from); chunks changed since are embedded in it here.
+   */
+  adoptMeaning(learnt: Meaning | undefined, sourceChunks: number): void {
+    const changed = this.changedWhileLearning ?? new Set<number>()
+    this.changedWhileLearning = undefined
+    this.meaning = learnt
+    this.meaningChunks = sourceChunks
+    this.meaningChanges = changed.size
+    if (!learnt) return
+    for (const slot of changed) {
+      const doc = this.chunks[slot]
+      if (doc) this.embedMeaning(slot, countedTermsOf(doc.content))
+      else learnt.store.clear(slot)
+    }
+  }
+
+  /** Forgets a space being learnt (it failed): the next one starts from a fresh source. */
+  abandonMeaning(): void {
+    if (!this.changedWhileLearning) return
+    this.meaningChanges += this.changedWhileLearning.size
+    this.changedWhileLearning = undefined
+  }
+
+  private embedMeaning(slot: number, counted: CountedTerms): void {
+    const meaning = this.meaning!
+    const weighted: [string, number][] = counted.terms.map((term, i) => [term.text, 1 + Math.log(counted.counts[i]!)])
+    meaning.store.set(slot, embedInTermSpace(meaning.space, weighted))
+  }
+
+  private noteMeaningChange(slot: number): void {
+    this.meaningChanges++
+    this.changedWhileLearning?.add(slot)
   }
 
   chunk(slot: number): ChunkDocument | undefined {
@@ -115,7 +203,11 @@ export class OrgIndex {
       }
       this.vectorStore ??= new VectorStore(chunk.vector.length)
       this.vectorStore.set(slot, chunk.vector)
-      if (chunk.counted) primeCountedTerms(doc.content, chunk.counted)
+      // Counted once for both the full-text index and the term space.
+      const counted = chunk.counted ?? countedTermsOf(doc.content)
+      primeCountedTerms(doc.content, counted)
+      if (this.meaning) this.embedMeaning(slot, counted)
+      this.noteMeaningChange(slot)
       insert(this.db, doc)
       this.track(doc)
       slots.push(slot)
@@ -199,14 +291,23 @@ export class OrgIndex {
     return scaled
   }
 
-  /** The `k` chunks whose vectors are nearest `vector`, among those passing the filter. */
-  searchVector(vector: Float32Array, filter: ChunkFilter, k: number): ScoredSlot[] {
+  /**
+   * The `k` chunks whose vectors are nearest `vector`, among those passing the filter; with a learnt term space,
+   * also by their similarity there to `question`.
+   */
+  searchVector(vector: Float32Array, filter: ChunkFilter, k: number, question?: string): ScoredSlot[] {
     const { repositoryIds, languages, pathPrefix } = filter
     const chunks = this.chunks
     if (!this.vectorStore) return []
     if (vector.length !== this.vectorStore.dimensions)
       throw new Error(`the query vector has ${vector.length} dimensions, the index ${this.vectorStore.dimensions}`)
-    return this.vectorStore.nearest(vector, k, (slot) => {
+    const parts: VectorQuery[] = [{ store: this.vectorStore, query: vector, weight: 1 }]
+    const meaningQuery = this.meaning && question !== undefined ? embedInTermSpace(this.meaning.space, weightedQueryTerms(question)) : undefined
+    if (meaningQuery?.some((value) => value !== 0)) {
+      parts[0]!.weight = 1 - MEANING_SHARE
+      parts.push({ store: this.meaning!.store, query: meaningQuery, weight: MEANING_SHARE })
+    }
+    return nearestOf(parts, k, (slot) => {
       const doc = chunks[slot]
       return (
         doc !== undefined &&
@@ -268,6 +369,8 @@ export class OrgIndex {
     if (!this.chunks[slot]) return
     remove(this.db, String(slot))
     this.vectorStore?.clear(slot)
+    this.meaning?.store.clear(slot)
+    this.noteMeaningChange(slot)
     this.chunks[slot] = undefined
     this.freeSlots.push(slot)
   }

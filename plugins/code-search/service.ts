@@ -23,6 +23,7 @@ import { applyChange, decodeChanges, encodeChange, type Change } from './changes
 import { decodeSnapshot, decodeSnapshotHeader, decodeSnapshotTail, encodeSegment, type SnapshotLayout, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
 import type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, SearchMode } from './types.ts'
+import { termSpaceLearner } from './term-space-learner.ts'
 import type { ScoredSlot } from './vectors.ts'
 
 export interface CodeIndexOptions {
@@ -90,6 +91,9 @@ interface OrgState extends Loaded {
   /** Refreshes and saves run one at a time. */
   queue: Promise<unknown>
   refreshing: Promise<void> | undefined
+  /** The term space being learnt, and whether to look again when it is: the index changed meanwhile. */
+  learning: Promise<void> | undefined
+  learnAgain: boolean
 }
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent }
@@ -239,8 +243,11 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
           timer: undefined,
           queue: Promise.resolve(),
           refreshing: undefined,
-        }
+          learning: undefined,
+          learnAgain: false,
+        } satisfies OrgState
       })()
+      void pending.then(learnMeaning, () => undefined)
       // A failed load is tried again by the next caller rather than remembered.
       pending.catch(() => states.delete(orgId))
       states.set(orgId, pending)
@@ -260,6 +267,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     const loaded = await loadSnapshot(org.orgId, named)
     applyPending(org, loaded.index)
     Object.assign(org, loaded)
+    learnMeaning(org)
     logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: loaded.version })
   }
 
@@ -277,6 +285,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     for (const change of tail.changes) applyChange(org.index, change)
     applyPending(org, org.index)
     Object.assign(org, { version: named.version, file: named.file, layout: tail.layout })
+    learnMeaning(org)
     logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: named.version, changes: tail.changes.length })
     return true
   }
@@ -291,6 +300,41 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       if (named && named.version > org.version) await adopt(org, named)
     }).finally(() => (org.refreshing = undefined))
     return org.refreshing
+  }
+
+  /**
+   * Learns the organisation's term space on the learner's Worker when the index has none or has changed enough
+   * since (OrgIndex.meaningStale); with offline embeddings only, since a model's own vectors carry meaning.
+   */
+  function learnMeaning(org: OrgState): void {
+    if (embeddings.hashedDimensions === undefined || closed) return
+    if (org.learning) {
+      org.learnAgain = true
+      return
+    }
+    const index = org.index
+    if (!index.meaningStale) return
+    const source = index.meaningSource()
+    org.learning = termSpaceLearner()
+      .learn(source)
+      .then(
+        (learnt) => {
+          // A newer snapshot replaced the index meanwhile: it learns its own.
+          if (org.index === index) index.adoptMeaning(learnt, source.slots.length)
+          logger.debug('code index term space learnt', { orgId: org.orgId, chunks: source.slots.length, terms: learnt?.space.rows.size ?? 0 })
+        },
+        (error) => {
+          index.abandonMeaning()
+          logger.warn('code index term space not learnt; vector search uses the embeddings alone', { orgId: org.orgId, err: error })
+        },
+      )
+      .finally(() => {
+        org.learning = undefined
+        if (org.learnAgain || org.index !== index) {
+          org.learnAgain = false
+          learnMeaning(org)
+        }
+      })
   }
 
   function apply(org: OrgState, change: Change): void {
@@ -523,6 +567,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       // Saved before answering: the importer records the commit as indexed next, and a crash after that
       // must not leave an index older than the record.
       if (snapshots) await save(org)
+      learnMeaning(org)
       return { files, chunks }
     },
 
@@ -530,6 +575,12 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       const org = await state(orgId)
       await refresh(org, true)
       apply(org, { kind: 'removeRepository', repositoryId })
+      learnMeaning(org)
+    },
+
+    async meaningLearnt(orgId) {
+      const org = await state(orgId)
+      while (org.learning) await org.learning
     },
 
     async indexedCommit(orgId, repositoryId) {
@@ -560,7 +611,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       const askingForTests = asksForTests(text)
       const rank = (words: string, wordsVector: Float32Array | undefined) => {
         const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests)
-        const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth), askingForTests) : []
+        const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests) : []
         return mode === 'hybrid' ? withWholeFiles(index, words, fuse(byText, byVector), askingForTests) : mode === 'text' ? byText : byVector
       }
       const byQuestion = rank(text, vector)

@@ -67,6 +67,11 @@ export interface CodeIndex {
    * trusts its own record of the last indexed commit.
    */
   indexedCommit?(orgId: string, repositoryId: string): Promise<string | undefined>
+  /**
+   * Resolves once the organisation's term space (term-space.ts) is learnt from what the index holds now, or
+   * found unneeded; vector search uses the embeddings alone until then. For tests and benchmarks.
+   */
+  meaningLearnt?(orgId: string): Promise<void>
   /** Only ever searches repositories of `scope.orgId`; a model's tokens spent on the question are metered to `scope.userId`. */
   search(scope: { orgId: string; userId?: string }, query: CodeSearchQuery): Promise<CodeSearchResult[]>
   close(): Promise<void>

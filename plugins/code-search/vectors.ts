@@ -11,6 +11,42 @@ export interface ScoredSlot {
   score: number
 }
 
+/** One store's part of a score: its similarity to `query`, times `weight`. */
+export interface VectorQuery {
+  store: VectorStore
+  query: Float32Array
+  weight: number
+}
+
+let sumsScratch = new Float32Array(1024)
+
+/**
+ * The `k` slots of best summed score over the parts (stores addressed by the same slots), positive scores only,
+ * best first, among those `accept` lets through.
+ */
+export function nearestOf(parts: readonly VectorQuery[], k: number, accept?: (slot: number) => boolean): ScoredSlot[] {
+  const n = Math.max(0, ...parts.map((part) => part.store.slots))
+  if (n === 0 || k <= 0) return []
+  if (sumsScratch.length < n) sumsScratch = new Float32Array(Math.max(n, sumsScratch.length * 2))
+  const sums = sumsScratch
+  sums.fill(0, 0, n)
+  for (const { store, query, weight } of parts) store.addScores(query, weight, sums)
+  // Top k by insertion into a short sorted list: k is small, so this beats sorting n scores.
+  const best: ScoredSlot[] = []
+  let floor = 0
+  for (let slot = 0; slot < n; slot++) {
+    const score = sums[slot]!
+    if (score <= floor) continue
+    if (accept && !accept(slot)) continue
+    let at = best.length
+    while (at > 0 && best[at - 1]!.score < score) at--
+    best.splice(at, 0, { slot, score })
+    if (best.length > k) best.pop()
+    if (best.length === k) floor = best[k - 1]!.score
+  }
+  return best
+}
+
 export class VectorStore {
   private columns: Int8Array[]
   /** Per slot, what one quantisation step is worth; 0 for an empty slot. */
@@ -57,31 +93,24 @@ export class VectorStore {
    * best first, among those `accept` lets through.
    */
   nearest(query: Float32Array, k: number, accept?: (slot: number) => boolean): ScoredSlot[] {
+    return nearestOf([{ store: this, query, weight: 1 }], k, accept)
+  }
+
+  /** Adds `weight` times each used slot's similarity to `query` to `sums` (at least `slots` long). */
+  addScores(query: Float32Array, weight: number, sums: Float32Array): void {
+    if (query.length !== this.dimensions) throw new Error(`the query vector has ${query.length} dimensions, the store ${this.dimensions}`)
     const n = this.used
-    if (n === 0 || k <= 0) return []
     if (this.scratch.length < n) this.scratch = new Float32Array(this.capacity)
-    const sums = this.scratch
-    sums.fill(0, 0, n)
+    const partial = this.scratch
+    partial.fill(0, 0, n)
     for (let d = 0; d < this.dimensions; d++) {
-      const weight = query[d]!
-      if (weight === 0) continue
+      const value = query[d]!
+      if (value === 0) continue
       const column = this.columns[d]!
-      for (let slot = 0; slot < n; slot++) sums[slot]! += weight * column[slot]!
+      for (let slot = 0; slot < n; slot++) partial[slot]! += value * column[slot]!
     }
-    // Top k by insertion into a short sorted list: k is small, so this beats sorting n scores.
-    const best: ScoredSlot[] = []
-    let floor = 0
-    for (let slot = 0; slot < n; slot++) {
-      const score = sums[slot]! * this.scales[slot]!
-      if (score <= floor) continue
-      if (accept && !accept(slot)) continue
-      let at = best.length
-      while (at > 0 && best[at - 1]!.score < score) at--
-      best.splice(at, 0, { slot, score })
-      if (best.length > k) best.pop()
-      if (best.length === k) floor = best[k - 1]!.score
-    }
-    return best
+    const scales = this.scales
+    for (let slot = 0; slot < n; slot++) sums[slot]! += weight * partial[slot]! * scales[slot]!
   }
 
   private grow(minimum: number): void {

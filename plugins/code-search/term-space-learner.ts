@@ -1,0 +1,103 @@
+/**
+ * Learns term spaces on a Worker (term-space-worker.ts), one at a time: an organisation's chunks go to it in
+ * batches of a few hundred kilobytes with a turn of the event loop between them, so even a large index is
+ * handed over without stalling requests, and the learning itself never runs on the event loop.
+ */
+import type { Meaning, MeaningSource } from './org-index.ts'
+import { deserialiseTermSpace, type SerialisedTermSpace } from './term-space.ts'
+import { VectorStore } from './vectors.ts'
+
+export type TermSpaceRequest =
+  | { kind: 'chunks'; slots: Int32Array; contents: string[] }
+  | { kind: 'learn'; id: number; dimensions: number }
+
+export type TermSpaceAnswer =
+  | { id: number; learnt: true; space: SerialisedTermSpace; slots: number; vectors: Uint8Array }
+  | { id: number; learnt: false }
+  | { id: number; error: string }
+
+/** Dimensions of a learnt term space. */
+export const TERM_SPACE_DIMENSIONS = 64
+const BATCH_CHARS = 256 * 1024
+
+// In the standalone executable (`npm run build` names the Worker as an entry point) modules live in Bun's
+// embedded file system, where a Worker is found by its path from the build's root.
+const TERM_SPACE_WORKER = import.meta.url.startsWith('file:///$bunfs/')
+  ? './plugins/code-search/term-space-worker.ts'
+  : new URL('./term-space-worker.ts', import.meta.url)
+
+export interface TermSpaceLearner {
+  /** The space of the chunks and their vectors in it; undefined when there is too little code to learn from. */
+  learn(source: MeaningSource): Promise<Meaning | undefined>
+}
+
+let shared: TermSpaceLearner | undefined
+
+/** The process's learner, its Worker started on first use; it never keeps the process alive while idle. */
+export function termSpaceLearner(): TermSpaceLearner {
+  shared ??= startLearner()
+  return shared
+}
+
+function startLearner(): TermSpaceLearner {
+  let worker: Worker | undefined
+  let nextId = 1
+  let queue: Promise<unknown> = Promise.resolve()
+  const waiting = new Map<number, { resolve(answer: TermSpaceAnswer): void; reject(error: Error): void }>()
+
+  const started = () => {
+    if (worker) return worker
+    const created = new Worker(TERM_SPACE_WORKER)
+    created.unref()
+    created.onmessage = ({ data }: MessageEvent<TermSpaceAnswer>) => {
+      waiting.get(data.id)?.resolve(data)
+      waiting.delete(data.id)
+      if (waiting.size === 0) created.unref()
+    }
+    // A failed Worker is replaced for the next space.
+    created.onerror = (event) => {
+      for (const caller of waiting.values()) caller.reject(new Error(`term space worker failed: ${event.message}`))
+      waiting.clear()
+      created.terminate()
+      if (worker === created) worker = undefined
+    }
+    return (worker = created)
+  }
+
+  async function learnNow(source: MeaningSource): Promise<Meaning | undefined> {
+    const target = started()
+    const id = nextId++
+    const answer = new Promise<TermSpaceAnswer>((resolve, reject) => waiting.set(id, { resolve, reject }))
+    target.ref()
+    try {
+      let from = 0
+      while (from < source.contents.length) {
+        let to = from
+        let chars = 0
+        while (to < source.contents.length && chars < BATCH_CHARS) chars += source.contents[to++]!.length
+        target.postMessage({ kind: 'chunks', slots: source.slots.slice(from, to), contents: source.contents.slice(from, to) } satisfies TermSpaceRequest)
+        from = to
+        await new Promise<void>((resolve) => setImmediate(resolve))
+      }
+      target.postMessage({ kind: 'learn', id, dimensions: TERM_SPACE_DIMENSIONS } satisfies TermSpaceRequest)
+    } catch (error) {
+      waiting.delete(id)
+      if (waiting.size === 0) target.unref()
+      throw error
+    }
+    const data = await answer
+    if ('error' in data) throw new Error(`learning the term space failed: ${data.error}`)
+    if (!data.learnt) return undefined
+    const space = deserialiseTermSpace(data.space)
+    return { space, store: VectorStore.deserialise(space.dimensions, data.slots, data.vectors) }
+  }
+
+  return {
+    learn(source) {
+      // One at a time: the Worker collects one source's chunks before it learns.
+      const run = queue.then(() => learnNow(source))
+      queue = run.catch(() => undefined)
+      return run
+    },
+  }
+}

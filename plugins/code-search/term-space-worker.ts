@@ -1,0 +1,48 @@
+/**
+ * The term space Worker: receives an organisation's chunks in batches, learns their term space (term-space.ts)
+ * and embeds every chunk in it, all on its own thread, and hands back the space and the chunks' vectors
+ * (transferred, not copied).
+ */
+import { embedInTermSpace, learnTermSpace, serialiseTermSpace } from './term-space.ts'
+import type { TermSpaceAnswer, TermSpaceRequest } from './term-space-learner.ts'
+import { termsOf } from './terms.ts'
+import { VectorStore } from './vectors.ts'
+
+declare const self: Worker
+
+let slots: number[] = []
+let chunkTerms: string[][] = []
+
+self.onmessage = ({ data }: MessageEvent<TermSpaceRequest>) => {
+  if (data.kind === 'chunks') {
+    for (let i = 0; i < data.contents.length; i++) {
+      slots.push(data.slots[i]!)
+      chunkTerms.push(termsOf(data.contents[i]!))
+    }
+    return
+  }
+  const { id, dimensions } = data
+  try {
+    const space = learnTermSpace(chunkTerms, { dimensions })
+    if (!space) return self.postMessage({ id, learnt: false } satisfies TermSpaceAnswer)
+    const store = new VectorStore(dimensions, Math.max(1024, (slots.at(-1) ?? 0) + 1))
+    for (let i = 0; i < slots.length; i++) {
+      const counts = new Map<string, number>()
+      for (const term of chunkTerms[i]!) counts.set(term, (counts.get(term) ?? 0) + 1)
+      for (const [term, count] of counts) counts.set(term, 1 + Math.log(count))
+      store.set(slots[i]!, embedInTermSpace(space, counts))
+    }
+    const serialised = serialiseTermSpace(space)
+    const vectors = store.serialise()
+    self.postMessage({ id, learnt: true, space: serialised, slots: store.slots, vectors } satisfies TermSpaceAnswer, [
+      serialised.vectors.buffer as ArrayBuffer,
+      serialised.weights.buffer as ArrayBuffer,
+      vectors.buffer as ArrayBuffer,
+    ])
+  } catch (error) {
+    self.postMessage({ id, error: String((error as Error).message ?? error) } satisfies TermSpaceAnswer)
+  } finally {
+    slots = []
+    chunkTerms = []
+  }
+}
