@@ -109,6 +109,10 @@ export async function run(): Promise<Row[]> {
     const seeded = (await snapshots.current(orgId))?.version
     const compacts = 'compact' in snapshots
     for (let waited = 0; compacts && waited < 120_000 && (await snapshots.current(orgId))?.version === seeded; waited += 500) await Bun.sleep(500)
+    // Nor is the term space the seed's chunks are being learnt into, on its Worker.
+    const learning = performance.now()
+    await codeIndex.meaningLearnt?.(orgId)
+    console.log(`import-stalls: the seed's term space learnt ${((performance.now() - learning) / 1000).toFixed(1)} s after the compaction`)
     await Bun.sleep(1_000)
 
     // Every query once first: compiling the search path is not a stall the import causes.

@@ -154,6 +154,8 @@ export async function run(): Promise<Row[]> {
         for (const repository of corpus.repositories)
           await deps.codeIndex.indexFiles({ orgId: org.id, repositoryId: repository.id, repositoryName: repository.name, files: repository.files })
       })
+      // Searches below use the term space learnt from these chunks (on its Worker, after the imports).
+      await deps.codeIndex.meaningLearnt?.(org.id)
       // One more save of the whole index, timed: a change that changes nothing, then close, which saves it.
       // A closed index still answers searches; it only refuses imports.
       await deps.codeIndex.removeRepository(org.id, 'no-such-repository')

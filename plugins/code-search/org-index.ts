@@ -6,7 +6,7 @@
 import { insert, load, remove, save, search, type RawData } from '@orama/orama'
 import { createChunkDatabase, wholeFileScores, type ChunkDatabase, type ChunkDocument } from './orama.ts'
 import { weightedQueryTerms } from './query.ts'
-import { embedInTermSpace, type TermSpace } from './term-space.ts'
+import { embedCountedInTermSpace, embedInTermSpace, type TermSpace } from './term-space.ts'
 import { countedTermsOf, primeCountedTerms, type CountedTerms } from './terms.ts'
 import { nearestOf, VectorStore, type ScoredSlot, type VectorQuery } from './vectors.ts'
 
@@ -61,8 +61,9 @@ const FILE_RELEVANCE = { k: 1.2, b: 0.75 }
 // A vector score is this share of the similarity in the learnt term space (term-space.ts) and the rest of the
 // embeddings' own, when a space is learnt. Chosen on the tuning repositories of bench/search-quality.bench.ts.
 const MEANING_SHARE = 0.4
-// The space is learnt again once this share of the chunks it was learnt from has changed.
-const RELEARN_AFTER_CHANGES = 0.1
+// The space is learnt again once this share of the chunks it was learnt from has changed: often enough for a new
+// repository's words, seldom enough that a run of imports does not keep a core busy learning.
+const RELEARN_AFTER_CHANGES = 0.25
 
 /** The learnt term space and every chunk's vector in it, by slot. */
 export interface Meaning {
@@ -92,6 +93,7 @@ export class OrgIndex {
   private meaningChanges = 0
   /** Slots changed while a space is being learnt, to embed again when it arrives. */
   private changedWhileLearning: Set<number> | undefined
+  private meaningScratch = new Float32Array(0)
 
   constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined; repositories?: [string, RepositoryRecord][] }) {
     this.db = restored?.db ?? createChunkDatabase()
@@ -164,8 +166,8 @@ export class OrgIndex {
 
   private embedMeaning(slot: number, counted: CountedTerms): void {
     const meaning = this.meaning!
-    const weighted: [string, number][] = counted.terms.map((term, i) => [term.text, 1 + Math.log(counted.counts[i]!)])
-    meaning.store.set(slot, embedInTermSpace(meaning.space, weighted))
+    if (this.meaningScratch.length < meaning.space.dimensions) this.meaningScratch = new Float32Array(meaning.space.dimensions)
+    meaning.store.set(slot, embedCountedInTermSpace(meaning.space, counted, this.meaningScratch))
   }
 
   private noteMeaningChange(slot: number): void {

@@ -17,7 +17,7 @@ export type TermSpaceAnswer =
   | { id: number; error: string }
 
 /** Dimensions of a learnt term space. */
-export const TERM_SPACE_DIMENSIONS = 64
+export const TERM_SPACE_DIMENSIONS = 32
 const BATCH_CHARS = 256 * 1024
 
 // In the standalone executable (`npm run build` names the Worker as an entry point) modules live in Bun's

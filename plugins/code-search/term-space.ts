@@ -13,7 +13,7 @@
  * Deterministic for the same chunks in the same order (a seeded start), so every process learns the same space.
  * Pure computation: it runs on a Worker (term-space-worker.ts).
  */
-import { termsOf } from './terms.ts'
+import { termsOf, type CountedTerms } from './terms.ts'
 
 export interface TermSpace {
   readonly dimensions: number
@@ -34,7 +34,7 @@ export interface SerialisedTermSpace {
 }
 
 export interface TermSpaceOptions {
-  /** Default 64. */
+  /** Default 32. */
   dimensions?: number
   /** Terms counted together when at most this far apart. Default 5. */
   window?: number
@@ -82,6 +82,30 @@ export function embedInTermSpace(space: TermSpace, terms: Iterable<[string, numb
   return vector
 }
 
+/**
+ * A chunk's vector from its counted terms (each weighs 1 + ln(count)), written into `scratch` (at least the
+ * space's dimensions long) and answered as a view of it: for the index, which copies it at once.
+ */
+export function embedCountedInTermSpace(space: TermSpace, counted: CountedTerms, scratch: Float32Array): Float32Array {
+  const { dimensions, rows, vectors, weights } = space
+  const vector = scratch.subarray(0, dimensions)
+  vector.fill(0)
+  for (let t = 0; t < counted.terms.length; t++) {
+    const row = rows.get(counted.terms[t]!.text)
+    if (row === undefined) continue
+    const scale = (1 + Math.log(counted.counts[t]!)) * weights[row]!
+    const at = row * dimensions
+    for (let d = 0; d < dimensions; d++) vector[d]! += scale * vectors[at + d]!
+  }
+  let sum = 0
+  for (let d = 0; d < dimensions; d++) sum += vector[d]! * vector[d]!
+  if (sum > 0) {
+    const scale = 1 / Math.sqrt(sum)
+    for (let d = 0; d < dimensions; d++) vector[d]! *= scale
+  }
+  return vector
+}
+
 /** A chunk's terms as embedInTermSpace weighs them: each distinct term once, 1 + ln(count). */
 export function chunkTermWeights(content: string): Map<string, number> {
   const counts = new Map<string, number>()
@@ -92,7 +116,7 @@ export function chunkTermWeights(content: string): Map<string, number> {
 
 /** Learns the space from the chunks' term sequences (termsOf); undefined when there is too little code. */
 export function learnTermSpace(chunkTerms: readonly (readonly string[])[], options: TermSpaceOptions = {}): TermSpace | undefined {
-  const dimensions = options.dimensions ?? 64
+  const dimensions = options.dimensions ?? 32
   const window = options.window ?? 5
   const maxTerms = options.maxTerms ?? 30_000
 
