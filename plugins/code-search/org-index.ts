@@ -61,9 +61,6 @@ const FILE_RELEVANCE = { k: 1.2, b: 0.75 }
 // A vector score is this share of the similarity in the learnt term space (term-space.ts) and the rest of the
 // embeddings' own, when a space is learnt. Chosen on the tuning repositories of bench/search-quality.bench.ts.
 const MEANING_SHARE = 0.4
-// The space is learnt again once this share of the chunks it was learnt from has changed: often enough for a new
-// repository's words, seldom enough that a run of imports does not keep a core busy learning.
-const RELEARN_AFTER_CHANGES = 0.25
 
 /** The learnt term space and every chunk's vector in it, by slot. */
 export interface Meaning {
@@ -71,8 +68,8 @@ export interface Meaning {
   store: VectorStore
 }
 
-/** The chunks a term space is learnt from: their slots and texts, in slot order. */
-export interface MeaningSource {
+/** Some of the chunks a term space is learnt from: their slots and texts, in slot order. */
+export interface MeaningBatch {
   slots: Int32Array
   contents: string[]
 }
@@ -87,8 +84,8 @@ export class OrgIndex {
   private readonly files = new Map<string, Map<string, number[]>>()
   private readonly repositories: Map<string, RepositoryRecord>
   private meaning: Meaning | undefined
-  /** Chunks when the meaning was last learnt (or found impossible to learn); undefined before. */
-  private meaningChunks: number | undefined
+  /** Whether a space was ever learnt, or found impossible to learn, for this index. */
+  private meaningTried = false
   /** Slots set or cleared since the meaning's source was read. */
   private meaningChanges = 0
   /** Slots changed while a space is being learnt, to embed again when it arrives. */
@@ -113,48 +110,57 @@ export class OrgIndex {
     return (this.db.data.docs as unknown as { count: number }).count
   }
 
-  /** Whether the term space should be learnt (again): never learnt, or enough chunks changed since. */
+  /**
+   * Whether the term space should be learnt (again): never learnt, or chunks changed since. Always from the whole
+   * index as it is, so that a process that loads it later learns the same space and answers the same.
+   */
   get meaningStale(): boolean {
     if (this.changedWhileLearning) return false
-    if (this.meaningChunks === undefined) return this.chunkCount > 0
-    return this.meaningChanges > 0 && this.meaningChanges >= Math.max(1, RELEARN_AFTER_CHANGES * this.meaningChunks)
+    return this.meaningTried ? this.meaningChanges > 0 : this.chunkCount > 0
   }
 
   get termSpace(): TermSpace | undefined {
     return this.meaning?.space
   }
 
-  /** Every chunk's text, for learning a space; changes from now on are noted until adoptMeaning. */
-  meaningSource(): MeaningSource {
-    const slots: number[] = []
-    const contents: string[] = []
+  /**
+   * Every chunk's text, for learning a space, in batches of about `maxChars` characters read as they are asked
+   * for, so a large index is read between other work; changes from the first batch on are noted until
+   * adoptMeaning.
+   */
+  *meaningSource(maxChars: number): Generator<MeaningBatch> {
+    this.changedWhileLearning = new Set()
+    this.meaningChanges = 0
+    let slots: number[] = []
+    let contents: string[] = []
+    let chars = 0
     for (let slot = 0; slot < this.chunks.length; slot++) {
       const doc = this.chunks[slot]
       if (!doc) continue
       slots.push(slot)
       contents.push(doc.content)
+      chars += doc.content.length
+      if (chars < maxChars) continue
+      yield { slots: Int32Array.from(slots), contents }
+      slots = []
+      contents = []
+      chars = 0
     }
-    this.changedWhileLearning = new Set()
-    this.meaningChanges = 0
-    return { slots: Int32Array.from(slots), contents }
+    if (slots.length > 0) yield { slots: Int32Array.from(slots), contents }
   }
 
   /**
    * Takes the space learnt from meaningSource's chunks, with their vectors in it (none when there was too little
-   * code to learn from); chunks changed since are embedded in it here.
+   * code to learn from). Chunks changed since have no vector in it until the next space, learnt right after:
+   * embedding thousands of them here would hold up the event loop.
    */
-  adoptMeaning(learnt: Meaning | undefined, sourceChunks: number): void {
+  adoptMeaning(learnt: Meaning | undefined): void {
     const changed = this.changedWhileLearning ?? new Set<number>()
     this.changedWhileLearning = undefined
     this.meaning = learnt
-    this.meaningChunks = sourceChunks
+    this.meaningTried = true
     this.meaningChanges = changed.size
-    if (!learnt) return
-    for (const slot of changed) {
-      const doc = this.chunks[slot]
-      if (doc) this.embedMeaning(slot, countedTermsOf(doc.content))
-      else learnt.store.clear(slot)
-    }
+    if (learnt) for (const slot of changed) learnt.store.clear(slot)
   }
 
   /** Forgets a space being learnt (it failed): the next one starts from a fresh source. */

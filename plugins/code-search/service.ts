@@ -23,7 +23,7 @@ import { applyChange, decodeChanges, encodeChange, type Change } from './changes
 import { decodeSnapshot, decodeSnapshotHeader, decodeSnapshotTail, encodeSegment, type SnapshotLayout, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
 import type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, SearchMode } from './types.ts'
-import { termSpaceLearner } from './term-space-learner.ts'
+import { TERM_SPACE_BATCH_CHARS, termSpaceLearner } from './term-space-learner.ts'
 import type { ScoredSlot } from './vectors.ts'
 
 export interface CodeIndexOptions {
@@ -303,8 +303,9 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   }
 
   /**
-   * Learns the organisation's term space on the learner's Worker when the index has none or has changed enough
-   * since (OrgIndex.meaningStale); with offline embeddings only, since a model's own vectors carry meaning.
+   * Learns the organisation's term space on the learner's Worker when the index has none or has changed since
+   * (OrgIndex.meaningStale): after each import, one at a time, changes made meanwhile leading to one more. With
+   * offline embeddings only, since a model's own vectors carry meaning.
    */
   function learnMeaning(org: OrgState): void {
     if (embeddings.hashedDimensions === undefined || closed) return
@@ -314,14 +315,13 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     }
     const index = org.index
     if (!index.meaningStale) return
-    const source = index.meaningSource()
     org.learning = termSpaceLearner()
-      .learn(source)
+      .learn(index.meaningSource(TERM_SPACE_BATCH_CHARS))
       .then(
         (learnt) => {
           // A newer snapshot replaced the index meanwhile: it learns its own.
-          if (org.index === index) index.adoptMeaning(learnt, source.slots.length)
-          logger.debug('code index term space learnt', { orgId: org.orgId, chunks: source.slots.length, terms: learnt?.space.rows.size ?? 0 })
+          if (org.index === index) index.adoptMeaning(learnt)
+          logger.debug('code index term space learnt', { orgId: org.orgId, chunks: index.chunkCount, terms: learnt?.space.rows.size ?? 0 })
         },
         (error) => {
           index.abandonMeaning()

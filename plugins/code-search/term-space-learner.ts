@@ -1,10 +1,11 @@
 /**
  * Learns term spaces on a Worker (term-space-worker.ts), one at a time: an organisation's chunks go to it in
- * batches of a few hundred kilobytes with a turn of the event loop between them, so even a large index is
- * handed over without stalling requests, and the learning itself never runs on the event loop.
+ * batches of 64 KiB with a turn of the event loop between them, and the learnt space's lookup table is built
+ * a few thousand terms per turn, so even a large index is handed over and back without stalling requests; the
+ * learning itself never runs on the event loop.
  */
-import type { Meaning, MeaningSource } from './org-index.ts'
-import { deserialiseTermSpace, type SerialisedTermSpace } from './term-space.ts'
+import type { Meaning, MeaningBatch } from './org-index.ts'
+import type { SerialisedTermSpace, TermSpace } from './term-space.ts'
 import { VectorStore } from './vectors.ts'
 
 export type TermSpaceRequest =
@@ -18,7 +19,9 @@ export type TermSpaceAnswer =
 
 /** Dimensions of a learnt term space. */
 export const TERM_SPACE_DIMENSIONS = 32
-const BATCH_CHARS = 256 * 1024
+/** Characters of chunk text per message to the Worker. */
+export const TERM_SPACE_BATCH_CHARS = 64 * 1024
+const TERMS_PER_TURN = 4096
 
 // In the standalone executable (`npm run build` names the Worker as an entry point) modules live in Bun's
 // embedded file system, where a Worker is found by its path from the build's root.
@@ -28,10 +31,11 @@ const TERM_SPACE_WORKER = import.meta.url.startsWith('file:///$bunfs/')
 
 export interface TermSpaceLearner {
   /** The space of the chunks and their vectors in it; undefined when there is too little code to learn from. */
-  learn(source: MeaningSource): Promise<Meaning | undefined>
+  learn(source: Iterable<MeaningBatch>): Promise<Meaning | undefined>
 }
 
 let shared: TermSpaceLearner | undefined
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** The process's learner, its Worker started on first use; it never keeps the process alive while idle. */
 export function termSpaceLearner(): TermSpaceLearner {
@@ -64,20 +68,15 @@ function startLearner(): TermSpaceLearner {
     return (worker = created)
   }
 
-  async function learnNow(source: MeaningSource): Promise<Meaning | undefined> {
+  async function learnNow(source: Iterable<MeaningBatch>): Promise<Meaning | undefined> {
     const target = started()
     const id = nextId++
     const answer = new Promise<TermSpaceAnswer>((resolve, reject) => waiting.set(id, { resolve, reject }))
     target.ref()
     try {
-      let from = 0
-      while (from < source.contents.length) {
-        let to = from
-        let chars = 0
-        while (to < source.contents.length && chars < BATCH_CHARS) chars += source.contents[to++]!.length
-        target.postMessage({ kind: 'chunks', slots: source.slots.slice(from, to), contents: source.contents.slice(from, to) } satisfies TermSpaceRequest)
-        from = to
-        await new Promise<void>((resolve) => setImmediate(resolve))
+      for (const batch of source) {
+        target.postMessage({ kind: 'chunks', slots: batch.slots, contents: batch.contents } satisfies TermSpaceRequest)
+        await nextTurn()
       }
       target.postMessage({ kind: 'learn', id, dimensions: TERM_SPACE_DIMENSIONS } satisfies TermSpaceRequest)
     } catch (error) {
@@ -88,8 +87,14 @@ function startLearner(): TermSpaceLearner {
     const data = await answer
     if ('error' in data) throw new Error(`learning the term space failed: ${data.error}`)
     if (!data.learnt) return undefined
-    const space = deserialiseTermSpace(data.space)
-    return { space, store: VectorStore.deserialise(space.dimensions, data.slots, data.vectors) }
+    const { dimensions, vocabulary, vectors, weights } = data.space
+    const rows = new Map<string, number>()
+    for (let row = 0; row < vocabulary.length; row++) {
+      rows.set(vocabulary[row]!, row)
+      if (row % TERMS_PER_TURN === TERMS_PER_TURN - 1) await nextTurn()
+    }
+    const space: TermSpace = { dimensions, rows, vectors, weights }
+    return { space, store: VectorStore.deserialise(dimensions, data.slots, data.vectors) }
   }
 
   return {

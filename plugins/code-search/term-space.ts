@@ -55,10 +55,6 @@ export function serialiseTermSpace(space: TermSpace): SerialisedTermSpace {
   return { dimensions: space.dimensions, vocabulary, vectors: space.vectors, weights: space.weights }
 }
 
-export function deserialiseTermSpace(data: SerialisedTermSpace): TermSpace {
-  return { dimensions: data.dimensions, rows: new Map(data.vocabulary.map((term, row) => [term, row])), vectors: data.vectors, weights: data.weights }
-}
-
 /**
  * The vector of weighted terms (a chunk's counts, damped; a question's terms with their weights) in the space,
  * unit length; all zeros when the space knows none of them.

@@ -32,6 +32,8 @@ const QUESTIONS = ['verify the access token', 'retry a request after a timeout',
 const MODES: SearchMode[] = ['text', 'vector', 'hybrid']
 
 async function answers(index: CodeIndex, orgId: string) {
+  // Compared once both indexes have learnt their term space: searches before and after differ.
+  await index.meaningLearnt?.(orgId)
   const found: unknown[] = []
   for (const query of QUESTIONS)
     for (const mode of MODES) found.push((await index.search({ orgId }, { query, mode, limit: 20 })).map((r) => `${r.path}:${r.startLine}-${r.endLine} ${r.score.toFixed(6)}`))

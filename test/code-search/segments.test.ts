@@ -51,6 +51,8 @@ forEachBackend(({ name, open }) => {
 
     /** Every labelled query in every mode, as paths and lines: what "the same results" means here. */
     const answers = async (index: ReturnType<typeof createCodeIndex>, orgId: string) => {
+      // Compared once both indexes have learnt their term space: searches before and after differ.
+      await index.meaningLearnt?.(orgId)
       const all: string[][] = []
       for (const mode of ['hybrid', 'text', 'vector'] as SearchMode[])
         for (const { query } of labelledQueries)

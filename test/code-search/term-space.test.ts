@@ -119,7 +119,7 @@ describe('vector search in the learnt space', () => {
     expect(byVector.filter((result) => !result.holdsWord).length).toBeGreaterThanOrEqual(3)
   })
 
-  test('code of a new subject is learnt once enough of the index has changed', async () => {
+  test('the space is learnt again after an import, so code of a new subject is found by its meaning too', async () => {
     const index = make()
     await index.indexFiles({ orgId: 'o', repositoryId: 'first', repositoryName: 'first', files: topicFiles([0, 1]) })
     await index.meaningLearnt!('o')
