@@ -60,7 +60,7 @@ const RELEVANCE = { k: 1.2, b: 0.5, d: 0.5 }
 const FILE_RELEVANCE = { k: 1.2, b: 0.75 }
 // A vector score is this share of the similarity in the learnt term space (term-space.ts) and the rest of the
 // embeddings' own, when a space is learnt. Chosen on the tuning repositories of bench/search-quality.bench.ts.
-const MEANING_SHARE = 0.4
+const MEANING_SHARE = 0.25
 
 /** The learnt term space and every chunk's vector in it, by slot. */
 export interface Meaning {
