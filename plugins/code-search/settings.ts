@@ -5,7 +5,7 @@ export const codeSearchSettings = defineSettings({
   title: 'Code search',
   variables: {
     EMBEDDINGS_MODEL: {
-      doc: 'Embeddings model of an OpenAI-compatible endpoint for code search (text-embedding-3-small, nomic-embed-text ...); unset uses the offline hashed sub-word embeddings',
+      doc: 'Embeddings model of an OpenAI-compatible endpoint for code search (text-embedding-3-small, nomic-embed-text ...); unset uses the offline hashed sub-word embeddings and a term space learnt from each organisation\'s code',
       parse: text,
     },
     EMBEDDINGS_BASE_URL: { doc: 'Base URL of the embeddings endpoint, with /v1; unset: OPENAI_BASE_URL, else https://api.openai.com/v1', parse: url('http:', 'https:') },
