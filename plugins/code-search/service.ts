@@ -199,6 +199,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   const states = new Map<string, Promise<OrgState>>()
   const queryVectors = new Map<string, Float32Array>()
   let closed = false
+  const closing = new AbortController()
 
   /** The snapshot the database names, read and decoded; a file pruned while we looked is looked up again. */
   async function loadSnapshot(orgId: string, named: SnapshotVersion): Promise<Loaded> {
@@ -316,7 +317,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     const index = org.index
     if (!index.meaningStale) return
     org.learning = termSpaceLearner()
-      .learn(index.meaningSource(TERM_SPACE_BATCH_CHARS))
+      .learn(index.meaningSource(TERM_SPACE_BATCH_CHARS), closing.signal)
       .then(
         (learnt) => {
           // A newer snapshot replaced the index meanwhile: it learns its own.
@@ -325,7 +326,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         },
         (error) => {
           index.abandonMeaning()
-          logger.warn('code index term space not learnt; vector search uses the embeddings alone', { orgId: org.orgId, err: error })
+          if (!closed) logger.warn('code index term space not learnt; vector search uses the embeddings alone', { orgId: org.orgId, err: error })
         },
       )
       .finally(() => {
@@ -641,6 +642,8 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     async close() {
       if (closed) return
       closed = true
+      // A closed index takes no more changes: a space still being learnt for it would go unused.
+      closing.abort(new Error('the code index is closed'))
       const orgs = await Promise.allSettled([...states.values()])
       for (const result of orgs) {
         if (result.status !== 'fulfilled') continue

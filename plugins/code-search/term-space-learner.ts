@@ -30,8 +30,11 @@ const TERM_SPACE_WORKER = import.meta.url.startsWith('file:///$bunfs/')
   : new URL('./term-space-worker.ts', import.meta.url)
 
 export interface TermSpaceLearner {
-  /** The space of the chunks and their vectors in it; undefined when there is too little code to learn from. */
-  learn(source: Iterable<MeaningBatch>): Promise<Meaning | undefined>
+  /**
+   * The space of the chunks and their vectors in it; undefined when there is too little code to learn from.
+   * Aborting `signal` drops a space still waiting its turn, and stops the Worker if it is learning this one.
+   */
+  learn(source: Iterable<MeaningBatch>, signal?: AbortSignal): Promise<Meaning | undefined>
 }
 
 let shared: TermSpaceLearner | undefined
@@ -59,32 +62,42 @@ function startLearner(): TermSpaceLearner {
       if (waiting.size === 0) created.unref()
     }
     // A failed Worker is replaced for the next space.
-    created.onerror = (event) => {
-      for (const caller of waiting.values()) caller.reject(new Error(`term space worker failed: ${event.message}`))
-      waiting.clear()
-      created.terminate()
-      if (worker === created) worker = undefined
-    }
+    created.onerror = (event) => stop(created, new Error(`term space worker failed: ${event.message}`))
     return (worker = created)
   }
 
-  async function learnNow(source: Iterable<MeaningBatch>): Promise<Meaning | undefined> {
+  /** Stops the Worker, failing what it was doing; the next space starts another. */
+  const stop = (target: Worker, reason: Error) => {
+    for (const caller of waiting.values()) caller.reject(reason)
+    waiting.clear()
+    target.terminate()
+    if (worker === target) worker = undefined
+  }
+
+  async function learnNow(source: Iterable<MeaningBatch>, signal: AbortSignal | undefined): Promise<Meaning | undefined> {
+    signal?.throwIfAborted()
     const target = started()
     const id = nextId++
     const answer = new Promise<TermSpaceAnswer>((resolve, reject) => waiting.set(id, { resolve, reject }))
+    // Awaited only once every batch is sent; a stop before then is seen there, not reported as unhandled.
+    answer.catch(() => undefined)
+    const abort = () => stop(target, signal!.reason as Error)
+    signal?.addEventListener('abort', abort)
     target.ref()
     try {
       for (const batch of source) {
+        signal?.throwIfAborted()
         target.postMessage({ kind: 'chunks', slots: batch.slots, contents: batch.contents } satisfies TermSpaceRequest)
         await nextTurn()
       }
       target.postMessage({ kind: 'learn', id, dimensions: TERM_SPACE_DIMENSIONS } satisfies TermSpaceRequest)
     } catch (error) {
-      waiting.delete(id)
-      if (waiting.size === 0) target.unref()
+      // The Worker holds some of this source's chunks: it is not fit to learn the next one.
+      stop(target, error as Error)
+      signal?.removeEventListener('abort', abort)
       throw error
     }
-    const data = await answer
+    const data = await answer.finally(() => signal?.removeEventListener('abort', abort))
     if ('error' in data) throw new Error(`learning the term space failed: ${data.error}`)
     if (!data.learnt) return undefined
     const { dimensions, vocabulary, vectors, weights } = data.space
@@ -98,9 +111,9 @@ function startLearner(): TermSpaceLearner {
   }
 
   return {
-    learn(source) {
+    learn(source, signal) {
       // One at a time: the Worker collects one source's chunks before it learns.
-      const run = queue.then(() => learnNow(source))
+      const run = queue.then(() => learnNow(source, signal))
       queue = run.catch(() => undefined)
       return run
     },

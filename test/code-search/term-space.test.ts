@@ -132,6 +132,21 @@ describe('vector search in the learnt space', () => {
     expect(byVector.filter((result) => !result.holdsWord).length).toBeGreaterThanOrEqual(3)
   })
 
+  test('closing an index stops the space it was learning, and the next index learns its own', async () => {
+    const closed = make()
+    await closed.indexFiles({ orgId: 'o', repositoryId: 'r', repositoryName: 'r', files: topicFiles([0, 1, 2, 3], 400) })
+    await closed.close()
+    await closed.meaningLearnt!('o')
+    const index = make()
+    const files = topicFiles([0, 1, 2, 3])
+    await index.indexFiles({ orgId: 'o', repositoryId: 'r', repositoryName: 'r', files })
+    await index.meaningLearnt!('o')
+    const [word] = topicWords(0, 1)
+    const byVector = answered(await index.search({ orgId: 'o' }, { query: word!, mode: 'vector', limit: 15 }), word!, files)
+    expect(byVector.every((result) => result.topic === 0)).toBe(true)
+    expect(byVector.filter((result) => !result.holdsWord).length).toBeGreaterThanOrEqual(3)
+  })
+
   test('a restarted process learns the space again from the saved index', async () => {
     const dir = tempDir('term-space-')
     const db = await openDatabase({ sqliteFile: join(dir.path, 'service.db') })
