@@ -88,7 +88,7 @@ export class OrgIndex {
   private meaningTried = false
   /** Slots set or cleared since the meaning's source was read. */
   private meaningChanges = 0
-  /** Slots changed while a space is being learnt, to embed again when it arrives. */
+  /** Slots changed while a space is being learnt: their vectors in it are of older text, dropped when it arrives. */
   private changedWhileLearning: Set<number> | undefined
   private meaningScratch = new Float32Array(0)
 
@@ -117,10 +117,6 @@ export class OrgIndex {
   get meaningStale(): boolean {
     if (this.changedWhileLearning) return false
     return this.meaningTried ? this.meaningChanges > 0 : this.chunkCount > 0
-  }
-
-  get termSpace(): TermSpace | undefined {
-    return this.meaning?.space
   }
 
   /**
