@@ -13,6 +13,7 @@
  * Deterministic for the same chunks in the same order (a seeded start), so every process learns the same space.
  * Pure computation: it runs on a Worker (term-space-worker.ts).
  */
+import { normalise } from './embeddings/provider.ts'
 import { termsOf, type CountedTerms } from './terms.ts'
 
 export interface TermSpace {
@@ -60,22 +61,9 @@ export function serialiseTermSpace(space: TermSpace): SerialisedTermSpace {
  * unit length; all zeros when the space knows none of them.
  */
 export function embedInTermSpace(space: TermSpace, terms: Iterable<[string, number]>): Float32Array {
-  const { dimensions, rows, vectors, weights } = space
-  const vector = new Float32Array(dimensions)
-  for (const [term, weight] of terms) {
-    const row = rows.get(term)
-    if (row === undefined) continue
-    const scale = weight * weights[row]!
-    const at = row * dimensions
-    for (let d = 0; d < dimensions; d++) vector[d]! += scale * vectors[at + d]!
-  }
-  let sum = 0
-  for (let d = 0; d < dimensions; d++) sum += vector[d]! * vector[d]!
-  if (sum > 0) {
-    const scale = 1 / Math.sqrt(sum)
-    for (let d = 0; d < dimensions; d++) vector[d]! *= scale
-  }
-  return vector
+  const vector = new Float32Array(space.dimensions)
+  for (const [term, weight] of terms) addTerm(space, vector, term, weight)
+  return normalise(vector)
 }
 
 /**
@@ -83,23 +71,20 @@ export function embedInTermSpace(space: TermSpace, terms: Iterable<[string, numb
  * space's dimensions long) and answered as a view of it: for the index, which copies it at once.
  */
 export function embedCountedInTermSpace(space: TermSpace, counted: CountedTerms, scratch: Float32Array): Float32Array {
-  const { dimensions, rows, vectors, weights } = space
-  const vector = scratch.subarray(0, dimensions)
+  const vector = scratch.subarray(0, space.dimensions)
   vector.fill(0)
-  for (let t = 0; t < counted.terms.length; t++) {
-    const row = rows.get(counted.terms[t]!.text)
-    if (row === undefined) continue
-    const scale = (1 + Math.log(counted.counts[t]!)) * weights[row]!
-    const at = row * dimensions
-    for (let d = 0; d < dimensions; d++) vector[d]! += scale * vectors[at + d]!
-  }
-  let sum = 0
-  for (let d = 0; d < dimensions; d++) sum += vector[d]! * vector[d]!
-  if (sum > 0) {
-    const scale = 1 / Math.sqrt(sum)
-    for (let d = 0; d < dimensions; d++) vector[d]! *= scale
-  }
-  return vector
+  for (let t = 0; t < counted.terms.length; t++) addTerm(space, vector, counted.terms[t]!.text, 1 + Math.log(counted.counts[t]!))
+  return normalise(vector)
+}
+
+/** Adds the term's vector, times `weight` and its smooth inverse frequency, to `vector`; nothing for a term the space lacks. */
+function addTerm(space: TermSpace, vector: Float32Array, term: string, weight: number): void {
+  const row = space.rows.get(term)
+  if (row === undefined) return
+  const { dimensions, vectors } = space
+  const scale = weight * space.weights[row]!
+  const at = row * dimensions
+  for (let d = 0; d < dimensions; d++) vector[d]! += scale * vectors[at + d]!
 }
 
 /** A chunk's terms as embedInTermSpace weighs them: each distinct term once, 1 + ln(count). */

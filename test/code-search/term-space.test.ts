@@ -104,6 +104,15 @@ describe('vector search in the learnt space', () => {
       return { topic: Number(/topic(\d)/.exec(result.path)![1]), holdsWord: lines.slice(result.startLine - 1, result.endLine).join('\n').includes(word) }
     })
 
+  /** A vector search for the topic's first word answers only code of that topic, some of it without the word. */
+  async function expectFoundByMeaning(index: ReturnType<typeof make>, topic: number, files: RepositoryFile[]) {
+    const [word] = topicWords(topic, 1)
+    const byVector = answered(await index.search({ orgId: 'o' }, { query: word!, mode: 'vector', limit: 15 }), word!, files)
+    expect(byVector).toHaveLength(15)
+    expect(byVector.every((result) => result.topic === topic)).toBe(true)
+    expect(byVector.filter((result) => !result.holdsWord).length).toBeGreaterThanOrEqual(3)
+  }
+
   test('a question finds code of its subject that never uses its word, which text search cannot', async () => {
     const index = make()
     const files = topicFiles([0, 1, 2, 3])
@@ -113,10 +122,7 @@ describe('vector search in the learnt space', () => {
     const byText = await index.search({ orgId: 'o' }, { query: word!, mode: 'text', limit: 15 })
     expect(byText.length).toBeGreaterThan(0)
     expect(answered(byText, word!, files).every((result) => result.holdsWord)).toBe(true)
-    const byVector = answered(await index.search({ orgId: 'o' }, { query: word!, mode: 'vector', limit: 15 }), word!, files)
-    expect(byVector).toHaveLength(15)
-    expect(byVector.every((result) => result.topic === 2)).toBe(true)
-    expect(byVector.filter((result) => !result.holdsWord).length).toBeGreaterThanOrEqual(3)
+    await expectFoundByMeaning(index, 2, files)
   })
 
   test('the space is learnt again after an import, so code of a new subject is found by its meaning too', async () => {
@@ -126,10 +132,7 @@ describe('vector search in the learnt space', () => {
     const second = topicFiles([2, 3], 120, 2)
     await index.indexFiles({ orgId: 'o', repositoryId: 'second', repositoryName: 'second', files: second })
     await index.meaningLearnt!('o')
-    const [word] = topicWords(3, 1)
-    const byVector = answered(await index.search({ orgId: 'o' }, { query: word!, mode: 'vector', limit: 15 }), word!, second)
-    expect(byVector.every((result) => result.topic === 3)).toBe(true)
-    expect(byVector.filter((result) => !result.holdsWord).length).toBeGreaterThanOrEqual(3)
+    await expectFoundByMeaning(index, 3, second)
   })
 
   test('closing an index stops the space it was learning, and the next index learns its own', async () => {
@@ -141,10 +144,7 @@ describe('vector search in the learnt space', () => {
     const files = topicFiles([0, 1, 2, 3])
     await index.indexFiles({ orgId: 'o', repositoryId: 'r', repositoryName: 'r', files })
     await index.meaningLearnt!('o')
-    const [word] = topicWords(0, 1)
-    const byVector = answered(await index.search({ orgId: 'o' }, { query: word!, mode: 'vector', limit: 15 }), word!, files)
-    expect(byVector.every((result) => result.topic === 0)).toBe(true)
-    expect(byVector.filter((result) => !result.holdsWord).length).toBeGreaterThanOrEqual(3)
+    await expectFoundByMeaning(index, 0, files)
   })
 
   test('a restarted process learns the space again from the saved index', async () => {
@@ -159,9 +159,6 @@ describe('vector search in the learnt space', () => {
     await first.close()
     const restarted = make({ snapshots: snapshots(), refreshIntervalMs: 0 })
     await restarted.meaningLearnt!('o')
-    const [word] = topicWords(1, 1)
-    const byVector = answered(await restarted.search({ orgId: 'o' }, { query: word!, mode: 'vector', limit: 15 }), word!, files)
-    expect(byVector.every((result) => result.topic === 1)).toBe(true)
-    expect(byVector.filter((result) => !result.holdsWord).length).toBeGreaterThanOrEqual(3)
+    await expectFoundByMeaning(restarted, 1, files)
   })
 })
