@@ -5,7 +5,7 @@
  * learning itself never runs on the event loop.
  */
 import type { Meaning, MeaningBatch } from './org-index.ts'
-import type { SerialisedTermSpace, TermSpace } from './term-space.ts'
+import type { PostedTermSpace, TermSpace } from './term-space.ts'
 import { VectorStore } from './vectors.ts'
 
 export type TermSpaceRequest =
@@ -13,7 +13,7 @@ export type TermSpaceRequest =
   | { kind: 'learn'; id: number; dimensions: number }
 
 export type TermSpaceAnswer =
-  | { id: number; learnt: true; space: SerialisedTermSpace; slots: number; vectors: Uint8Array }
+  | { id: number; learnt: true; space: PostedTermSpace; slots: number; vectors: Uint8Array }
   | { id: number; learnt: false }
   | { id: number; error: string }
 
@@ -106,7 +106,7 @@ function startLearner(): TermSpaceLearner {
       rows.set(vocabulary[row]!, row)
       if (row % TERMS_PER_TURN === TERMS_PER_TURN - 1) await nextTurn()
     }
-    const space: TermSpace = { dimensions, rows, vectors, weights }
+    const space: TermSpace = { dimensions, vocabulary, rows, vectors, weights }
     return { space, store: VectorStore.deserialise(dimensions, data.slots, data.vectors) }
   }
 

@@ -3,7 +3,7 @@
  * and embeds every chunk in it, all on its own thread, and hands back the space and the chunks' vectors
  * (transferred, not copied).
  */
-import { embedInTermSpace, learnTermSpace, serialiseTermSpace } from './term-space.ts'
+import { chunkTermWeights, embedInTermSpace, learnTermSpace } from './term-space.ts'
 import type { TermSpaceAnswer, TermSpaceRequest } from './term-space-learner.ts'
 import { termsOf } from './terms.ts'
 import { VectorStore } from './vectors.ts'
@@ -26,17 +26,12 @@ self.onmessage = ({ data }: MessageEvent<TermSpaceRequest>) => {
     const space = learnTermSpace(chunkTerms, { dimensions })
     if (!space) return self.postMessage({ id, learnt: false } satisfies TermSpaceAnswer)
     const store = new VectorStore(dimensions, Math.max(1024, (slots.at(-1) ?? 0) + 1))
-    for (let i = 0; i < slots.length; i++) {
-      const counts = new Map<string, number>()
-      for (const term of chunkTerms[i]!) counts.set(term, (counts.get(term) ?? 0) + 1)
-      for (const [term, count] of counts) counts.set(term, 1 + Math.log(count))
-      store.set(slots[i]!, embedInTermSpace(space, counts))
-    }
-    const serialised = serialiseTermSpace(space)
+    for (let i = 0; i < slots.length; i++) store.set(slots[i]!, embedInTermSpace(space, chunkTermWeights(chunkTerms[i]!)))
+    const { vocabulary, vectors: termVectors, weights } = space
     const vectors = store.serialise()
-    self.postMessage({ id, learnt: true, space: serialised, slots: store.slots, vectors } satisfies TermSpaceAnswer, [
-      serialised.vectors.buffer as ArrayBuffer,
-      serialised.weights.buffer as ArrayBuffer,
+    self.postMessage({ id, learnt: true, space: { dimensions, vocabulary, vectors: termVectors, weights }, slots: store.slots, vectors } satisfies TermSpaceAnswer, [
+      termVectors.buffer as ArrayBuffer,
+      weights.buffer as ArrayBuffer,
       vectors.buffer as ArrayBuffer,
     ])
   } catch (error) {

@@ -14,10 +14,12 @@
  * Pure computation: it runs on a Worker (term-space-worker.ts).
  */
 import { normalise } from './embeddings/provider.ts'
-import { termsOf, type CountedTerms } from './terms.ts'
+import type { CountedTerms } from './terms.ts'
 
 export interface TermSpace {
   readonly dimensions: number
+  /** The terms, by row. */
+  readonly vocabulary: readonly string[]
   /** Term -> its row in `vectors` and `weights`. */
   readonly rows: ReadonlyMap<string, number>
   /** Row-major, `dimensions` numbers per term, each row of unit length. */
@@ -26,13 +28,8 @@ export interface TermSpace {
   readonly weights: Float32Array
 }
 
-/** A term space as posted between threads. */
-export interface SerialisedTermSpace {
-  dimensions: number
-  vocabulary: string[]
-  vectors: Float32Array
-  weights: Float32Array
-}
+/** A term space as posted between threads: its table of rows is built again on the other side. */
+export type PostedTermSpace = Omit<TermSpace, 'rows'>
 
 export interface TermSpaceOptions {
   /** Default 32. */
@@ -49,12 +46,6 @@ export const MIN_VOCABULARY = 100
 const SIF_A = 1e-3
 const POWER_ITERATIONS = 2
 const OVERSAMPLING = 8
-
-export function serialiseTermSpace(space: TermSpace): SerialisedTermSpace {
-  const vocabulary = new Array<string>(space.rows.size)
-  for (const [term, row] of space.rows) vocabulary[row] = term
-  return { dimensions: space.dimensions, vocabulary, vectors: space.vectors, weights: space.weights }
-}
 
 /**
  * The vector of weighted terms (a chunk's counts, damped; a question's terms with their weights) in the space,
@@ -87,10 +78,10 @@ function addTerm(space: TermSpace, vector: Float32Array, term: string, weight: n
   for (let d = 0; d < dimensions; d++) vector[d]! += scale * vectors[at + d]!
 }
 
-/** A chunk's terms as embedInTermSpace weighs them: each distinct term once, 1 + ln(count). */
-export function chunkTermWeights(content: string): Map<string, number> {
+/** A chunk's terms (termsOf) as embedInTermSpace weighs them: each distinct term once, 1 + ln(count). */
+export function chunkTermWeights(terms: readonly string[]): Map<string, number> {
   const counts = new Map<string, number>()
-  for (const term of termsOf(content)) counts.set(term, (counts.get(term) ?? 0) + 1)
+  for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1)
   for (const [term, count] of counts) counts.set(term, 1 + Math.log(count))
   return counts
 }
@@ -141,7 +132,7 @@ export function learnTermSpace(chunkTerms: readonly (readonly string[])[], optio
 
   const weights = new Float32Array(size)
   for (let row = 0; row < size; row++) weights[row] = SIF_A / (SIF_A + frequency.get(vocabulary[row]!)! / occurrences)
-  return { dimensions, rows: rowOf, vectors, weights }
+  return { dimensions, vocabulary, rows: rowOf, vectors, weights }
 }
 
 /** Symmetric pair weights in an open-addressing table: a Map of number keys is several times slower here. */
@@ -256,16 +247,7 @@ function topEigenvectors(matrix: SparseRows, size: number, dimensions: number): 
     orthonormalise(basis, size, width)
   }
   // The small matrix Qᵀ M Q, whose eigenvectors turn Q's columns into M's.
-  const product = multiply(basis)
-  const small = new Float64Array(width * width)
-  for (let i = 0; i < size; i++) {
-    const at = i * width
-    for (let a = 0; a < width; a++) {
-      const q = basis[at + a]!
-      if (q === 0) continue
-      for (let b = 0; b < width; b++) small[a * width + b]! += q * product[at + b]!
-    }
-  }
+  const small = crossProduct(basis, multiply(basis), size, width)
   const { values, vectors: eigen } = symmetricEigen(small, width)
   const order = Array.from(values.keys())
     .sort((a, b) => values[b]! - values[a]!)
@@ -296,22 +278,28 @@ function topEigenvectors(matrix: SparseRows, size: number, dimensions: number): 
   return { vectors }
 }
 
+/** Xᵀ Y for two row-major matrices of `rows` × `width`. */
+function crossProduct(x: Float64Array, y: Float64Array, rows: number, width: number): Float64Array {
+  const product = new Float64Array(width * width)
+  for (let i = 0; i < rows; i++) {
+    const at = i * width
+    for (let a = 0; a < width; a++) {
+      const xa = x[at + a]!
+      if (xa === 0) continue
+      for (let b = 0; b < width; b++) product[a * width + b]! += xa * y[at + b]!
+    }
+  }
+  return product
+}
+
 /** Orthonormal columns in place by Cholesky QR, done twice for accuracy. */
 function orthonormalise(x: Float64Array, rows: number, width: number): void {
   for (let pass = 0; pass < 2; pass++) {
-    const gram = new Float64Array(width * width)
-    for (let i = 0; i < rows; i++) {
-      const at = i * width
-      for (let a = 0; a < width; a++) {
-        const xa = x[at + a]!
-        if (xa === 0) continue
-        for (let b = a; b < width; b++) gram[a * width + b]! += xa * x[at + b]!
-      }
-    }
+    const gram = crossProduct(x, x, rows, width)
     const lower = new Float64Array(width * width)
     for (let a = 0; a < width; a++)
       for (let b = 0; b <= a; b++) {
-        let sum = gram[b * width + a]!
+        let sum = gram[a * width + b]!
         for (let c = 0; c < b; c++) sum -= lower[a * width + c]! * lower[b * width + c]!
         lower[a * width + b] = a === b ? Math.sqrt(Math.max(sum, 1e-12)) : sum / lower[b * width + b]!
       }

@@ -76,7 +76,7 @@ describe('learning a term space', () => {
   })
 
   test('a text is embedded from the words the space knows, and a text of unknown words is all zeros', () => {
-    const known = embedInTermSpace(space, chunkTermWeights(files[0]!.content.split('\n\n')[0]!))
+    const known = embedInTermSpace(space, chunkTermWeights(termsOf(files[0]!.content.split('\n\n')[0]!)))
     expect(Math.hypot(...known)).toBeCloseTo(1, 5)
     expect(embedInTermSpace(space, [['neverseenword', 1]]).every((value) => value === 0)).toBe(true)
   })
