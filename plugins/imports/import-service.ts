@@ -21,6 +21,7 @@ import { followEvents } from '../../src/event-log/index.ts'
 import { createProgressLog, progressText, ProgressReporter, type ProgressEvent } from './progress-log.ts'
 import { guardRepositoryUrl, locateRepository, type UrlPolicy } from './repository-url.ts'
 import { workspaceFor } from './workspace.ts'
+import { isomorphicGit } from './git.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 
 export type { TokenSource } from './import-job.ts'
@@ -49,6 +50,8 @@ export interface ImportServiceOptions {
   fetch?: typeof fetch
   /** Each succeeded import is recorded as one `import` usage event. */
   meter?: Pick<UsageMeter, 'record'>
+  /** How long after creation isomorphic-git is loaded, ahead of the first import. Default 2000. */
+  preloadGitAfterMs?: number
   /** Told how each import run here ended (metrics). */
   onImportEnd?: (status: 'succeeded' | 'failed') => void
 }
@@ -92,6 +95,7 @@ export interface ImportService {
 }
 
 const FOLLOW_POLL_MS = 1000
+const GIT_PRELOAD_DELAY_MS = 2000
 
 export interface ReindexOptions {
   signal?: AbortSignal
@@ -131,6 +135,10 @@ export function createImportService(options: ImportServiceOptions): ImportServic
   const slots: (() => void)[] = []
   let busy = 0
   let closed = false
+  // Loading isomorphic-git holds the event loop for 40 ms or more: done once start-up is over, not by the first
+  // import while other requests wait.
+  const preloadGit = setTimeout(() => void isomorphicGit().catch(() => undefined), options.preloadGitAfterMs ?? GIT_PRELOAD_DELAY_MS)
+  preloadGit.unref?.()
 
   /** The organisation's import when it succeeded; undefined when it is not the organisation's. */
   async function succeededImport(orgId: string, importId: string): Promise<ImportRecord | undefined> {
@@ -379,6 +387,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
 
     async close() {
       closed = true
+      clearTimeout(preloadGit)
       clearInterval(heartbeat)
       clearInterval(sweep)
       await startup
