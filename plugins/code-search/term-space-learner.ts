@@ -4,6 +4,7 @@
  * a few thousand terms per turn, so even a large index is handed over and back without stalling requests; the
  * learning itself never runs on the event loop.
  */
+import { nextTurn } from '../../src/time-slices.ts'
 import type { Meaning, MeaningBatch } from './org-index.ts'
 import type { PostedTermSpace, TermSpace } from './term-space.ts'
 import { VectorStore } from './vectors.ts'
@@ -38,7 +39,6 @@ export interface TermSpaceLearner {
 }
 
 let shared: TermSpaceLearner | undefined
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** The process's learner, its Worker started on first use; it never keeps the process alive while idle. */
 export function termSpaceLearner(): TermSpaceLearner {

@@ -10,6 +10,7 @@
  * delta whose base cannot be found fails the pack, as it does for git.
  */
 import { AppError } from '../../src/errors.ts'
+import { timeSlices } from '../../src/time-slices.ts'
 
 const OBJ_OFS_DELTA = 6
 const OBJ_REF_DELTA = 7
@@ -118,13 +119,15 @@ export async function indexPack(pack: Buffer, options: IndexPackOptions): Promis
   const checksum = pack.subarray(trailerAt)
   if (!checksum.equals(new Bun.CryptoHasher('sha1').update(pack.subarray(0, trailerAt)).digest() as Buffer)) throw damagedPack('its checksum does not match')
 
-  let sliceStart = performance.now()
-  const giveWay = async (phase: string, loaded: number, total = count) => {
-    if (performance.now() - sliceStart < SLICE_MS) return
-    await options.onProgress?.({ phase, loaded, total })
-    await new Promise<void>((resolve) => setImmediate(resolve))
+  // What each yield reports: the phase and how far it got.
+  let progress = { phase: '', loaded: 0, total: count }
+  const slices = timeSlices(SLICE_MS, async () => {
+    await options.onProgress?.(progress)
     signal?.throwIfAborted()
-    sliceStart = performance.now()
+  })
+  const giveWay = (phase: string, loaded: number, total = count) => {
+    progress = { phase, loaded, total }
+    return slices()
   }
 
   const offsets = new Float64Array(count)
@@ -276,8 +279,12 @@ export async function indexPack(pack: Buffer, options: IndexPackOptions): Promis
  */
 export function packIndexFile(ids: Buffer, crcs: Uint32Array, offsets: Float64Array, packChecksum: Uint8Array): Buffer {
   const count = crcs.length
+  // By each id's first six bytes as a number, and by the whole id only where those are equal: comparing Buffers
+  // in the sort's callback took 40 ms or more at 20,000 objects, all on the event loop.
+  const keys = new Float64Array(count)
+  for (let i = 0; i < count; i++) keys[i] = ids.readUIntBE(i * 20, 6)
   const order = Array.from({ length: count }, (_, i) => i)
-  order.sort((a, b) => ids.compare(ids, b * 20, b * 20 + 20, a * 20, a * 20 + 20) || a - b)
+  order.sort((a, b) => keys[a]! - keys[b]! || ids.compare(ids, b * 20, b * 20 + 20, a * 20, a * 20 + 20) || a - b)
   const large = order.filter((i) => offsets[i]! > 0x7fffffff).length
   const size = 8 + 256 * 4 + count * 28 + large * 8 + 40
   const out = Buffer.alloc(size)

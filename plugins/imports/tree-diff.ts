@@ -9,6 +9,7 @@
 import * as fs from 'node:fs'
 import { dirname } from 'node:path'
 import { AppError } from '../../src/errors.ts'
+import { timeSlices } from '../../src/time-slices.ts'
 import { isomorphicGit } from './git.ts'
 import { openPackReader, type ObjectTypeName, type PackReader } from './pack-reader.ts'
 import { assertSafePath, unsafePathError } from './workspace.ts'
@@ -40,6 +41,8 @@ interface Entry {
 
 /** Trees and commits are read whole; none of a real repository comes near this. */
 const MAX_TREE_BYTES = 64 * 1024 * 1024
+/** Milliseconds of the walk between turns of the event loop. */
+const SLICE_MS = 4
 
 const invalid = (why: string) => new AppError('upstream_error', `The repository holds a tree that is not valid Git: ${why}`)
 
@@ -97,6 +100,8 @@ export async function diffTrees(options: { gitdir: string; cache: object; from?:
   const read = await objectReader(options.gitdir, options.cache)
   const diff: TreeDiff = { write: [], remove: [], removedFiles: [], fileDelta: 0 }
   const removedDirectories = new Set<string>()
+  // Reading packed trees never waits on I/O: a tree of thousands of files would hold the event loop throughout.
+  const giveWay = timeSlices(SLICE_MS)
 
   const treeOf = async (commit: string) => {
     const { type, content } = await read(commit)
@@ -112,6 +117,7 @@ export async function diffTrees(options: { gitdir: string; cache: object; from?:
 
   // Parents before children, as the checkout's removals need.
   const visit = async (path: string, before: Entry | undefined, after: Entry | undefined): Promise<void> => {
+    await giveWay()
     signal?.throwIfAborted()
     if (before && after && before.oid === after.oid) return
     assertSafePath(path)
