@@ -91,6 +91,7 @@ export class OrgIndex {
   /** Slots changed while a space is being learnt: their vectors in it are of older text, dropped when it arrives. */
   private changedWhileLearning: Set<number> | undefined
   private meaningScratch = new Float32Array(0)
+  private changes = 0
 
   constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined; repositories?: [string, RepositoryRecord][] }) {
     this.db = restored?.db ?? createChunkDatabase()
@@ -108,6 +109,11 @@ export class OrgIndex {
 
   get chunkCount(): number {
     return (this.db.data.docs as unknown as { count: number }).count
+  }
+
+  /** Counts every chunk stored or removed: a search that gave way in between sees whether its slots still hold. */
+  get changeCount(): number {
+    return this.changes
   }
 
   /**
@@ -172,7 +178,8 @@ export class OrgIndex {
     meaning.store.set(slot, embedCountedInTermSpace(meaning.space, counted, this.meaningScratch))
   }
 
-  private noteMeaningChange(slot: number): void {
+  private noteChange(slot: number): void {
+    this.changes++
     this.meaningChanges++
     this.changedWhileLearning?.add(slot)
   }
@@ -211,7 +218,7 @@ export class OrgIndex {
       const counted = chunk.counted ?? countedTermsOf(doc.content)
       primeCountedTerms(doc.content, counted)
       if (this.meaning) this.embedMeaning(slot, counted)
-      this.noteMeaningChange(slot)
+      this.noteChange(slot)
       insert(this.db, doc)
       this.track(doc)
       slots.push(slot)
@@ -374,7 +381,7 @@ export class OrgIndex {
     remove(this.db, String(slot))
     this.vectorStore?.clear(slot)
     this.meaning?.store.clear(slot)
-    this.noteMeaningChange(slot)
+    this.noteChange(slot)
     this.chunks[slot] = undefined
     this.freeSlots.push(slot)
   }

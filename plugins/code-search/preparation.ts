@@ -64,9 +64,17 @@ export interface PreparedFile {
   encoded?: Uint8Array
 }
 
+/**
+ * A batch's files ready to apply, in the order given. Each file's chunks are built from the Worker's answer when
+ * asked for, so the event loop builds them between its slices of inserting rather than a whole batch at once.
+ */
+export interface PreparedBatch {
+  readonly length: number
+  file(index: number): PreparedFile
+}
+
 export interface ChunkPreparer {
-  /** The files ready to apply, in the order given. */
-  prepare(request: Omit<PreparationRequest, 'id' | 'files' | 'renumber'>, files: PreparationRequest['files']): Promise<PreparedFile[]>
+  prepare(request: Omit<PreparationRequest, 'id' | 'files' | 'renumber'>, files: PreparationRequest['files']): Promise<PreparedBatch>
   terminate(): void
 }
 
@@ -92,8 +100,10 @@ function startChunkPreparer(): ChunkPreparer {
   const worker = new Worker(PREPARE_WORKER)
   // An idle Worker must not keep the process alive.
   worker.unref()
-  const waiting = new Map<number, { files: PreparationRequest['files']; dimensions: number; resolve(files: PreparedFile[]): void; reject(error: Error): void }>()
-  // The Worker's term numbers, as this thread's terms.
+  const waiting = new Map<number, { files: PreparationRequest['files']; dimensions: number; resolve(batch: PreparedBatch): void; reject(error: Error): void }>()
+  // The Worker's term numbers: their texts, and as this thread's terms once a chunk needing them is built. A reset
+  // starts new tables; a batch keeps those of its answer.
+  let words: string[] = []
   let known: Term[] = []
   let nextId = 1
   // Set once idle: the table is dropped rather than kept between imports, and the next request asks the Worker
@@ -104,6 +114,7 @@ function startChunkPreparer(): ChunkPreparer {
     waiting.delete(id)
     if (waiting.size === 0) {
       worker.unref()
+      words = []
       known = []
       renumber = true
     }
@@ -112,10 +123,15 @@ function startChunkPreparer(): ChunkPreparer {
   // Answers arrive in the order asked, so the table of term numbers is always current when one is read.
   worker.onmessage = ({ data }: MessageEvent<PreparationAnswer>) => {
     if ('error' in data) return settle(data.id)?.reject(new Error(`chunk preparation failed: ${data.error}`))
-    if (data.reset) known = []
-    for (let i = 0; i < data.newTerms.length; i++) known[data.firstNewId + i] = termOf(data.newTerms[i]!)
+    if (data.reset) {
+      words = []
+      known = []
+    }
+    for (let i = 0; i < data.newTerms.length; i++) words[data.firstNewId + i] = data.newTerms[i]!
     const caller = waiting.get(data.id)
-    const prepared = caller && preparedFiles(data, caller.files, known, caller.dimensions)
+    const [texts, terms] = [words, known]
+    const termOfId = (id: number) => (terms[id] ??= termOf(texts[id]!))
+    const prepared = caller && preparedBatch(data, caller.files, termOfId, caller.dimensions)
     settle(data.id)
     if (caller) caller.resolve(prepared!)
   }
@@ -126,7 +142,7 @@ function startChunkPreparer(): ChunkPreparer {
   return {
     prepare(request, files) {
       const id = nextId++
-      const answer = new Promise<PreparedFile[]>((resolve, reject) => waiting.set(id, { files, dimensions: request.dimensions, resolve, reject }))
+      const answer = new Promise<PreparedBatch>((resolve, reject) => waiting.set(id, { files, dimensions: request.dimensions, resolve, reject }))
       worker.ref()
       try {
         worker.postMessage({ ...request, id, files, renumber } satisfies PreparationRequest)
@@ -140,20 +156,36 @@ function startChunkPreparer(): ChunkPreparer {
   }
 }
 
-function preparedFiles(answer: Extract<PreparationAnswer, { files: unknown }>, sent: PreparationRequest['files'], known: Term[], dimensions: number): PreparedFile[] {
-  let chunkAt = 0
-  let termAt = 0
-  return answer.files.map(({ chunks, encoded }, file) => ({
-    encoded,
-    chunks: chunks.map(({ startLine, endLine, symbols, at, length, content }) => {
-      const count = answer.termsPerChunk[chunkAt]!
-      const terms = new Array<Term>(count)
-      for (let i = 0; i < count; i++) terms[i] = known[answer.termIds[termAt + i]!]!
-      const counted: CountedTerms = { terms, counts: answer.termCounts.subarray(termAt, termAt + count), occurrences: answer.occurrences[chunkAt]! }
-      const vector = answer.vectors.subarray(chunkAt * dimensions, (chunkAt + 1) * dimensions)
-      termAt += count
-      chunkAt++
-      return { startLine, endLine, content: content ?? sent[file]!.content.slice(at, at + length), symbols, vector, counted }
-    }),
-  }))
+function preparedBatch(answer: Extract<PreparationAnswer, { files: unknown }>, sent: PreparationRequest['files'], termOfId: (id: number) => Term, dimensions: number): PreparedBatch {
+  // Where each file's chunks and their terms start in the answer's arrays.
+  const firstChunk = new Int32Array(answer.files.length + 1)
+  const firstTerm = new Int32Array(answer.files.length + 1)
+  for (let file = 0, chunk = 0, term = 0; file < answer.files.length; file++) {
+    firstChunk[file] = chunk
+    firstTerm[file] = term
+    for (const end = chunk + answer.files[file]!.chunks.length; chunk < end; chunk++) term += answer.termsPerChunk[chunk]!
+    firstChunk[file + 1] = chunk
+    firstTerm[file + 1] = term
+  }
+  return {
+    length: answer.files.length,
+    file(file) {
+      const { chunks, encoded } = answer.files[file]!
+      let chunkAt = firstChunk[file]!
+      let termAt = firstTerm[file]!
+      return {
+        encoded,
+        chunks: chunks.map(({ startLine, endLine, symbols, at, length, content }) => {
+          const count = answer.termsPerChunk[chunkAt]!
+          const terms = new Array<Term>(count)
+          for (let i = 0; i < count; i++) terms[i] = termOfId(answer.termIds[termAt + i]!)
+          const counted: CountedTerms = { terms, counts: answer.termCounts.subarray(termAt, termAt + count), occurrences: answer.occurrences[chunkAt]! }
+          const vector = answer.vectors.subarray(chunkAt * dimensions, (chunkAt + 1) * dimensions)
+          termAt += count
+          chunkAt++
+          return { startLine, endLine, content: content ?? sent[file]!.content.slice(at, at + length), symbols, vector, counted }
+        }),
+      }
+    },
+  }
 }

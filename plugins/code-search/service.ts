@@ -12,12 +12,13 @@
  */
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
+import { InProgress, timeSlices } from '../../src/time-slices.ts'
 import { chunkFile, type ChunkerOptions } from './chunker.ts'
 import type { EmbeddingProvider } from './embeddings/provider.ts'
 import type { QueryExpander } from './expansion.ts'
 import { languageOfPath } from './languages.ts'
 import { OrgIndex, type ChunkFilter, type FileChunks } from './org-index.ts'
-import { chunkPreparer, discardChunkPreparer, type PreparationRequest, type PreparedFile } from './preparation.ts'
+import { chunkPreparer, discardChunkPreparer, type PreparationRequest, type PreparedBatch } from './preparation.ts'
 import { asksForTests, filePrior } from './query.ts'
 import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
 import { decodeSnapshot, decodeSnapshotHeader, decodeSnapshotTail, encodeSegment, type SnapshotLayout, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
@@ -48,6 +49,10 @@ export interface CodeIndexOptions {
    * that, copying to and from the Worker costs about what it saves. 0 always, Infinity never.
    */
   prepareInWorkerFrom?: number
+  /** Milliseconds a search runs before other work may run between its steps. Default 3; 0 gives way at every step. */
+  searchSliceMs?: number
+  /** Milliseconds of indexing between two turns of the event loop. Default 4; 0 gives way after every file. */
+  indexSliceMs?: number
   chunker?: ChunkerOptions
   now?: () => number
   /** Writes code a question describes, searched beside the question (CODE_SEARCH_EXPANSION_MODEL); see expansion.ts. */
@@ -60,6 +65,10 @@ export const DEFAULT_LIMIT = 10
 export const MAX_QUERY_LENGTH = 500
 /** Longest stretch of indexing between two turns of the event loop, in milliseconds. */
 const SLICE_MS = 4
+/** Milliseconds a search runs before it lets other work in. */
+const SEARCH_SLICE_MS = 3
+/** Searches come first: indexing waits this long at most for those under way, so a stream of them cannot stop it. */
+const SEARCH_PRIORITY_MS = 20
 /** Characters of files sent to the preparation Worker in one message. */
 const PREPARE_BATCH_CHARS = 256 * 1024
 // Batches sent and not yet inserted: the Worker always has one waiting while the event loop reads files and inserts.
@@ -144,6 +153,14 @@ function withWholeFiles(index: OrgIndex, query: string, fused: ScoredSlot[], ask
   // Weighed by the file's kind as the chunk scores are: a test file uses the question's words throughout too.
   const share = (slot: number) => FILE_SHARE * filePrior(index.chunk(slot)!.path, askingForTests) * (files.get(slot) ?? 0)
   return fused.map(({ slot, score }) => ({ slot, score: score + share(slot) })).sort((a, b) => b.score - a.score)
+}
+
+/** A generator run to its end without pausing. */
+function toEnd<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const step = steps.next()
+    if (step.done) return step.value
+  }
 }
 
 /** Scores scaled by each chunk's file prior (tests, prose, generated files weigh less), best first. */
@@ -452,9 +469,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     return vector
   }
 
-  // setImmediate, not setTimeout(0): requests and I/O still run in between, without the millisecond a timer
-  // waits at least, which cost a fifth of the indexing time.
-  const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
+  const searches = new InProgress()
 
   return {
     async indexFiles(input: IndexFilesInput) {
@@ -470,12 +485,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       let batchChunks = 0
       // Chunking, offline embedding and indexing never wait on I/O: the work is cut into slices of a few
       // milliseconds, and other requests run between them.
-      let sliceStart = performance.now()
-      const giveWay = async () => {
-        if (performance.now() - sliceStart < SLICE_MS) return
-        await yieldToEventLoop()
-        sliceStart = performance.now()
-      }
+      const giveWay = timeSlices(options.indexSliceMs ?? SLICE_MS, () => searches.finished(SEARCH_PRIORITY_MS))
       const flush = async () => {
         const texts = batch.flatMap((file) => file.chunks.map((chunk) => chunk.content))
         const vectors = texts.length > 0 ? await embeddings.embed(texts, { signal }) : []
@@ -498,7 +508,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       let onWorker = (input.totalBytes ?? 0) >= prepareInWorkerFrom
       let toPrepare: PreparationRequest['files'] = []
       let toPrepareChars = 0
-      const preparing: { files: PreparationRequest['files']; prepared: Promise<PreparedFile[]> }[] = []
+      const preparing: { files: PreparationRequest['files']; prepared: Promise<PreparedBatch> }[] = []
       const sendToWorker = () => {
         const preparer = chunkPreparer()
         const request = { repositoryId, repositoryName, encode: snapshots !== undefined, dimensions: embeddings.hashedDimensions!, chunker: options.chunker }
@@ -532,7 +542,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         if (batch.length > 0) await flush()
         signal?.throwIfAborted()
         for (const [i, file] of sent.entries()) {
-          const { chunks: fileChunks, encoded } = ready[i]!
+          const { chunks: fileChunks, encoded } = ready.file(i)
           apply(org, { kind: 'file', file: { repositoryId, repositoryName, path: file.path, language: file.language, chunks: fileChunks, encoded } })
           files++
           chunks += fileChunks.length
@@ -610,19 +620,43 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       // file priors may move chunks up from below the limit.
       const depth = Math.max(limit * 3, 30)
       const askingForTests = asksForTests(text)
-      const rank = (words: string, wordsVector: Float32Array | undefined) => {
-        const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests)
-        const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests) : []
-        return mode === 'hybrid' ? withWholeFiles(index, words, fuse(byText, byVector), askingForTests) : mode === 'text' ? byText : byVector
+      // One step of ranking at a time; each yield is a point where other work may run.
+      function* ranking(): Generator<void, ScoredSlot[]> {
+        function* rank(words: string, wordsVector: Float32Array | undefined): Generator<void, ScoredSlot[]> {
+          const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests)
+          yield
+          const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests) : []
+          if (mode !== 'hybrid') return mode === 'text' ? byText : byVector
+          yield
+          return withWholeFiles(index, words, fuse(byText, byVector), askingForTests)
+        }
+        const byQuestion = yield* rank(text, vector)
+        if (code === undefined) return byQuestion
+        return convex([
+          [byQuestion, 1 - EXPANSION_SHARE],
+          [yield* rank(code, codeVector), EXPANSION_SHARE],
+        ])
       }
-      const byQuestion = rank(text, vector)
-      const ranked =
-        code === undefined
-          ? byQuestion
-          : convex([
-              [byQuestion, 1 - EXPANSION_SHARE],
-              [rank(code, codeVector), EXPANSION_SHARE],
-            ])
+      // A search of a large index takes several milliseconds: other requests run between its steps rather than wait
+      // for all of it, and indexing waits until it ends (SEARCH_PRIORITY_MS). Should the index change meanwhile, the
+      // slots found so far may name other chunks: the ranking is done again, at once.
+      const giveWay = timeSlices(options.searchSliceMs ?? SEARCH_SLICE_MS)
+      const changeCount = index.changeCount
+      let ranked: ScoredSlot[] | undefined
+      searches.started()
+      try {
+        const steps = ranking()
+        let step = steps.next()
+        while (!step.done) {
+          await giveWay()
+          if (index.changeCount !== changeCount) break
+          step = steps.next()
+        }
+        if (step.done) ranked = step.value
+      } finally {
+        searches.ended()
+      }
+      ranked ??= toEnd(ranking())
       const terms = snippetTerms(text)
       return ranked.slice(0, limit).map(({ slot, score }) => {
         const chunk = index.chunk(slot)!
