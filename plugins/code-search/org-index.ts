@@ -84,13 +84,14 @@ export class OrgIndex {
   private readonly files = new Map<string, Map<string, number[]>>()
   private readonly repositories: Map<string, RepositoryRecord>
   private meaning: Meaning | undefined
-  /** Whether a space was ever learnt, or found impossible to learn, for this index. */
-  private meaningTried = false
-  /** Slots set or cleared since the meaning's source was read. */
-  private meaningChanges = 0
+  /** changeCount when the source of the space in use was read; undefined until a space is learnt or found impossible. */
+  private meaningAt: number | undefined
+  /** changeCount when the source of the space being learnt was read. */
+  private sourceAt = 0
   /** Slots changed while a space is being learnt: their vectors in it are of older text, dropped when it arrives. */
   private changedWhileLearning: Set<number> | undefined
   private meaningScratch = new Float32Array(0)
+  /** Chunks stored or removed, ever. */
   private changes = 0
 
   constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined; repositories?: [string, RepositoryRecord][] }) {
@@ -122,7 +123,7 @@ export class OrgIndex {
    */
   get meaningStale(): boolean {
     if (this.changedWhileLearning) return false
-    return this.meaningTried ? this.meaningChanges > 0 : this.chunkCount > 0
+    return this.meaningAt === undefined ? this.chunkCount > 0 : this.changes !== this.meaningAt
   }
 
   /**
@@ -132,7 +133,7 @@ export class OrgIndex {
    */
   *meaningSource(maxChars: number): Generator<MeaningBatch> {
     this.changedWhileLearning = new Set()
-    this.meaningChanges = 0
+    this.sourceAt = this.changes
     let slots: number[] = []
     let contents: string[] = []
     let chars = 0
@@ -160,15 +161,12 @@ export class OrgIndex {
     const changed = this.changedWhileLearning ?? new Set<number>()
     this.changedWhileLearning = undefined
     this.meaning = learnt
-    this.meaningTried = true
-    this.meaningChanges = changed.size
+    this.meaningAt = this.sourceAt
     if (learnt) for (const slot of changed) learnt.store.clear(slot)
   }
 
-  /** Forgets a space being learnt (it failed): the next one starts from a fresh source. */
+  /** Forgets a space being learnt (it failed): the index stays stale, and the next one starts from a fresh source. */
   abandonMeaning(): void {
-    if (!this.changedWhileLearning) return
-    this.meaningChanges += this.changedWhileLearning.size
     this.changedWhileLearning = undefined
   }
 
@@ -180,7 +178,6 @@ export class OrgIndex {
 
   private noteChange(slot: number): void {
     this.changes++
-    this.meaningChanges++
     this.changedWhileLearning?.add(slot)
   }
 

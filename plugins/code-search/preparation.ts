@@ -129,7 +129,8 @@ function startChunkPreparer(): ChunkPreparer {
     }
     for (let i = 0; i < data.newTerms.length; i++) words[data.firstNewId + i] = data.newTerms[i]!
     const caller = waiting.get(data.id)
-    const [texts, terms] = [words, known]
+    const texts = words
+    const terms = known
     const termOfId = (id: number) => (terms[id] ??= termOf(texts[id]!))
     const prepared = caller && preparedBatch(data, caller.files, termOfId, caller.dimensions)
     settle(data.id)
