@@ -147,8 +147,11 @@ export interface RequestPipelineOptions {
   routeGuards?: RouteGuards
   /** Told of every request (metrics, tracing); unset, nothing is called. */
   observer?: RequestObserver
-  /** While it drains, every response carries `Connection: close`, so a proxy pools no connection the shutdown would close under it. */
-  lifecycle?: Pick<Lifecycle, 'draining'>
+  /**
+   * While it drains, every response carries `Connection: close`, so a proxy pools no connection the shutdown would
+   * close under it. Every request is counted: shutdown closes the listener once a poll of the sockets brings none.
+   */
+  lifecycle?: Pick<Lifecycle, 'draining' | 'requestsArrived'>
   /**
    * The socket peer's address: `(request) => app.server?.requestIP(request)?.address`. Unset (in-process
    * tests), every peer is `unknown`. Not read from the hook's context: a hook that names `server` makes Elysia
@@ -275,7 +278,10 @@ export function requestPipeline(options: RequestPipelineOptions) {
       ;(request as WithMeta)[META] = meta
       set.headers['x-request-id'] = meta.id
       set.headers['x-content-type-options'] = 'nosniff'
-      if (lifecycle?.draining) set.headers.connection = 'close'
+      if (lifecycle) {
+        lifecycle.requestsArrived++
+        if (lifecycle.draining) set.headers.connection = 'close'
+      }
       const oversized = headProblem(request)
       if (oversized) {
         // Refused after the route's guards, so a guarded route still answers an anonymous caller 401 first.

@@ -3,6 +3,9 @@ import type { AnyElysia } from 'elysia'
 import type { Dependencies } from './dependencies.ts'
 import { startMetricsListener } from '../../plugins/metrics/index.ts'
 
+// How long shutdown waits for a pause in arriving requests before it closes the listener regardless.
+const LISTENER_QUIET_WAIT_MS = 200
+
 export interface RunningServer {
   readonly server: Server<unknown>
   readonly url: string
@@ -50,13 +53,25 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
         deps.lifecycle.draining = true
         await Bun.sleep(config.shutdownDrainDelayMs)
       }
-      // Then chat streams that another process can serve end with a reconnect hint, agent clients are told to
-      // reconnect, and new connections are refused (which the proxy retries elsewhere, whatever the method).
+      // Then new connections are refused, which the proxy retries elsewhere whatever the method. Closing the
+      // listener resets every connection still waiting to be accepted, after the proxy has written its request
+      // (a POST it will not resend), and a timer can run before the event loop has polled its sockets (after a
+      // busy stretch, or when the process was descheduled). So the listener closes only once a poll of the
+      // sockets has brought no new request (waiting at most LISTENER_QUIET_WAIT_MS under unbroken traffic), and
+      // before any other work.
+      for (const until = Date.now() + LISTENER_QUIET_WAIT_MS; ; ) {
+        const arrived = deps.lifecycle.requestsArrived
+        await Bun.sleep(1)
+        if (deps.lifecycle.requestsArrived === arrived || Date.now() >= until) break
+      }
+      const stopped = server.stop(false)
+      // Then chat streams that another process can serve end with a reconnect hint, and agent clients are told to
+      // reconnect.
       deps.lifecycle.startDraining()
       deps.agentConnections.closeForShutdown()
       const deadline = Date.now() + config.shutdownTimeoutMs
       const untilDeadline = <T>(work: Promise<T>) => Promise.race([work.then(() => true), Bun.sleep(Math.max(0, deadline - Date.now())).then(() => false)])
-      if (!(await untilDeadline(server.stop(false)))) {
+      if (!(await untilDeadline(stopped))) {
         logger.warn('in-flight requests still running at the shutdown timeout; closing them')
         await server.stop(true)
       }
