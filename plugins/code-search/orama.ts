@@ -184,8 +184,9 @@ function scoreTerms(
 /**
  * BM25 of whole files for the query: each file's chunks' content counted together, for the files `candidates`
  * names (chunk ids -> the file's number). A chunk's id is its slot as a string. A term's idf is over chunks (the
- * postings know how many chunks hold it, not how many files). Answers one score per file number; 0 where no term
- * occurs.
+ * postings know how many chunks hold it, not how many files). The names the file declares add `symbols` times
+ * their own BM25 term, without length normalisation: a file declares as many names as it has declarations.
+ * Answers one score per file number; 0 where no term occurs.
  */
 export function wholeFileScores(
   db: ChunkDatabase,
@@ -193,7 +194,7 @@ export function wholeFileScores(
   candidates: ReadonlyMap<string, number>,
   fileCount: number,
   averageFileLength: number,
-  relevance: { k: number; b: number },
+  relevance: { k: number; b: number; symbols: number },
 ): Float64Array {
   const index = (db as unknown as { data: { index: IndexStore } }).data.index
   const idToInternalId = (db as unknown as { internalDocumentIDStore: { idToInternalId: Map<string, number> } }).internalDocumentIDStore.idToInternalId
@@ -212,12 +213,13 @@ export function wholeFileScores(
     lengths[file]! += fieldLengths[internalId] ?? 0
   }
   const scores = new Float64Array(fileCount)
-  const postings = index.postings.content
-  try {
-    if (!postings) return scores
-    dropRemoved(index, 'content')
-    const counts = new Float64Array(fileCount)
-    const { k, b } = relevance
+  const counts = new Float64Array(fileCount)
+  const { k, b } = relevance
+  /** Adds each file's BM25 term for every word of the query in `field`, `normalise` giving the length part. */
+  const addField = (field: string, weight: number, normalise: (file: number) => number) => {
+    const postings = index.postings[field]
+    if (!postings || weight === 0) return
+    dropRemoved(index, field)
     for (const [term, termWeight] of weightedQueryTerms(query)) {
       const matches = postings.get(term)
       if (!matches) continue
@@ -232,9 +234,13 @@ export function wholeFileScores(
       for (let file = 0; file < fileCount; file++) {
         const tf = counts[file]!
         if (tf === 0) continue
-        scores[file]! += (termWeight * idf * tf * (k + 1)) / (tf + k * (1 - b + (b * lengths[file]!) / (averageFileLength || 1)))
+        scores[file]! += (weight * termWeight * idf * tf * (k + 1)) / (tf + k * normalise(file))
       }
     }
+  }
+  try {
+    addField('content', 1, (file) => 1 - b + (b * lengths[file]!) / (averageFileLength || 1))
+    addField('symbols', relevance.symbols, () => 1)
     return scores
   } finally {
     for (const internalId of marked) fileOf[internalId] = -1

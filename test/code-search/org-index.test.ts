@@ -88,3 +88,20 @@ describe('full-text index', () => {
     expect(ranked(copy, 'cache')).toEqual(['store cache'])
   })
 })
+
+describe('whole files', () => {
+  test('a file declaring what the question names outscores one that only uses the word more often', () => {
+    const index = new OrgIndex()
+    const declared = (path: string, symbols: string[], content: string): FileChunks => ({
+      ...file(path),
+      chunks: [{ startLine: 1, endLine: 5, content, symbols, vector: vector(1, 0, 0) }],
+    })
+    index.replaceFile(declared('handlers.ts', ['emitLine'], 'function emitLine(record) { sink.push(record.message, record.level); return record }'))
+    index.replaceFile(declared('entry.ts', ['LogRecord'], 'class LogRecord { constructor(message, level) { this.message = message } }'))
+    index.replaceFile(declared('other.ts', ['sumValues'], 'function sumValues(values) { return values.length }'))
+    const slots = index.searchText('Initialize a record', {}, 10).map((hit) => hit.slot)
+    const byPath = new Map([...index.wholeFileScores('Initialize a record', slots)].map(([slot, score]) => [index.chunk(slot)!.path, score]))
+    expect(byPath.get('entry.ts')).toBe(1)
+    expect(byPath.get('handlers.ts')!).toBeLessThan(1)
+  })
+})
