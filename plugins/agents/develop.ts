@@ -13,7 +13,7 @@ import type { ImportService } from '../imports/index.ts'
 import { clip, DEVELOP_TOOLS, runDevelopTool, type DevelopToolContext } from './develop-tools.ts'
 import type { DevelopParams } from './model.ts'
 import { TaskError, type CommandContext, type CommandHandler } from './service.ts'
-import type { TaskWorkspace, Workspaces } from './workspaces.ts'
+import type { TaskWorkspace, WorkspaceCommit, Workspaces } from './workspaces.ts'
 import type { Models } from '../../src/llm/models.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { AppError } from '../../src/errors.ts'
@@ -95,11 +95,15 @@ async function openWorkspace(
 async function pushChange(
   deps: DevelopDependencies,
   context: CommandContext,
-  change: { source: { url: string; ref: string | null }; baseCommit: string; branch: string; files: { path: string; status: string }[]; message: string; summary: string | undefined },
+  change: { source: { url: string; ref: string | null }; baseCommit: string; branch: string; committed: WorkspaceCommit; message: string; summary: string | undefined },
 ): Promise<ProposedChange> {
   if (!deps.proposer) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
+  // What is pushed is what was committed, never the tree read again.
   const changes = []
-  for (const file of change.files) changes.push({ path: file.path, bytes: file.status === 'deleted' ? null : await deps.workspaces.read(context.taskId, file.path) })
+  for (const [path, content] of change.committed.contents) {
+    if (content?.mode === '120000') throw new TaskError('workspace_path_refused', `${path} is a symbolic link; a change holding links cannot be pushed`)
+    changes.push({ path, bytes: content ? content.bytes : null })
+  }
   const [title, ...rest] = change.message.split('\n')
   try {
     return await deps.proposer.proposeChange(context.caller, {
@@ -284,15 +288,16 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
         }
         const usage = await deps.workspaces.usage(context.taskId)
         if (usage.problem) throw new TaskError('workspace_limit', `The workspace holds ${usage.problem}`)
-        const { diff, files: changed } = await deps.workspaces.diff(context.taskId)
         const branch = params.branch ?? `agent/${context.taskId}`
         const message = commitMessage(params.instruction, summary)
-        const commit = await deps.workspaces.commit(context.taskId, branch, message)
+        const committed = await deps.workspaces.commit(context.taskId, branch, message)
+        const { diff, files: changed, commit } = committed
+        if (committed.note) context.log(committed.note, 'warn')
         let pushed: ProposedChange | undefined
         if (params.push && source && workspace.base) {
           if (changed.length === 0) throw new TaskError('nothing_to_push', 'The workspace holds no change to push')
           context.log(`Pushing ${branch} to ${source.url} and opening a pull request`)
-          pushed = await pushChange(deps, context, { source, baseCommit: workspace.base.commit, branch, files: changed, message, summary })
+          pushed = await pushChange(deps, context, { source, baseCommit: workspace.base.commit, branch, committed, message, summary })
           context.log(`Pull request ${pushed.pullRequest.url}`)
         }
         return {
@@ -305,6 +310,7 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
           ...(pushed ? { pushed: { repository: pushed.repository, branch: pushed.branch, commit: pushed.commit, base: pushed.base }, pullRequest: pushed.pullRequest } : {}),
           files: changed,
           diff,
+          leftOut: committed.leftOut,
           checks: checks.map((command) => lastVerdicts.get(command)!),
           steps,
           tokens,

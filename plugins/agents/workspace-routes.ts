@@ -25,6 +25,17 @@ export interface WorkspaceRoutesOptions {
 const taskParams = t.Object({ taskId: t.String({ minLength: 1, maxLength: 64 }) })
 const fileQuery = t.Object({ path: t.String({ minLength: 1, maxLength: 4096, description: 'Path relative to the workspace root, for example src/index.ts' }) })
 const entry = t.Object({ path: t.String(), type: t.Union([t.Literal('file'), t.Literal('symlink')]), bytes: integer({ minimum: 0 }) })
+const leftOutEntry = t.Object({
+  path: t.String(),
+  reason: t.Union([
+    t.Literal('nested repository'),
+    t.Literal('hard link'),
+    t.Literal('not a regular file'),
+    t.Literal('outside the workspace'),
+    t.Literal('unreadable'),
+    t.Literal('ignored'),
+  ]),
+})
 const change = t.Object({ path: t.String(), status: t.Union([t.Literal('added'), t.Literal('modified'), t.Literal('deleted')]) })
 
 /** A workspace failure as the HTTP error it is. */
@@ -32,7 +43,8 @@ function asHttpError(err: unknown): unknown {
   if (!(err instanceof TaskError)) return err
   if (err.code === 'workspace_path_refused') return new AppError('bad_request', err.message)
   if (err.code === 'file_not_found' || err.code === 'workspace_not_found' || err.code === 'task_not_found') return new AppError('not_found', err.message)
-  return err
+  // Over its limits, or not text: the workspace's state, not the request, is why.
+  return new AppError('conflict', err.message)
 }
 
 /** `work`'s value, its workspace failures turned into HTTP errors. */
@@ -89,6 +101,7 @@ export function workspaceRoutes(options: WorkspaceRoutesOptions) {
           401: problem,
           403: problem,
           404: problem,
+          409: problem,
           429: problem,
         },
         detail: {
@@ -101,15 +114,32 @@ export function workspaceRoutes(options: WorkspaceRoutesOptions) {
       '/api/agents/tasks/:taskId/diff',
       async ({ params, principal }) => {
         await owned(principal, params.taskId)
-        const { diff, files } = await answering(() => workspaces.diff(params.taskId))
-        return { diff, files }
+        const { diff, files, leftOut } = await answering(() => workspaces.diff(params.taskId))
+        return { diff, files, leftOut }
       },
       {
         params: taskParams,
         auth: 'agents:run',
         rateLimit: 'default',
-        response: { 200: t.Object({ diff: t.String({ description: 'Unified diff (git format) against the base commit' }), files: t.Array(change) }), 401: problem, 403: problem, 404: problem, 429: problem },
-        detail: { summary: "The diff of a development task's workspace against its base", description: 'The unified diff of every change so far, and the paths added, modified or deleted.' },
+        response: {
+          200: t.Object({
+            diff: t.String({ description: 'Unified diff (git format) against the base commit' }),
+            files: t.Array(change),
+            leftOut: t.Array(leftOutEntry, { description: 'What the workspace holds that the diff does not carry, and why (at most 50)' }),
+          }),
+          401: problem,
+          403: problem,
+          404: problem,
+          409: problem,
+          429: problem,
+        },
+        detail: {
+          summary: "The diff of a development task's workspace against its base",
+          description:
+            'The unified diff of every change so far, and the paths added, modified or deleted. Never carried: nested `.git` entries, files with other hard links, ' +
+            'FIFOs, sockets and devices, and files the repository ignores (its `.gitignore`, and build output and caches by convention) unless the base holds them; ' +
+            '`leftOut` names them. 409 when the workspace is over its limits.',
+        },
       },
     )
 }

@@ -1,8 +1,9 @@
 /**
  * Task workspaces: each development task works in a directory of its own, `<root>/<taskId>/tree`, holding an
- * import's files at its commit (or nothing, for a new project). The base is committed into a Git directory
- * beside the tree (`git/`), out of reach of the commands run in the tree, so the diff against it cannot be
- * forged from inside. Paths given to the file functions never leave the tree: `..`, absolute paths and symbolic
+ * import's files at its commit (or nothing, for a new project), on a filesystem of its own where the machine
+ * allows it (workspace-volume.ts). The base is committed into a bare Git directory beside the tree (`git/`), out
+ * of reach of the commands run in the tree, so the diff against it cannot be forged from inside. Git never reads
+ * the tree: the service reads it (workspace-snapshot.ts) and hands Git the bytes (workspace-git.ts). Paths given to the file functions never leave the tree: `..`, absolute paths and symbolic
  * links anywhere on the way are refused, and what was opened is checked to lie inside the tree. A workspace
  * is removed `retentionSeconds` after its task ends.
  *
@@ -14,6 +15,9 @@ import { lstat, mkdir, readdir, realpath, rename, rm, unlink, writeFile } from '
 import { dirname, join } from 'node:path'
 import type { Logger } from '../../src/log.ts'
 import { TaskError } from './service.ts'
+import { blobId, commitTree, diffCommits, initBare, pathsOf, readBlobs, refExists, type GitFileMode } from './workspace-git.ts'
+import { describeLeftOut, isGitName, rememberBlobs, takeSnapshot, type CachedBlob, type LeftOut, type Snapshot } from './workspace-snapshot.ts'
+import { createWorkspaceVolumes, type WorkspaceVolumes } from './workspace-volume.ts'
 
 export interface WorkspaceLimits {
   /** Files (and symbolic links) the tree may hold; also the most directories it may hold. */
@@ -59,7 +63,24 @@ export interface WorkspacesOptions {
   retentionSeconds: number
   /** How often a running command's tree is measured against the limits. Default 200 ms. */
   watchIntervalMs?: number
+  /** How each tree gets a filesystem of its own. Default: loop-mounted images where the machine allows them. */
+  volumes?: WorkspaceVolumes
   logger: Logger
+}
+
+/** The tree against its base: the unified diff, the paths it changes, and what the snapshot left out. */
+export interface WorkspaceDiff {
+  diff: string
+  files: WorkspaceChange[]
+  leftOut: LeftOut[]
+  /** One line naming what was left out, for the model and the task's log; undefined when nothing was. */
+  note?: string
+}
+
+/** A commit of the tree, with what each changed path holds in it (null: deleted) and its mode. */
+export interface WorkspaceCommit extends WorkspaceDiff {
+  commit: string
+  contents: Map<string, { bytes: Uint8Array; mode: GitFileMode } | null>
 }
 
 /** Refused because of where a path leads or what it names: the model (or client) is told why. */
@@ -70,6 +91,17 @@ export class WorkspacePathError extends TaskError {
 }
 
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/
+/** The base commit's ref, and the one each diff's snapshot is stored under. */
+const BASE_REF = 'refs/agent/base'
+const SNAPSHOT_REF = 'refs/agent/snapshot'
+
+/** A branch name Git takes (the rules of git-check-ref-format), checked without running anything. */
+export function validBranchName(name: string): boolean {
+  if (typeof name !== 'string' || name === '' || name.length > 200 || name === '@' || name.startsWith('-')) return false
+  if (/[\x00-\x20\x7f~^:?*[\\]/.test(name) || name.includes('..') || name.includes('@{') || name.includes('//')) return false
+  if (name.startsWith('/') || name.endsWith('/') || name.endsWith('.')) return false
+  return name.split('/').every((part) => part !== '' && !part.startsWith('.') && !part.endsWith('.lock'))
+}
 
 /** What `workspace.json` holds. */
 interface WorkspaceRecord {
@@ -87,48 +119,18 @@ export function pathSegments(path: string): string[] {
   const segments = path.split('/').filter((s) => s !== '' && s !== '.')
   if (segments.length === 0) throw new WorkspacePathError(path, 'names the workspace itself')
   if (segments.includes('..')) throw new WorkspacePathError(path, 'contains ".."; paths stay inside the workspace')
-  if (segments.some((s) => s.toLowerCase().replace(/[. ]+$/, '') === '.git')) throw new WorkspacePathError(path, 'is inside a .git directory')
+  if (segments.some(isGitName)) throw new WorkspacePathError(path, 'is inside a .git directory')
   if (segments.some((s) => Buffer.byteLength(s) > 255)) throw new WorkspacePathError(path, 'has a segment over 255 bytes')
   return segments
-}
-
-/** Git with no system or user configuration, so nothing outside the service decides what it runs. */
-async function git(gitdir: string, tree: string, args: string[]): Promise<string> {
-  const child = Bun.spawn(
-    [
-      'git',
-      `--git-dir=${gitdir}`,
-      `--work-tree=${tree}`,
-      '-c',
-      'core.autocrlf=false',
-      '-c',
-      'core.symlinks=true',
-      '-c',
-      'core.hooksPath=/dev/null',
-      '-c',
-      'core.quotePath=false',
-      '-c',
-      'user.name=agent',
-      '-c',
-      'user.email=agent@localhost',
-      ...args,
-    ],
-    {
-      cwd: tree,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: gitdir, LANG: 'C' },
-      stdin: 'ignore',
-      stdout: 'pipe',
-      stderr: 'pipe',
-    },
-  )
-  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-  if (code !== 0) throw new Error(`git ${args[0]} failed (${code}): ${err.trim().slice(0, 500)}`)
-  return out
 }
 
 export function createWorkspaces(options: WorkspacesOptions) {
   const { root, limits, logger } = options
   const watchIntervalMs = options.watchIntervalMs ?? 200
+  const volumes = options.volumes ?? createWorkspaceVolumes(logger)
+  // Per workspace of this process: blob ids of files already stored, and the paths the base holds.
+  const blobCaches = new Map<string, Map<string, CachedBlob>>()
+  const trackedPaths = new Map<string, Promise<Set<string>>>()
   // This process's tasks' workspaces; others' are found through their record.
   const open = new Map<string, TaskWorkspace>()
   // The commit holding each workspace's base: diffs are against it, whatever is committed later.
@@ -200,6 +202,11 @@ export function createWorkspaces(options: WorkspacesOptions) {
       closeSync(fd)
       throw new WorkspacePathError(path, 'leads outside the workspace')
     }
+    // Another link to the same file may be outside the tree: neither read nor written through.
+    if (fstatSync(fd).nlink > 1) {
+      closeSync(fd)
+      throw new WorkspacePathError(path, 'has other hard links; they are not followed')
+    }
     return fd
   }
 
@@ -226,18 +233,6 @@ export function createWorkspaces(options: WorkspacesOptions) {
     return counted
   }
 
-  /**
-   * Removes every entry named `.git` (any case) in the tree. Git never records one, and host-side Git would
-   * treat a directory holding one as an embedded repository and read wherever its `gitdir:` points.
-   */
-  async function removeGitEntries(dir: string): Promise<void> {
-    for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-      const full = join(dir, entry.name)
-      if (entry.name.toLowerCase().replace(/[. ]+$/, '') === '.git') await rm(full, { recursive: true, force: true })
-      else if (entry.isDirectory()) await removeGitEntries(full)
-    }
-  }
-
   const overLimit = (u: WorkspaceUsage) =>
     u.files > limits.maxFiles
       ? `${u.files} files (at most ${limits.maxFiles})`
@@ -253,10 +248,43 @@ export function createWorkspaces(options: WorkspacesOptions) {
     // Another process's task, on the shared root.
     const record = readRecord(taskId)
     if (!record || expired(record)) throw new TaskError('workspace_not_found', `The workspace of ${taskId} is gone (removed after AGENT_TASK_RETENTION_SECONDS)`)
+    volumes.attach(dirOf(taskId), treeOf(taskId))
     return { taskId, tree: treeOf(taskId), base: record.base ?? undefined }
   }
 
   const baseCommitOf = (taskId: string) => baseCommits.get(taskId) ?? readRecord(taskId)?.baseCommit
+
+  const requireBase = (taskId: string) => {
+    const base = baseCommitOf(taskId)
+    if (!base) throw new TaskError('workspace_not_found', `The workspace of ${taskId} is gone`)
+    return base
+  }
+
+  /** The paths the base holds: kept in every snapshot even where an ignore rule matches them. */
+  function trackedOf(taskId: string): Promise<Set<string>> {
+    let tracked = trackedPaths.get(taskId)
+    if (!tracked) {
+      tracked = pathsOf(gitdirOf(taskId), requireBase(taskId)).then((paths) => new Set(paths))
+      tracked.catch(() => trackedPaths.delete(taskId))
+      trackedPaths.set(taskId, tracked)
+    }
+    return tracked
+  }
+
+  /** Reads the tree and stores it as the whole tree of a new commit on `ref`, whose parent is the base. */
+  async function snapshotCommit(taskId: string, ref: string, message: string): Promise<{ snapshot: Snapshot; commit: string }> {
+    let cache = blobCaches.get(taskId)
+    if (!cache) blobCaches.set(taskId, (cache = new Map()))
+    const snapshot = await takeSnapshot({ tree: treeOf(taskId), limits, tracked: await trackedOf(taskId), cache })
+    const commit = await commitTree(gitdirOf(taskId), ref, snapshot.entries, { parent: requireBase(taskId), message })
+    rememberBlobs(snapshot, cache)
+    return { snapshot, commit }
+  }
+
+  const withChanges = (snapshot: Snapshot, changes: { diff: string; files: WorkspaceChange[] }): WorkspaceDiff => {
+    const note = describeLeftOut(snapshot)
+    return { ...changes, leftOut: snapshot.leftOut, ...(note ? { note } : {}) }
+  }
 
   return {
     limits,
@@ -269,19 +297,21 @@ export function createWorkspaces(options: WorkspacesOptions) {
       const tree = treeOf(taskId)
       const gitdir = gitdirOf(taskId)
       try {
-        await mkdir(tree, { recursive: true, mode: 0o700 })
+        await volumes.create(dirOf(taskId), tree, limits)
+        const entries = []
         for (const file of files) {
           const { absolute } = await locate(tree, file.path, 'file')
           await mkdir(dirname(absolute), { recursive: true })
           await writeFile(absolute, file.bytes, { mode: 0o644 })
+          entries.push({ path: pathSegments(file.path).join('/'), mode: '100644' as const, oid: blobId(file.bytes), bytes: file.bytes })
         }
-        await git(gitdir, tree, ['init', '--quiet'])
-        await git(gitdir, tree, ['add', '--all'])
-        await git(gitdir, tree, ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', base ? `base: ${base.commit}` : 'base: empty project'])
-        const baseCommit = (await git(gitdir, tree, ['rev-parse', 'HEAD'])).trim()
+        await initBare(gitdir)
+        const baseCommit = await commitTree(gitdir, BASE_REF, entries, { message: base ? `base: ${base.commit}` : 'base: empty project' })
         await writeRecord(taskId, { base: base ?? null, baseCommit })
         baseCommits.set(taskId, baseCommit)
+        trackedPaths.set(taskId, Promise.resolve(new Set(entries.map((e) => e.path))))
       } catch (err) {
+        await volumes.release(dirOf(taskId)).catch(() => {})
         await rm(dirOf(taskId), { recursive: true, force: true })
         throw err
       }
@@ -359,6 +389,11 @@ export function createWorkspaces(options: WorkspacesOptions) {
         ftruncateSync(fd, 0)
         let written = 0
         while (written < bytes.byteLength) written += writeSync(fd, bytes, written, bytes.byteLength - written, written)
+      } catch (err) {
+        // The workspace's own filesystem is full (its hard limit), or the file passed RLIMIT_FSIZE.
+        const code = (err as NodeJS.ErrnoException).code
+        if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG') throw new TaskError('workspace_limit', `Writing ${path} would pass the workspace's size limit`)
+        throw err
       } finally {
         closeSync(fd)
       }
@@ -419,38 +454,37 @@ export function createWorkspaces(options: WorkspacesOptions) {
       }
     },
 
-    /** The unified diff of the tree against its base, and the paths it changes. */
-    diff(taskId: string): Promise<{ diff: string; files: WorkspaceChange[] }> {
-      const { tree } = workspaceOf(taskId)
-      const gitdir = gitdirOf(taskId)
+    /** The unified diff of the tree against its base, the paths it changes, and what was left out of it. */
+    diff(taskId: string): Promise<WorkspaceDiff> {
+      workspaceOf(taskId)
       return serialised(taskId, async () => {
-        await removeGitEntries(tree)
-        await git(gitdir, tree, ['add', '--all'])
-        const base = baseCommitOf(taskId)
-        if (!base) throw new TaskError('workspace_not_found', `The workspace of ${taskId} is gone`)
-        const diff = await git(gitdir, tree, ['diff', '--cached', '--no-color', '--no-ext-diff', '--no-renames', '--binary', '--full-index', base])
-        const names = await git(gitdir, tree, ['diff', '--cached', '--no-renames', '--name-status', '-z', base])
-        const parts = names.split('\0').filter(Boolean)
-        const files: WorkspaceChange[] = []
-        for (let i = 0; i + 1 < parts.length; i += 2) {
-          const code = parts[i]!
-          files.push({ path: parts[i + 1]!, status: code === 'A' ? 'added' : code === 'D' ? 'deleted' : 'modified' })
-        }
-        return { diff, files }
+        const { snapshot, commit } = await snapshotCommit(taskId, SNAPSHOT_REF, 'snapshot')
+        return withChanges(snapshot, await diffCommits(gitdirOf(taskId), requireBase(taskId), commit))
       })
     },
 
-    /** Commits the tree on a new branch `branch` (from the base); answers the commit. */
-    commit(taskId: string, branch: string, message: string): Promise<string> {
-      const { tree } = workspaceOf(taskId)
+    /**
+     * Commits the tree on a new branch `branch` from the base; refused with `branch_exists` when the branch is
+     * there already. Answers the commit, its diff against the base and what each changed path holds in it.
+     */
+    commit(taskId: string, branch: string, message: string): Promise<WorkspaceCommit> {
+      workspaceOf(taskId)
       const gitdir = gitdirOf(taskId)
       return serialised(taskId, async () => {
-        await git(gitdir, tree, ['check-ref-format', '--branch', branch])
-        await git(gitdir, tree, ['checkout', '--quiet', '-b', branch])
-        await removeGitEntries(tree)
-        await git(gitdir, tree, ['add', '--all'])
-        await git(gitdir, tree, ['commit', '--quiet', '--allow-empty', '--no-verify', '-m', message])
-        return (await git(gitdir, tree, ['rev-parse', 'HEAD'])).trim()
+        if (!validBranchName(branch)) throw new TaskError('invalid_branch', `${JSON.stringify(branch)} is not a valid branch name`)
+        const ref = `refs/heads/${branch}`
+        if (await refExists(gitdir, ref)) throw new TaskError('branch_exists', `The branch ${branch} exists already in this workspace`)
+        const { snapshot, commit } = await snapshotCommit(taskId, ref, message)
+        const changes = withChanges(snapshot, await diffCommits(gitdir, requireBase(taskId), commit))
+        const byPath = new Map(snapshot.entries.map((e) => [e.path, e]))
+        const kept = changes.files.filter((f) => f.status !== 'deleted').map((f) => byPath.get(f.path)!)
+        const blobs = await readBlobs(gitdir, kept.filter((e) => !e.bytes).map((e) => e.oid))
+        const contents: WorkspaceCommit['contents'] = new Map()
+        for (const file of changes.files) {
+          const entry = byPath.get(file.path)
+          contents.set(file.path, file.status === 'deleted' || !entry ? null : { bytes: entry.bytes ?? blobs.get(entry.oid)!, mode: entry.mode })
+        }
+        return { ...changes, commit, contents }
       })
     },
 
@@ -472,7 +506,10 @@ export function createWorkspaces(options: WorkspacesOptions) {
       removals.delete(taskId)
       open.delete(taskId)
       baseCommits.delete(taskId)
+      blobCaches.delete(taskId)
+      trackedPaths.delete(taskId)
       queues.delete(taskId)
+      await volumes.release(dirOf(taskId))
       await rm(dirOf(taskId), { recursive: true, force: true }).catch((err) => logger.warn('agent workspace not removed', { err, taskId }))
     },
 
@@ -487,19 +524,25 @@ export function createWorkspaces(options: WorkspacesOptions) {
         if (open.has(name) || !SAFE_ID.test(name)) continue
         const record = readRecord(name)
         const info = await lstat(join(root, name)).catch(() => undefined)
-        if ((record && expired(record)) || (info && info.mtimeMs < before)) await rm(join(root, name), { recursive: true, force: true })
+        if ((record && expired(record)) || (info && info.mtimeMs < before)) {
+          await volumes.release(join(root, name))
+          await rm(join(root, name), { recursive: true, force: true })
+        }
       }
     },
 
     /**
      * Shutdown: the workspaces of tasks still running are removed (their tasks end here, interrupted); those of
-     * ended tasks stay readable through other processes until they expire, and are swept then.
+     * ended tasks are unmounted but stay readable through other processes until they expire, and are swept then.
      */
     async close() {
       for (const timer of removals.values()) clearTimeout(timer)
       const running = [...open.keys()].filter((taskId) => !removals.has(taskId))
+      const ended = [...removals.keys()]
       removals.clear()
       await Promise.all(running.map((taskId) => this.remove(taskId)))
+      // The process leaves no mount behind: another one mounts an ended task's image again when it reads it.
+      await Promise.all(ended.map((taskId) => volumes.release(dirOf(taskId))))
       open.clear()
     },
   }

@@ -111,7 +111,7 @@ describe('develop', () => {
     const listing = await (await get('/files')).json()
     expect(listing.files.map((f: { path: string }) => f.path)).toEqual(['README.md', 'src/sum.test.ts', 'src/sum.ts'])
     expect(await (await get('/file?path=src/sum.ts')).text()).toBe(FIXED)
-    expect(await (await get('/diff')).json()).toEqual({ diff: output.diff, files: output.files })
+    expect(await (await get('/diff')).json()).toEqual({ diff: output.diff, files: output.files, leftOut: [] })
     expect((await get('/file?path=..%2F..%2Fservice.db')).status).toBe(400)
     expect((await get('/file?path=missing.ts')).status).toBe(404)
     const stranger = await userWithRole(h.t, 'member')

@@ -1,9 +1,10 @@
 /** Task workspaces on their own: paths that stay inside, links never followed, limits, and the diff against the base. */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdtempSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
+import { createWorkspaceVolumes } from '../../plugins/agents/workspace-volume.ts'
 import { createWorkspaces, pathSegments } from '../../plugins/agents/workspaces.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'workspaces-test-'))
@@ -12,8 +13,12 @@ const text = (s: string) => new TextEncoder().encode(s)
 let n = 0
 const taskId = () => `task_${++n}`
 
+/** Other instances made by tests, closed (their mounts released) whatever the tests did. */
+const closeLater: { close(): Promise<void> }[] = []
+
 afterAll(async () => {
   await workspaces.close()
+  for (const instance of closeLater) await instance.close()
   rmSync(root, { recursive: true, force: true })
 })
 
@@ -64,7 +69,7 @@ describe('workspace limits and diff', () => {
       { path: 'change.txt', bytes: text('old\n') },
       { path: 'gone.txt', bytes: text('bye\n') },
     ])
-    expect(await workspaces.diff(id)).toEqual({ diff: '', files: [] })
+    expect(await workspaces.diff(id)).toEqual({ diff: '', files: [], leftOut: [] })
     await workspaces.write(id, 'change.txt', 'new\n')
     await workspaces.write(id, 'dir/added.txt', 'hi\n')
     await workspaces.delete(id, 'gone.txt')
@@ -76,12 +81,14 @@ describe('workspace limits and diff', () => {
     ])
     expect(first.diff).toContain('-old\n+new\n')
     expect(first.diff).toContain('+++ b/dir/added.txt\n@@ -0,0 +1 @@\n+hi\n')
-    const commit = await workspaces.commit(id, 'agent/change', 'Change')
+    const { commit, files } = await workspaces.commit(id, 'agent/change', 'Change')
     expect(commit).toMatch(/^[0-9a-f]{40}$/)
+    expect(files).toEqual(first.files)
     expect(await workspaces.diff(id)).toEqual(first)
+    await expect(workspaces.commit(id, 'agent/change', 'Again')).rejects.toThrow('exists already')
   })
 
-  test('a .git a command made is removed before Git looks at the tree, so no repository elsewhere is read', async () => {
+  test('a nested .git a command made is left out of the diff with a note, never followed, and no repository elsewhere is read', async () => {
     const id = taskId()
     const { tree } = await workspaces.create(id, [{ path: 'a.txt', bytes: text('a\n') }])
     // A repository elsewhere on the host, named by a .git file as an embedded repository would be.
@@ -93,11 +100,76 @@ describe('workspace limits and diff', () => {
     Bun.spawnSync(['mkdir', '-p', join(tree, 'sub'), join(tree, 'nested/.GIT')])
     writeFileSync(join(tree, 'sub/.git'), `gitdir: ${join(elsewhere, '.git')}\n`)
     writeFileSync(join(tree, 'sub/kept.txt'), 'kept\n')
-    const { diff, files } = await workspaces.diff(id)
+    const { diff, files, leftOut, note } = await workspaces.diff(id)
     expect(diff).not.toContain(head)
+    expect(diff).not.toContain('Subproject')
     expect(files).toEqual([{ path: 'sub/kept.txt', status: 'added' }])
-    expect(existsSync(join(tree, 'sub/.git'))).toBe(false)
-    expect(existsSync(join(tree, 'nested/.GIT'))).toBe(false)
+    expect(leftOut).toEqual([
+      { path: 'nested/.GIT', reason: 'nested repository' },
+      { path: 'sub/.git', reason: 'nested repository' },
+    ])
+    expect(note).toContain('nested/.GIT (nested repository)')
+  })
+
+  test('ignored files and build output stay out of the diff unless the base holds them', async () => {
+    const big = createWorkspaces({ root: join(root, 'ignores'), limits: { maxFiles: 50, maxBytes: 10_000 }, retentionSeconds: 60, logger: memoryLogger() })
+    closeLater.push(big)
+    const id = taskId()
+    const { tree } = await big.create(id, [
+      { path: '.gitignore', bytes: text('*.log\n/out/\n!keep.log\n') },
+      { path: 'dist/tracked.js', bytes: text('1\n') },
+      { path: 'pkg/.gitignore', bytes: text('generated.txt\n') },
+    ])
+    for (const [path, content] of Object.entries({
+      'app.log': 'x',
+      'keep.log': 'kept',
+      'out/a.txt': 'x',
+      '__pycache__/m.cpython-311.pyc': 'x',
+      'pkg/mod.pyc': 'x',
+      'pkg/generated.txt': 'x',
+      'pkg/real.py': 'print()\n',
+      'node_modules/x/index.js': 'x',
+      'dist/tracked.js': '2\n',
+      'dist/new.js': 'x',
+      '.bun/install/cache/x': 'x',
+    })) {
+      Bun.spawnSync(['mkdir', '-p', join(tree, path, '..')])
+      writeFileSync(join(tree, path), content)
+    }
+    const { files, leftOut } = await big.diff(id)
+    expect(files).toEqual([
+      { path: 'dist/tracked.js', status: 'modified' },
+      { path: 'keep.log', status: 'added' },
+      { path: 'pkg/real.py', status: 'added' },
+    ])
+    expect(leftOut.filter((l) => l.reason === 'ignored').map((l) => l.path).sort()).toEqual(
+      ['.bun/', '__pycache__/', 'app.log', 'dist/new.js', 'node_modules/', 'out/', 'pkg/generated.txt', 'pkg/mod.pyc'].sort(),
+    )
+    await big.close()
+  })
+
+  test('hard links, FIFOs and links are never read through: a link is committed as a link, the others are left out', async () => {
+    // Plain directories, where a hard link to a file outside the tree can be made.
+    const plain = createWorkspaces({ root: join(root, 'plain'), limits: { maxFiles: 5, maxBytes: 1000 }, retentionSeconds: 60, volumes: createWorkspaceVolumes(memoryLogger(), { images: false }), logger: memoryLogger() })
+    closeLater.push(plain)
+    const id = taskId()
+    const { tree } = await plain.create(id, [])
+    const outside = join(root, 'hard-outside.txt')
+    writeFileSync(outside, 'outside secret')
+    linkSync(outside, join(tree, 'hard.txt'))
+    Bun.spawnSync(['mkfifo', join(tree, 'pipe')])
+    symlinkSync(outside, join(tree, 'soft.txt'))
+    const { diff, files, leftOut } = await plain.diff(id)
+    expect(diff).not.toContain('outside secret')
+    expect(files).toEqual([{ path: 'soft.txt', status: 'added' }])
+    expect(diff).toContain('new file mode 120000')
+    expect(leftOut).toEqual([
+      { path: 'hard.txt', reason: 'hard link' },
+      { path: 'pipe', reason: 'not a regular file' },
+    ])
+    await expect(plain.read(id, 'hard.txt')).rejects.toThrow('hard links')
+    await expect(plain.write(id, 'hard.txt', 'changed')).rejects.toThrow('hard links')
+    expect(readFileSync(outside, 'utf8')).toBe('outside secret')
   })
 
   test('the start-up sweep removes workspaces older than the given age that no task here holds, and nothing newer', async () => {

@@ -1,0 +1,232 @@
+/**
+ * What a workspace's tree holds, read by the service with nothing of it interpreted: the walk never follows a
+ * symbolic link (a link is recorded as a link), opens each file without following a final link and proves
+ * through /proc that what it opened lies inside the tree, and leaves out what Git on the host would have acted
+ * on or what a commit must not carry: nested `.git` entries (an embedded repository, a gitlink), files with
+ * other hard links (they may be a file outside the tree), FIFOs, sockets and devices, and files the repository
+ * ignores (its `.gitignore` files, and build output and caches by common convention) unless the base holds
+ * them. `.gitignore` files are only parsed, as patterns.
+ */
+import { constants, type BigIntStats } from 'node:fs'
+import { lstat, open, readdir, readlink, realpath } from 'node:fs/promises'
+import { join } from 'node:path'
+import ignore, { type Ignore } from 'ignore'
+import { TaskError } from './service.ts'
+import { blobId, type BlobEntry, type GitFileMode } from './workspace-git.ts'
+
+/** Left out of every snapshot unless the base commit holds them: build output, caches and dependencies. */
+export const CONVENTIONAL_IGNORES = [
+  '__pycache__/',
+  '*.py[cod]',
+  '.pytest_cache/',
+  '.mypy_cache/',
+  '.ruff_cache/',
+  '.tox/',
+  '.venv/',
+  '*.egg-info/',
+  '.coverage',
+  'coverage/',
+  '.nyc_output/',
+  'node_modules/',
+  'dist/',
+  // A command's HOME is the workspace: package managers' caches land here.
+  '.bun/',
+  '.npm/',
+  '.cache/',
+  '.DS_Store',
+]
+
+export type LeftOutReason = 'nested repository' | 'hard link' | 'not a regular file' | 'outside the workspace' | 'unreadable' | 'ignored'
+
+export interface LeftOut {
+  path: string
+  reason: LeftOutReason
+}
+
+export interface Snapshot {
+  entries: BlobEntry[]
+  /** What the tree holds that the snapshot does not (at most MAX_NOTED of them), and how many in all. */
+  leftOut: LeftOut[]
+  leftOutCount: number
+  /** Files read this time, stamped as they were when read: for the cache once their blobs are stored. */
+  read: Map<string, CachedBlob>
+}
+
+/** What a file was when its blob id was last computed: a file with the same stamp has the same id. */
+export interface CachedBlob {
+  stamp: string
+  oid: string
+  mode: GitFileMode
+}
+
+export interface SnapshotOptions {
+  tree: string
+  limits: { maxFiles: number; maxBytes: number }
+  /** Paths the base commit holds: kept even where an ignore rule matches, as Git keeps tracked files. */
+  tracked: ReadonlySet<string>
+  /** Blob ids of files seen before, by path; only ids already stored in the Git directory may be kept here. */
+  cache: Map<string, CachedBlob>
+}
+
+const MAX_NOTED = 50
+const MAX_IGNORE_FILE_BYTES = 256 * 1024
+
+/** True for `.git` in any case, and for the names Windows and macOS read as `.git` (trailing dots and spaces). */
+export const isGitName = (name: string) => name.toLowerCase().replace(/[. ]+$/, '') === '.git'
+
+const stampOf = (info: BigIntStats) => `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}:${info.mode}`
+
+interface IgnoreLevel {
+  /** The directory the rules were read in, relative to the tree ('' for the root). */
+  base: string
+  rules: Ignore
+}
+
+function isIgnored(levels: readonly IgnoreLevel[], path: string, directory: boolean): boolean {
+  let ignored = false
+  for (const level of levels) {
+    if (level.base && !path.startsWith(`${level.base}/`)) continue
+    const relative = (level.base ? path.slice(level.base.length + 1) : path) + (directory ? '/' : '')
+    const verdict = level.rules.test(relative)
+    if (verdict.ignored) ignored = true
+    else if (verdict.unignored) ignored = false
+  }
+  return ignored
+}
+
+/** Opens `absolute` for reading only if it is a regular file with no other link, inside `treeReal`. */
+async function readInside(treeReal: string, absolute: string, maxBytes: number): Promise<{ bytes: Uint8Array; info: BigIntStats } | LeftOutReason> {
+  // O_NONBLOCK: a FIFO a command left in place of the file must not hold the service.
+  const handle = await open(absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY).catch(() => undefined)
+  if (!handle) return 'unreadable'
+  try {
+    const info = await handle.stat({ bigint: true })
+    if (!info.isFile()) return 'not a regular file'
+    if (info.nlink > 1n) return 'hard link'
+    // A directory on the way may have been swapped for a link after it was listed.
+    const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => '')
+    if (!opened.startsWith(`${treeReal}/`)) return 'outside the workspace'
+    if (info.size > BigInt(maxBytes)) throw new TaskError('workspace_limit', `The workspace holds a file over ${maxBytes} bytes`)
+    const bytes = new Uint8Array(Number(info.size))
+    let read = 0
+    while (read < bytes.byteLength) {
+      const { bytesRead } = await handle.read(bytes, read, bytes.byteLength - read, read)
+      if (bytesRead === 0) break
+      read += bytesRead
+    }
+    return { bytes: bytes.subarray(0, read), info }
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Reads the tree as Git blobs; files whose stamp is in the cache are not read again. */
+export async function takeSnapshot(options: SnapshotOptions): Promise<Snapshot> {
+  const { tree, limits, tracked, cache } = options
+  const treeReal = await realpath(tree)
+  const trackedDirectories = new Set<string>()
+  for (const path of tracked) for (let at = path.indexOf('/'); at !== -1; at = path.indexOf('/', at + 1)) trackedDirectories.add(path.slice(0, at))
+  const entries: BlobEntry[] = []
+  const leftOut: LeftOut[] = []
+  let leftOutCount = 0
+  let bytes = 0
+  const seen = new Set<string>()
+  const fresh = new Map<string, CachedBlob>()
+  const leave = (path: string, reason: LeftOutReason) => {
+    leftOutCount++
+    if (leftOut.length < MAX_NOTED) leftOut.push({ path, reason })
+  }
+  const count = (size: number) => {
+    bytes += size
+    if (entries.length > limits.maxFiles) throw new TaskError('workspace_limit', `The workspace holds more than ${limits.maxFiles} files`)
+    if (bytes > limits.maxBytes) throw new TaskError('workspace_limit', `The workspace holds more than ${limits.maxBytes} bytes`)
+  }
+
+  const ignoreLevelAt = async (directory: string, base: string): Promise<IgnoreLevel | undefined> => {
+    const read = await readInside(treeReal, join(directory, '.gitignore'), MAX_IGNORE_FILE_BYTES).catch(() => undefined)
+    if (!read || typeof read === 'string') return undefined
+    return { base, rules: ignore({ allowRelativePaths: true }).add(new TextDecoder().decode(read.bytes)) }
+  }
+
+  const walk = async (directory: string, prefix: string, levels: IgnoreLevel[], insideIgnored: boolean): Promise<void> => {
+    const own = await ignoreLevelAt(directory, prefix)
+    const here = own ? [...levels, own] : levels
+    const names = await readdir(directory, { withFileTypes: true }).catch(() => [])
+    names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    for (const dirent of names) {
+      const path = prefix ? `${prefix}/${dirent.name}` : dirent.name
+      const absolute = join(directory, dirent.name)
+      if (isGitName(dirent.name)) {
+        leave(path, 'nested repository')
+        continue
+      }
+      const info = await lstat(absolute, { bigint: true }).catch(() => undefined)
+      if (!info) {
+        leave(path, 'unreadable')
+        continue
+      }
+      const directoryEntry = info.isDirectory()
+      const ignored = insideIgnored || isIgnored(here, path, directoryEntry)
+      if (ignored && !(directoryEntry ? trackedDirectories.has(path) : tracked.has(path))) {
+        leave(directoryEntry ? `${path}/` : path, 'ignored')
+        continue
+      }
+      if (directoryEntry) {
+        await walk(absolute, path, here, ignored)
+        continue
+      }
+      if (info.isSymbolicLink()) {
+        const target = Buffer.from(await readlink(absolute).catch(() => ''))
+        entries.push({ path, mode: '120000', oid: blobId(target), bytes: target })
+        count(target.byteLength)
+        continue
+      }
+      if (!info.isFile()) {
+        leave(path, 'not a regular file')
+        continue
+      }
+      if (info.nlink > 1n) {
+        leave(path, 'hard link')
+        continue
+      }
+      const mode: GitFileMode = (info.mode & 0o100n) !== 0n ? '100755' : '100644'
+      const stamp = stampOf(info)
+      const cached = cache.get(path)
+      seen.add(path)
+      if (cached && cached.stamp === stamp && cached.mode === mode) {
+        entries.push({ path, mode, oid: cached.oid })
+        count(Number(info.size))
+        continue
+      }
+      const read = await readInside(treeReal, absolute, limits.maxBytes)
+      if (typeof read === 'string') {
+        leave(path, read)
+        continue
+      }
+      const oid = blobId(read.bytes)
+      entries.push({ path, mode, oid, bytes: read.bytes })
+      fresh.set(path, { stamp: stampOf(read.info), oid, mode })
+      count(read.bytes.byteLength)
+    }
+  }
+  await walk(tree, '', [{ base: '', rules: ignore().add(CONVENTIONAL_IGNORES) }], false)
+  for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path)
+  return { entries, leftOut, leftOutCount, read: fresh }
+}
+
+/** Keeps the ids of the files a snapshot read, once its blobs are stored in the Git directory. */
+export function rememberBlobs(snapshot: Snapshot, cache: Map<string, CachedBlob>): void {
+  for (const [path, blob] of snapshot.read) cache.set(path, blob)
+}
+
+/** A line for the model and the log: what was left out of the diff, and why. */
+export function describeLeftOut(snapshot: Snapshot): string | undefined {
+  if (snapshot.leftOutCount === 0) return undefined
+  const shown = snapshot.leftOut
+    .filter((l) => l.reason !== 'ignored')
+    .concat(snapshot.leftOut.filter((l) => l.reason === 'ignored'))
+    .slice(0, 10)
+    .map((l) => `${l.path} (${l.reason})`)
+  const more = snapshot.leftOutCount - shown.length
+  return `Left out of the diff: ${shown.join(', ')}${more > 0 ? `, and ${more} more` : ''}`
+}
