@@ -193,20 +193,50 @@ export function createWorkspaces(options: WorkspacesOptions) {
     return { absolute: current, exists: true }
   }
 
-  /** Opens without following a final link, then proves through /proc that the file opened is inside the tree. */
+  /** Creates the directories on the way to `path` one at a time, each checked to be a directory and not a link. */
+  async function makeDirectories(tree: string, path: string): Promise<void> {
+    const segments = pathSegments(path).slice(0, -1)
+    let current = tree
+    for (const [i, segment] of segments.entries()) {
+      current = join(current, segment)
+      await mkdir(current, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOSPC' || err.code === 'EDQUOT') throw new TaskError('workspace_limit', `Making the directories of ${path} would pass the workspace's limits`)
+        if (err.code !== 'EEXIST') throw new WorkspacePathError(path, `cannot have ${segments.slice(0, i + 1).join('/')} as a directory`)
+      })
+      const info = await lstat(current).catch(() => undefined)
+      if (!info?.isDirectory()) throw new WorkspacePathError(path, `needs ${segments.slice(0, i + 1).join('/')} to be a directory`)
+    }
+  }
+
+  /**
+   * Opens without following a final link and without waiting on a FIFO, then proves through /proc that what was
+   * opened is a regular file inside the tree with no other link. A command may change the path between the look
+   * and the open: whatever it became is refused, never followed.
+   */
   async function openInside(tree: string, absolute: string, flags: number, path: string): Promise<number> {
-    const fd = openSync(absolute, flags | constants.O_NOFOLLOW, 0o644)
+    let fd: number
+    try {
+      fd = openSync(absolute, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY, 0o644)
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'ELOOP') throw new WorkspacePathError(path, 'is a symbolic link; links are not followed')
+      if (code === 'ENOENT') throw new TaskError('file_not_found', `No file ${JSON.stringify(path)} in the workspace`)
+      if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENXIO' || code === 'EACCES' || code === 'EPERM')
+        throw new WorkspacePathError(path, 'is not a regular file in the workspace')
+      if (code === 'ENOSPC' || code === 'EDQUOT') throw new TaskError('workspace_limit', `Writing ${path} would pass the workspace's size limit`)
+      throw err
+    }
+    const refuse = (why: string): never => {
+      closeSync(fd)
+      throw new WorkspacePathError(path, why)
+    }
     const real = await realpath(tree)
     const opened = readlinkSync(`/proc/self/fd/${fd}`)
-    if (!opened.startsWith(`${real}/`)) {
-      closeSync(fd)
-      throw new WorkspacePathError(path, 'leads outside the workspace')
-    }
+    if (!opened.startsWith(`${real}/`)) refuse('leads outside the workspace')
+    const info = fstatSync(fd)
+    if (!info.isFile()) refuse('is not a regular file')
     // Another link to the same file may be outside the tree: neither read nor written through.
-    if (fstatSync(fd).nlink > 1) {
-      closeSync(fd)
-      throw new WorkspacePathError(path, 'has other hard links; they are not followed')
-    }
+    if (info.nlink > 1) refuse('has other hard links; they are not followed')
     return fd
   }
 
@@ -380,7 +410,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
       const previous = exists ? (await lstat(absolute)).size : 0
       const problem = overLimit({ ...before, files: before.files + (exists ? 0 : 1), bytes: before.bytes - previous + bytes.byteLength })
       if (problem) throw new TaskError('workspace_limit', `Writing ${path} would make the workspace hold ${problem}`)
-      await mkdir(dirname(absolute), { recursive: true })
+      await makeDirectories(tree, path)
       // Checked again after creating the directories: a directory on the way must not have become a link.
       await locate(tree, path, 'file')
       // Not truncated before the check, so a refused target is left as it was.
@@ -409,7 +439,10 @@ export function createWorkspaces(options: WorkspacesOptions) {
       const info = await lstat(absolute).catch(() => undefined)
       if (!info) throw new TaskError('file_not_found', `No file ${JSON.stringify(path)} in the workspace`)
       if (info.isDirectory()) throw new WorkspacePathError(path, 'is a directory')
-      await unlink(absolute)
+      await unlink(absolute).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') throw new TaskError('file_not_found', `No file ${JSON.stringify(path)} in the workspace`)
+        throw err
+      })
     },
 
     /** Files and bytes the tree holds now, and what is over a limit, if anything. */

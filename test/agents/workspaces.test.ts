@@ -4,7 +4,8 @@ import { existsSync, linkSync, mkdtempSync, readFileSync, rmSync, symlinkSync, u
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
-import { createWorkspaceVolumes } from '../../plugins/agents/workspace-volume.ts'
+import { createWorkspaceVolumes, imageBytes } from '../../plugins/agents/workspace-volume.ts'
+import { makeSandbox } from '../sandbox/support.ts'
 import { createWorkspaces, pathSegments } from '../../plugins/agents/workspaces.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'workspaces-test-'))
@@ -262,5 +263,32 @@ describe('limits while a command runs', () => {
     setTimeout(() => cancel.abort(new Error('cancelled')), 50)
     const outcome = await watched.whileWithinLimits(id, cancel.signal, (signal) => new Promise<string>((resolve) => signal.addEventListener('abort', () => resolve(String(signal.reason)))))
     expect(outcome).toEqual({ value: 'Error: cancelled' })
+  })
+})
+
+describe('a filesystem of its own per workspace', () => {
+  const asRoot = process.getuid?.() === 0
+  if (!asRoot) console.warn('skipped: a workspace gets a filesystem of its own only when the service runs as root')
+
+  test.if(asRoot)('a command writing past the workspace size fails inside the sandbox with ENOSPC, whatever it writes', async () => {
+    const limits = { maxFiles: 20, maxBytes: 64 * 1024 }
+    const sized = createWorkspaces({ root: join(root, 'sized'), limits, retentionSeconds: 60, logger: memoryLogger() })
+    closeLater.push(sized)
+    const { sandbox } = makeSandbox({ hiddenPaths: [root] })
+    try {
+      const id = taskId()
+      const { tree } = await sized.create(id, [{ path: 'a.txt', bytes: text('a\n') }])
+      // No RLIMIT_FSIZE and no watcher: only the filesystem stands in the way.
+      const result = await sandbox.runCommand({ directory: tree, command: 'head -c 100000000 /dev/zero > big; echo "exit $?"; i=0; while touch f$i 2>/dev/null; do i=$((i+1)); done; echo "files $i"' })
+      expect(result.output).toContain('No space left on device')
+      const files = Number(/files (\d+)/.exec(result.output)![1])
+      expect(files).toBeLessThan(2 * limits.maxFiles + 16)
+      const held = Number(Bun.spawnSync(['du', '-s', '--apparent-size', '--block-size=1', tree]).stdout.toString().split('\t')[0])
+      expect(held).toBeLessThanOrEqual(imageBytes(limits))
+      // The service's own writes hit the same wall, and say so.
+      await expect(sized.write(id, 'more.txt', 'x'.repeat(1000))).rejects.toThrow(/size limit|limits|would make the workspace hold/)
+    } finally {
+      await sandbox.close()
+    }
   })
 })
