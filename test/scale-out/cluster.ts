@@ -33,9 +33,13 @@ export interface ServiceProcess {
   stop(): Promise<number>
 }
 
-/** Starts one process with `env` (on top of a minimal environment) and waits for its `listening` line. */
-export async function startServiceProcess(name: string, env: Record<string, string>): Promise<ServiceProcess> {
-  const proc: Subprocess<'ignore', 'pipe', 'pipe'> = Bun.spawn([process.execPath, ...startArguments], {
+/**
+ * Starts one process with `env` (on top of a minimal environment) and waits for its `listening` line; with
+ * `asUser`, as that uid and gid with no supplementary groups, as an operator's unit or image runs it.
+ */
+export async function startServiceProcess(name: string, env: Record<string, string>, options: { asUser?: number } = {}): Promise<ServiceProcess> {
+  const asUser = options.asUser === undefined ? [] : ['setpriv', `--reuid=${options.asUser}`, `--regid=${options.asUser}`, '--clear-groups', '--']
+  const proc: Subprocess<'ignore', 'pipe', 'pipe'> = Bun.spawn([...asUser, process.execPath, ...startArguments], {
     cwd: projectRoot,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdin: 'ignore',
