@@ -27,7 +27,7 @@ export const agentsSettings = defineSettings({
     AGENT_MAX_RUNNING_TASKS_PER_USER: { doc: 'Agent tasks one user may have running at once; more are refused with too_many_tasks', parse: integer(1, 10_000), fallback: 10 },
     AGENT_WORKSPACE_MAX_FILES: { doc: 'Files a development task\'s workspace may hold (the import\'s and those written), and as many directories; more fail the task with workspace_limit', parse: integer(1, 1_000_000), fallback: 5000 },
     AGENT_WORKSPACE_MAX_BYTES: {
-      doc: "Bytes a development task's workspace may hold; also the largest file a command in it may write",
+      doc: "Bytes a development task's workspace may hold; also the largest file a command in it may write. Run as root, each workspace is a filesystem of this size (plus a block per file and directory allowed, and 8 MiB) that commands cannot write past",
       parse: integer(1024, 64 * 1024 * 1024 * 1024),
       fallback: 200 * 1024 * 1024,
     },
