@@ -33,6 +33,7 @@ export const errorCodes = {
   already_subscribed: { status: 409, title: 'The organisation already has a paid subscription' },
   codehost_not_connected: { status: 409, title: 'No usable code-hosting connection' },
   push_rejected: { status: 409, title: 'The code host did not take the push' },
+  branch_exists: { status: 409, title: 'The repository has that branch already' },
   payload_too_large: { status: 413, title: 'Request body too large' },
   uri_too_long: { status: 414, title: 'Request target too long' },
   site_too_large: { status: 413, title: 'Site exceeds PUBLISH_MAX_FILES or PUBLISH_MAX_SITE_BYTES' },

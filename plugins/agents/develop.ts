@@ -44,7 +44,10 @@ export interface DevelopDependencies {
   /** Replaces the loop's instructions (build_site brings its own). */
   systemPrompt?: string
   /** Pushes a change on a new branch with the user's code-host connection and opens a pull request (`push: true`). */
-  proposer?: { proposeChange(caller: Caller, proposal: ChangeProposal): Promise<ProposedChange> }
+  proposer?: {
+    proposeChange(caller: Caller, proposal: ChangeProposal): Promise<ProposedChange>
+    ensureBranchFree(caller: Caller, proposal: Pick<ChangeProposal, 'repositoryUrl' | 'branch'>): Promise<void>
+  }
 }
 
 export interface CheckVerdict {
@@ -91,22 +94,49 @@ async function openWorkspace(
   return { workspace, repositoryId: view.repository.id, source: { url: view.repository.url, ref: view.ref } }
 }
 
+/** A code host's refusal as the task's error, with its code. */
+async function asTaskError<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (err) {
+    if (err instanceof AppError) throw new TaskError(err.code, err.message)
+    throw err
+  }
+}
+
+/** The pull request's body: the model's summary, then each check with its verdict. */
+export function pullRequestBody(summary: string, checks: readonly CheckVerdict[]): string {
+  if (checks.length === 0) return summary
+  const lines = checks.map((c) => `- ${c.passed ? '✅' : '❌'} \`${c.command.replaceAll('`', "'")}\`: ${c.verdict}${c.exitCode !== null && !c.passed ? ` (exit ${c.exitCode})` : ''}`)
+  return [summary, '', '### Checks', '', ...lines].join('\n').trim()
+}
+
 /** The workspace's change pushed as a new branch on the import's repository, with a pull request. */
 async function pushChange(
   deps: DevelopDependencies,
   context: CommandContext,
-  change: { source: { url: string; ref: string | null }; baseCommit: string; branch: string; committed: WorkspaceCommit; message: string; summary: string | undefined },
+  change: {
+    source: { url: string; ref: string | null }
+    baseCommit: string
+    branch: string
+    committed: WorkspaceCommit
+    message: string
+    summary: string | undefined
+    checks: readonly CheckVerdict[]
+    draft: boolean
+  },
 ): Promise<ProposedChange> {
   if (!deps.proposer) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
+  const proposer = deps.proposer
   // What is pushed is what was committed, never the tree read again.
-  const changes = []
+  const changes: { path: string; bytes: Uint8Array | null }[] = []
   for (const [path, content] of change.committed.contents) {
     if (content?.mode === '120000') throw new TaskError('workspace_path_refused', `${path} is a symbolic link; a change holding links cannot be pushed`)
     changes.push({ path, bytes: content ? content.bytes : null })
   }
   const [title, ...rest] = change.message.split('\n')
-  try {
-    return await deps.proposer.proposeChange(context.caller, {
+  return asTaskError(() =>
+    proposer.proposeChange(context.caller, {
       repositoryUrl: change.source.url,
       baseBranch: change.source.ref,
       baseCommit: change.baseCommit,
@@ -114,12 +144,10 @@ async function pushChange(
       changes,
       message: change.message,
       title: title!,
-      body: rest.join('\n').trim() || (change.summary ?? ''),
-    })
-  } catch (err) {
-    if (err instanceof AppError) throw new TaskError(err.code, err.message)
-    throw err
-  }
+      body: pullRequestBody(rest.join('\n').trim() || (change.summary ?? ''), change.checks),
+      draft: change.draft,
+    }),
+  )
 }
 
 interface ModelTurn {
@@ -177,7 +205,14 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
       context.step(0, params.importId ? 'Opening a workspace on the import' : 'Opening an empty workspace', totalSteps)
       if (params.push && !params.importId) throw new TaskError('validation_failed', 'params.push: a new project has no repository to push to; give an importId')
       const { workspace, repositoryId, source } = await openWorkspace(deps, context, params.importId)
+      const branch = params.branch ?? `agent/${context.taskId}`
       try {
+        if (params.push && source) {
+          if (!deps.proposer) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
+          const proposer = deps.proposer
+          // Before any work: a branch the repository has already, or a missing connection, would only fail at the end.
+          await asTaskError(() => proposer.ensureBranchFree(context.caller, { repositoryUrl: source.url, branch }))
+        }
         const files = await deps.workspaces.list(context.taskId)
         context.log(`Workspace ready: ${files.length} files${workspace.base ? ` at ${workspace.base.commit}` : ''}`)
         const started = performance.now()
@@ -288,17 +323,25 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
         }
         const usage = await deps.workspaces.usage(context.taskId)
         if (usage.problem) throw new TaskError('workspace_limit', `The workspace holds ${usage.problem}`)
-        const branch = params.branch ?? `agent/${context.taskId}`
         const message = commitMessage(params.instruction, summary)
         const committed = await deps.workspaces.commit(context.taskId, branch, message)
         const { diff, files: changed, commit } = committed
         if (committed.note) context.log(committed.note, 'warn')
         let pushed: ProposedChange | undefined
+        let pushRefused: { code: 'checks_failed'; message: string } | undefined
+        const verdicts = checks.map((command) => lastVerdicts.get(command)!)
+        const failing = verdicts.filter((v) => !v.passed)
         if (params.push && source && workspace.base) {
           if (changed.length === 0) throw new TaskError('nothing_to_push', 'The workspace holds no change to push')
-          context.log(`Pushing ${branch} to ${source.url} and opening a pull request`)
-          pushed = await pushChange(deps, context, { source, baseCommit: workspace.base.commit, branch, committed, message, summary })
-          context.log(`Pull request ${pushed.pullRequest.url}`)
+          if (failing.length > 0 && !params.draft) {
+            const message = `Not pushed: ${failing.length} of ${verdicts.length} checks did not pass (${failing.map((v) => `\`${v.command}\` ${v.verdict}`).join(', ')}); with draft: true a draft pull request is opened over failing checks`
+            pushRefused = { code: 'checks_failed', message }
+            context.log(message, 'warn')
+          } else {
+            context.log(`Pushing ${branch} to ${source.url} and opening a${params.draft ? ' draft' : ''} pull request`)
+            pushed = await pushChange(deps, context, { source, baseCommit: workspace.base.commit, branch, committed, message, summary, checks: verdicts, draft: params.draft === true })
+            context.log(`Pull request ${pushed.pullRequest.url}`)
+          }
         }
         return {
           summary: summary ?? null,
@@ -307,11 +350,12 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
           base: workspace.base ?? null,
           branch,
           commit,
-          ...(pushed ? { pushed: { repository: pushed.repository, branch: pushed.branch, commit: pushed.commit, base: pushed.base }, pullRequest: pushed.pullRequest } : {}),
+          ...(pushed ? { pushed: { repository: pushed.repository, branch: pushed.branch, commit: pushed.commit, base: pushed.base }, pullRequest: { ...pushed.pullRequest, draft: params.draft === true } } : {}),
+          ...(pushRefused ? { pushRefused } : {}),
           files: changed,
           diff,
           leftOut: committed.leftOut,
-          checks: checks.map((command) => lastVerdicts.get(command)!),
+          checks: verdicts,
           steps,
           tokens,
           durationMs: Math.round(performance.now() - started),

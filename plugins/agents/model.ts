@@ -58,7 +58,13 @@ export const developParams = strictObject(
     push: t.Optional(
       t.Boolean({
         description:
-          "Push the change as that new branch to the import's repository on the code host with the user's connection, and open a pull request into the imported branch; its URL is in the result (pullRequest)",
+          "Push the change as that new branch to the import's repository on the code host with the user's connection, and open a pull request into the imported branch; its URL is in the result (pullRequest). " +
+          'Only when every check passes (otherwise the result says why in pushRefused); a branch the repository has already is refused before any work (branch_exists)',
+      }),
+    ),
+    draft: t.Optional(
+      t.Boolean({
+        description: 'With push: open the pull request as a draft, even over failing checks; its body lists each check with its verdict. Default false',
       }),
     ),
   },

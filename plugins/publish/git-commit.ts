@@ -28,6 +28,8 @@ export interface CommitAuthor {
 
 export interface Workspace {
   readonly gitdir: string
+  /** Whether the remote has a branch `branch`, asked without fetching anything. */
+  hasBranch(remote: Remote, branch: string): Promise<boolean>
   /** The branch tip fetched, or undefined when the branch does not exist yet. */
   fetchPrevious(remote: Remote, branch: string): Promise<{ commit: string; tree: string } | undefined>
   /** Writes the site as a tree and, unless that tree is the parent's, a commit on top of `parent`. */
@@ -103,6 +105,12 @@ export async function openWorkspace(client: HttpClient): Promise<Workspace> {
 
   return {
     gitdir,
+
+    async hasBranch(remote, branch) {
+      // getRemoteInfo2 lists refs flat: getRemoteInfo nests them by `/`, so `fix/sum` is not a key there.
+      const info = await gitCall(remote, 'read', () => git.getRemoteInfo2({ http, url: remote.url, onAuth: onAuthWith(remote.token), protocolVersion: 1 }))
+      return (info.refs ?? []).some((ref) => ref.ref === `refs/heads/${branch}`)
+    },
 
     async fetchPrevious(remote, branch) {
       const onAuth = onAuthWith(remote.token)

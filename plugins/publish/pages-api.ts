@@ -171,7 +171,7 @@ export function createPagesApi(options: PagesApiOptions) {
       token: string,
       owner: string,
       name: string,
-      pull: { head: string; base: string; title: string; body: string },
+      pull: { head: string; base: string; title: string; body: string; draft?: boolean },
     ): Promise<{ number: number; url: string } | 'exists'> {
       const path = `${repoPath(owner, name)}/pulls`
       const { status, body } = await call(token, 'POST', path, pull)

@@ -52,6 +52,8 @@ export interface ChangeProposal {
   message: string
   title: string
   body: string
+  /** Opens the pull request as a draft. Default false. */
+  draft?: boolean
 }
 
 export interface ProposedChange {
@@ -226,7 +228,8 @@ export function createPublisher(options: PublisherOptions) {
     return { owner: parts[0]!, name: parts[1]! }
   }
 
-  async function proposeChange(caller: Caller, proposal: ChangeProposal): Promise<ProposedChange> {
+  /** Where a proposal goes and with which token; refused as the request's fault or the connection's. */
+  async function proposalTarget(caller: Caller, proposal: Pick<ChangeProposal, 'repositoryUrl' | 'branch'>) {
     const where = codeHostRepository(proposal.repositoryUrl)
     if (!where)
       throw new AppError('validation_failed', `${proposal.repositoryUrl} is not a repository on the code host (${options.gitUrl}); only those can get a pull request`, {
@@ -237,13 +240,36 @@ export function createPublisher(options: PublisherOptions) {
     const token = await integrations.tokenFor(caller.userId, 'github')
     if (!token) throw new AppError('codehost_not_connected', `Connect GitHub first: ${CONNECT_ROUTE} starts the connection`, { extensions: { provider: 'github', connect: CONNECT_ROUTE } })
     const repository = `${where.owner}/${where.name}`
-    const viewer = await api.viewer(token)
     const remote: Remote = { url: `${options.gitUrl}/${where.owner}/${where.name}.git`, token, repository }
+    return { where, token, repository, remote }
+  }
+
+  const branchExists = (repository: string, branch: string) =>
+    new AppError('branch_exists', `${repository} has a branch ${branch} already; a change is proposed on a new branch, so name another one`, {
+      extensions: { repository, branch },
+    })
+
+  /** Refuses with `branch_exists` when the repository has the branch already: asked before any work is done. */
+  async function ensureBranchFree(caller: Caller, proposal: Pick<ChangeProposal, 'repositoryUrl' | 'branch'>): Promise<void> {
+    const { remote, repository } = await proposalTarget(caller, proposal)
+    const workspace = await openWorkspace(gitHttp)
+    try {
+      if (await workspace.hasBranch(remote, proposal.branch)) throw branchExists(repository, proposal.branch)
+    } finally {
+      await workspace.remove().catch((err) => logger.warn('proposal workspace not removed', { err, gitdir: workspace.gitdir }))
+    }
+  }
+
+  async function proposeChange(caller: Caller, proposal: ChangeProposal): Promise<ProposedChange> {
+    const { where, token, repository, remote } = await proposalTarget(caller, proposal)
+    const viewer = await api.viewer(token)
     const author: CommitAuthor = { name: viewer.login, email: `${viewer.id ? `${viewer.id}+` : ''}${viewer.login}@users.noreply.github.com` }
     const workspace = await openWorkspace(gitHttp)
     let commit: string
     let baseBranch: string
     try {
+      // Made since the task began: still never overwritten, and said as such.
+      if (await workspace.hasBranch(remote, proposal.branch)) throw branchExists(repository, proposal.branch)
       const base = await workspace.fetchCommit(remote, proposal.baseBranch, proposal.baseCommit)
       if (!base)
         throw new AppError('conflict', `${repository} no longer reaches commit ${proposal.baseCommit} from ${proposal.baseBranch ?? 'its default branch'}; import it again`, {
@@ -255,7 +281,7 @@ export function createPublisher(options: PublisherOptions) {
     } finally {
       await workspace.remove().catch((err) => logger.warn('proposal workspace not removed', { err, gitdir: workspace.gitdir }))
     }
-    const opened = await api.openPullRequest(token, where.owner, where.name, { head: proposal.branch, base: baseBranch, title: proposal.title, body: proposal.body })
+    const opened = await api.openPullRequest(token, where.owner, where.name, { head: proposal.branch, base: baseBranch, title: proposal.title, body: proposal.body, draft: proposal.draft === true })
     if (opened === 'exists')
       throw new AppError('conflict', `${repository}@${proposal.branch} holds commit ${commit}, but a pull request from that branch is already open`, {
         extensions: { repository, branch: proposal.branch, commit },
@@ -266,6 +292,7 @@ export function createPublisher(options: PublisherOptions) {
 
   return {
     proposeChange,
+    ensureBranchFree,
 
     /**
      * Checks the request and the connection without calling GitHub: 422 `validation_failed` or

@@ -97,7 +97,8 @@ describe('develop with push', () => {
     expect(pulls).toHaveLength(1)
     expect(pulls[0]).toMatchObject({ head: 'fix/sum', base: 'main', title: 'Fix sum', user: defaultAccount.login })
     expect(pulls[0]!.body).toContain('sum now adds.')
-    expect(output.pullRequest).toEqual({ number: pulls[0]!.number, url: pulls[0]!.htmlUrl })
+    expect(pulls[0]!.draft).toBe(false)
+    expect(output.pullRequest).toEqual({ number: pulls[0]!.number, url: pulls[0]!.htmlUrl, draft: false })
     expect(output.pushed).toMatchObject({ repository: `${OWNER}/calc`, branch: 'fix/sum', base: { branch: 'main', commit: importedCommit } })
 
     const tip = gitIn('rev-parse', 'refs/heads/fix/sum')
@@ -109,15 +110,51 @@ describe('develop with push', () => {
     client.close()
   })
 
-  test('a branch that already exists is not overwritten: the push is refused and no second pull request is opened', async () => {
+  test('a branch the repository has already is refused with branch_exists before the model is asked anything, and nothing is pushed', async () => {
     const before = gitIn('rev-parse', 'refs/heads/fix/sum')
+    const asked = h.model.completions.length
     h.model.queue = [call('write_file', { path: 'NOTES.md', content: 'notes\n' }), call('finish', { summary: 'notes' })]
     const client = await h.connect()
     const taskId = await h.run(client, 'develop', { importId, instruction: 'Add notes', branch: 'fix/sum', push: true })
     const final = await client.next(isFinal(taskId), 60_000)
-    expect(final).toMatchObject({ type: 'error', code: 'push_rejected' })
+    expect(final).toMatchObject({ type: 'error', code: 'branch_exists' })
+    expect(final.message).toContain('fix/sum')
+    expect(h.model.completions.length).toBe(asked)
     expect(gitIn('rev-parse', 'refs/heads/fix/sum')).toBe(before)
     expect(api.repository(OWNER, 'calc')!.pulls).toHaveLength(1)
+    h.model.queue = []
+    client.close()
+  })
+
+  test('over a failing check nothing is pushed and no pull request is opened; the result says why', async () => {
+    h.model.queue = [call('write_file', { path: 'NOTES.md', content: 'notes\n' }), call('finish', { summary: 'I am sure it works.' })]
+    const client = await h.connect()
+    const taskId = await h.run(client, 'develop', { importId, instruction: 'Add notes', branch: 'notes/failing', push: true, checks: ['test -f NOTES.md', 'false'] })
+    const final = await client.next(isFinal(taskId), 60_000)
+    expect(final.type).toBe('result')
+    expect(final.output.pushed).toBeUndefined()
+    expect(final.output.pullRequest).toBeUndefined()
+    expect(final.output.pushRefused).toMatchObject({ code: 'checks_failed' })
+    expect(final.output.pushRefused.message).toContain('`false` failed')
+    expect(final.output.checks.map((c: { passed: boolean }) => c.passed)).toEqual([true, false])
+    expect(hasBranch('notes/failing')).toBe(false)
+    expect(api.repository(OWNER, 'calc')!.pulls).toHaveLength(1)
+    client.close()
+  })
+
+  test('with draft, a draft pull request is opened over a failing check, and its body lists each check with its verdict', async () => {
+    h.model.queue = [call('write_file', { path: 'NOTES.md', content: 'notes\n' }), call('finish', { summary: 'Notes added; lint still fails.' })]
+    const client = await h.connect()
+    const taskId = await h.run(client, 'develop', { importId, instruction: 'Add notes', branch: 'notes/draft', push: true, draft: true, checks: ['test -f NOTES.md', 'exit 3'] })
+    const final = await client.next(isFinal(taskId), 60_000)
+    expect(final.type).toBe('result')
+    const pull = api.repository(OWNER, 'calc')!.pulls.find((p) => p.head === 'notes/draft')!
+    expect(pull.draft).toBe(true)
+    expect(pull.body).toContain('Notes added; lint still fails.')
+    expect(pull.body).toContain('- ✅ `test -f NOTES.md`: passed')
+    expect(pull.body).toContain('- ❌ `exit 3`: failed (exit 3)')
+    expect(final.output.pullRequest).toEqual({ number: pull.number, url: pull.htmlUrl, draft: true })
+    expect(hasBranch('notes/draft')).toBe(true)
     client.close()
   })
 

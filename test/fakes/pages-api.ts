@@ -43,6 +43,7 @@ export interface FakePullRequest {
   htmlUrl: string
   /** Who opened it. */
   user: string
+  draft: boolean
 }
 
 export interface FakeRepository {
@@ -158,7 +159,7 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
     if (r.pulls.some((p) => p.head === head && p.base === base))
       return invalid([{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${r.owner}:${head}.` }])
     const number = r.pulls.length + 1
-    const pull: FakePullRequest = { number, title, body: typeof body?.body === 'string' ? body.body : null, head, base, htmlUrl: `https://github.com/${r.owner}/${r.name}/pull/${number}`, user: login }
+    const pull: FakePullRequest = { number, title, body: typeof body?.body === 'string' ? body.body : null, head, base, htmlUrl: `https://github.com/${r.owner}/${r.name}/pull/${number}`, user: login, draft: body?.draft === true }
     r.pulls.push(pull)
     return json(
       {
@@ -169,6 +170,7 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
         html_url: pull.htmlUrl,
         title: pull.title,
         body: pull.body,
+        draft: pull.draft,
         user: { login },
         head: { label: `${r.owner}:${head}`, ref: head },
         base: { label: `${r.owner}:${base}`, ref: base },
