@@ -93,6 +93,8 @@ export class WorkspacePathError extends TaskError {
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/
 /** The base commit's ref, and the one each diff's snapshot is stored under. */
 const BASE_REF = 'refs/agent/base'
+/** Beside `workspace.json`: the task's model conversation, for a follow-up. */
+const CONVERSATION_FILE = 'conversation.json'
 const SNAPSHOT_REF = 'refs/agent/snapshot'
 
 /** A branch name Git takes (the rules of git-check-ref-format), checked without running anything. */
@@ -519,6 +521,54 @@ export function createWorkspaces(options: WorkspacesOptions) {
         }
         return { ...changes, commit, contents }
       })
+    },
+
+    /** Keeps what a task's model loop said and was told beside its workspace, for a follow-up (in any process). */
+    async saveConversation(taskId: string, conversation: unknown): Promise<void> {
+      workspaceOf(taskId)
+      const file = join(dirOf(taskId), CONVERSATION_FILE)
+      const aside = `${file}.${process.pid}.tmp`
+      await writeFile(aside, JSON.stringify(conversation), { mode: 0o600 })
+      await rename(aside, file)
+    },
+
+    /** The conversation saved beside a task's workspace, or undefined when none was. */
+    loadConversation(taskId: string): unknown {
+      workspaceOf(taskId)
+      try {
+        return JSON.parse(readFileSync(join(dirOf(taskId), CONVERSATION_FILE), 'utf8'))
+      } catch {
+        return undefined
+      }
+    },
+
+    /**
+     * Hands an ended task's workspace (its files, its base and its conversation) to the task that continues it.
+     * The directory is renamed, so of two follow-ups of one task only one gets it; the other, and a read of the
+     * earlier task's workspace afterwards, finds it gone (`workspace_not_found`).
+     */
+    async adopt(fromTaskId: string, toTaskId: string): Promise<TaskWorkspace> {
+      const record = readRecord(fromTaskId)
+      if (!record || expired(record)) throw new TaskError('workspace_not_found', `The workspace of ${fromTaskId} is gone (removed after AGENT_TASK_RETENTION_SECONDS, or continued already)`)
+      clearTimeout(removals.get(fromTaskId))
+      removals.delete(fromTaskId)
+      open.delete(fromTaskId)
+      baseCommits.delete(fromTaskId)
+      blobCaches.delete(fromTaskId)
+      trackedPaths.delete(fromTaskId)
+      await volumes.release(dirOf(fromTaskId))
+      try {
+        await rename(dirOf(fromTaskId), dirOf(toTaskId))
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new TaskError('workspace_not_found', `The workspace of ${fromTaskId} is gone (continued already, or removed)`)
+        throw err
+      }
+      volumes.attach(dirOf(toTaskId), treeOf(toTaskId))
+      await writeRecord(toTaskId, { base: record.base, baseCommit: record.baseCommit })
+      const workspace = { taskId: toTaskId, tree: treeOf(toTaskId), base: record.base ?? undefined }
+      baseCommits.set(toTaskId, record.baseCommit)
+      open.set(toTaskId, workspace)
+      return workspace
     },
 
     /** The task ended: its workspace is removed after the retention time (by whichever process sweeps first). */

@@ -197,6 +197,33 @@ describe('workspace limits and diff', () => {
   })
 })
 
+describe('a workspace continued by another task', () => {
+  test('the follow-up takes the files, the base and the conversation; the earlier task and a second follow-up find it gone', async () => {
+    const shared = join(root, 'continued')
+    const first = createWorkspaces({ root: shared, limits: { maxFiles: 5, maxBytes: 1000 }, retentionSeconds: 60, logger: memoryLogger() })
+    const second = createWorkspaces({ root: shared, limits: { maxFiles: 5, maxBytes: 1000 }, retentionSeconds: 60, logger: memoryLogger() })
+    closeLater.push(first, second)
+    const id = taskId()
+    await first.create(id, [{ path: 'a.txt', bytes: text('one\n') }], { importId: 'imp_1', commit: 'c0ffee' })
+    await first.write(id, 'a.txt', 'two\n')
+    await first.saveConversation(id, { messages: [{ role: 'user', content: 'change a' }] })
+    await first.release(id)
+    // Another process continues it.
+    const next = taskId()
+    const adopted = await second.adopt(id, next)
+    expect(adopted.base).toEqual({ importId: 'imp_1', commit: 'c0ffee' })
+    expect(second.loadConversation(next)).toEqual({ messages: [{ role: 'user', content: 'change a' }] })
+    await second.write(next, 'b.txt', 'new\n')
+    // The diff is still against the original base.
+    expect((await second.diff(next)).files).toEqual([
+      { path: 'a.txt', status: 'modified' },
+      { path: 'b.txt', status: 'added' },
+    ])
+    expect(() => second.get(id)).toThrow('gone')
+    await expect(first.adopt(id, taskId())).rejects.toThrow('gone')
+  })
+})
+
 describe('workspaces shared by processes', () => {
   const limits = { maxFiles: 5, maxBytes: 1000 }
   const shared = join(root, 'shared')
