@@ -117,16 +117,22 @@ export function createAccessService(deps: AccessServiceDeps) {
   const principals = new Map<string, VerifiedToken>()
   const PRINCIPAL_CACHE = 10_000
 
+  /**
+   * A new access and refresh token of `familyId` (a new family when none is given). The refresh token is stored
+   * first, then the family is checked not to have ended, and only then is the access token signed: a logout marks
+   * the family ended before it revokes the family's tokens, so whichever way the two interleave, a token stored
+   * here is either seen by the logout's revocation or refused by this check.
+   */
   async function issuePair(user: User, familyId: string = crypto.randomUUID()): Promise<TokenPair> {
     const scopes = grantedScopes(user.role)
-    const access = await tokens.issue({ userId: user.id, orgId: user.orgId, role: user.role, scopes, sessionId: familyId })
     const refreshToken = newRefreshToken()
-    await accounts.insertRefreshToken({
-      familyId,
-      userId: user.id,
-      tokenHash: sha256(refreshToken),
-      expiresAt: now() + deps.refreshTtlSeconds * 1000,
-    })
+    const tokenHash = sha256(refreshToken)
+    await accounts.insertRefreshToken({ familyId, userId: user.id, tokenHash, expiresAt: now() + deps.refreshTtlSeconds * 1000 })
+    if (await accounts.sessionEnded(familyId)) {
+      await accounts.revokeRefreshToken(tokenHash, now())
+      throw badRefresh('refresh token revoked')
+    }
+    const access = await tokens.issue({ userId: user.id, orgId: user.orgId, role: user.role, scopes, sessionId: familyId })
     return {
       accessToken: access.token,
       tokenType: 'Bearer',
@@ -199,10 +205,15 @@ export function createAccessService(deps: AccessServiceDeps) {
     if (row) await endSession(row.familyId)
   }
 
-  /** Revokes the refresh family and refuses its access tokens until the last of them would have expired. */
+  /**
+   * Ends a sign-in session for good: marked ended first (a refresh racing this checks the mark after storing its
+   * token, see issuePair), then its access tokens refused until the last of them would have expired, then its
+   * refresh tokens revoked, the one a racing refresh stored included.
+   */
   async function endSession(familyId: string): Promise<void> {
-    await accounts.revokeFamily(familyId, now())
+    await accounts.endSession(familyId, now())
     await revoked.revoke(familyId, now() + tokens.ttlSeconds * 1000 + CLOCK_MARGIN_MS)
+    await accounts.revokeFamily(familyId, now())
   }
 
   async function createAccount(input: { email: string; password: string; role: Role; orgId?: string; orgName?: string; plan?: string }) {

@@ -199,6 +199,20 @@ export class AccountStore {
     return rows.length > 0
   }
 
+  /** Records that a sign-in session ended; its first end is kept. */
+  async endSession(familyId: string, now: number): Promise<void> {
+    await this.db.sql`INSERT INTO ended_sessions (family_id, ended_at) VALUES (${familyId}, ${now}) ON CONFLICT (family_id) DO NOTHING`
+  }
+
+  async sessionEnded(familyId: string): Promise<boolean> {
+    const rows = await this.db.sql`SELECT 1 AS ended FROM ended_sessions WHERE family_id = ${familyId}`
+    return rows.length > 0
+  }
+
+  async revokeRefreshToken(tokenHash: string, now: number): Promise<void> {
+    await this.db.sql`UPDATE refresh_tokens SET revoked_at = ${now} WHERE token_hash = ${tokenHash} AND revoked_at IS NULL`
+  }
+
   async revokeFamily(familyId: string, now: number): Promise<void> {
     await this.db.sql`UPDATE refresh_tokens SET revoked_at = ${now} WHERE family_id = ${familyId} AND revoked_at IS NULL`
   }
