@@ -29,7 +29,8 @@ function instantProvider(steps: number): ModelProvider {
   return {
     async *stream(request) {
       const calls = request.messages.filter((m) => m.role === 'tool').length
-      const [name, args] = calls < steps ? ['read_file', { path: 'src/app.ts' }] : ['finish', { summary: 'done' }]
+      // A window further on each time: the same call over and over would be stopped by the loop's repeat guard.
+      const [name, args] = calls < steps ? ['read_file', { path: 'src/app.ts', start: 1 + (calls % 150) }] : ['finish', { summary: 'done' }]
       const events: ModelEvent[] = [
         { type: 'tool-call', index: 0, id: `call_${calls}`, name, argumentsDelta: JSON.stringify(args) },
         { type: 'usage', inputTokens: 10, outputTokens: 10 },

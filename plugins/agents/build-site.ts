@@ -40,16 +40,21 @@ const SITE_PROMPT = [
 const asAppError = (err: unknown) => (err instanceof AppError ? new TaskError(err.code, err.message) : err)
 
 export function buildSiteCommand(deps: BuildSiteDependencies): CommandHandler {
-  const { limits } = deps
-  const develop = developCommand({ ...deps, systemPrompt: SITE_PROMPT })
-  const totalSteps = limits.maxSteps + 4
+  // The loop's ETA counts the two steps that follow it: checking the site and publishing it.
+  const develop = developCommand({ ...deps, systemPrompt: SITE_PROMPT, stepsAfter: 2 })
   return {
-    steps: totalSteps,
+    steps: develop.steps,
     async run(context) {
       const params = context.params as BuildSiteParams
       if (!deps.publisher) throw new TaskError('not_configured', 'Publishing is not available in this deployment')
-      const built = (await develop.run({ ...context, params: { instruction: params.instruction } })) as { summary: string | null; finished: boolean; stopped?: string }
-      context.step(limits.maxSteps + 2, 'Checking the site', totalSteps)
+      // The loop's steps are as many as it took: ours follow its last.
+      let last = 0
+      const step: typeof context.step = (index, label, steps) => {
+        last = index
+        context.step(index, label, steps)
+      }
+      const built = (await develop.run({ ...context, step, params: { instruction: params.instruction } })) as { summary: string | null; finished: boolean; stopped?: string }
+      context.step(last + 1, 'Checking the site', last + 3)
       const files = []
       for (const entry of await deps.workspaces.list(context.taskId))
         if (entry.type === 'file') files.push({ path: entry.path, bytes: await deps.workspaces.read(context.taskId, entry.path) })
@@ -63,7 +68,7 @@ export function buildSiteCommand(deps: BuildSiteDependencies): CommandHandler {
       for (const problem of problems.slice(0, 20)) context.log(problem, 'warn')
       if (problems.length)
         throw new TaskError('invalid_site', `The site is not published: ${problems.length} problem${problems.length === 1 ? '' : 's'} (${problems.slice(0, 5).join('; ')})`)
-      context.step(limits.maxSteps + 3, `Publishing to ${params.repository}`, totalSteps)
+      context.step(last + 2, `Publishing to ${params.repository}`, last + 3)
       let answer: PublishAnswer
       try {
         const job = await deps.publisher.prepare(context.caller, {

@@ -1,16 +1,20 @@
 /**
  * The `develop` command: a workspace (an import's files at its commit, or an empty project), then a loop in
- * which the model calls tools (read, search, edit, run commands in the sandbox) until it calls `finish` or a
- * budget (steps, tokens, wall time) runs out. Each tool call is a progress step; what it did goes to the log.
+ * which the model calls tools (read, search, edit, run commands in the sandbox) until it calls `finish`, a
+ * budget (steps, tokens, wall time) runs out, or the repeat guard finds it stuck. Each tool call is a progress
+ * step labelled with the budgets spent so far, with an ETA from the task's own pace; what it did goes to the log.
  * The checks are run once more at the end, and the result carries the diff, the files changed, the last
- * verdict of each check and the model's summary.
+ * verdict of each check, the budgets spent and the model's summary.
  */
 import { meterModelCall } from '../../src/llm/model-call.ts'
 import type { ModelMessage } from '../../src/llm/provider.ts'
 import type { SandboxCommandRequest, SandboxResult, SandboxVerdict } from '../../src/sandbox/index.ts'
 import type { CodeIndex } from '../code-search/index.ts'
 import type { ImportService } from '../imports/index.ts'
-import { clip, DEVELOP_TOOLS, runDevelopTool, type DevelopToolContext } from './develop-tools.ts'
+import { clip, DEVELOP_TOOLS, newDevelopSession, runDevelopTool, type DevelopToolContext, type ToolOutcome } from './develop-tools.ts'
+import { REPEAT_STOP_AT, REPEAT_WARN_AT, RepeatGuard, repeatWarning, stuckAnswer } from './develop/repeat-guard.ts'
+import { count } from './develop/text.ts'
+import { loopStepsAhead, StepPace, type StepClock } from './eta.ts'
 import type { DevelopParams } from './model.ts'
 import { TaskError, type CommandContext, type CommandHandler } from './service.ts'
 import type { TaskWorkspace, WorkspaceCommit, Workspaces } from './workspaces.ts'
@@ -39,8 +43,13 @@ export interface DevelopDependencies {
   imports: Pick<ImportService, 'get' | 'readFiles'>
   codeIndex: Pick<CodeIndex, 'search'>
   workspaces: Workspaces
-  sandbox: { runCommand(request: SandboxCommandRequest): Promise<SandboxResult> }
+  /** Runs the model's commands and the checks; its limits, when given, are stated in run_command's answers. */
+  sandbox: { runCommand(request: SandboxCommandRequest): Promise<SandboxResult>; readonly limits?: { timeoutMs: number; maxOutputBytes: number } }
   limits: DevelopLimits
+  /** Progress steps the caller reports after the loop's own (build_site checks and publishes): counted in the ETA. Default 0. */
+  stepsAfter?: number
+  /** Measures steps and durations. Default `performance`; tests pass a fake one. */
+  clock?: StepClock
   /** Replaces the loop's instructions (build_site brings its own). */
   systemPrompt?: string
   /** Pushes a change on a new branch with the user's code-host connection and opens a pull request (`push: true`). */
@@ -61,9 +70,10 @@ export interface CheckVerdict {
 
 const SYSTEM_PROMPT = [
   'You are a software engineer working in a workspace through tools. Make the change the user asks for, and nothing else.',
-  'Look before you edit: list and read files, search for what you need. Edit with edit_file (exact text, unique in the file) or write_file.',
-  'Run the project\'s checks with run_command and iterate until they pass. When done, call finish with a short summary for the reviewer.',
-  'The sandbox has no network: nothing can be installed.',
+  'Look before you edit: find files with find_file, text with search_code, and read the lines around it with read_file (a window at a time).',
+  'Change files with edit_file (exact text, unique in the file) or insert; undo_edit takes a change back. A change that breaks a file\'s syntax is refused with the parser\'s message.',
+  'Run the project\'s checks with run_command (one shell session: cd and exports carry over) and iterate until they pass. When done, call finish with a short summary for the reviewer.',
+  'The sandbox has no network: nothing can be installed. Do not repeat a call whose answer you already have.',
 ].join('\n')
 
 function modelServices(deps: DevelopDependencies) {
@@ -193,16 +203,19 @@ const parseArguments = (text: string): Record<string, unknown> | undefined => {
 
 export function developCommand(deps: DevelopDependencies): CommandHandler {
   const { limits } = deps
+  const clock = deps.clock ?? performance
+  // Steps after the loop: the checks, then the caller's own (build_site checks and publishes the site).
+  const stepsAfterLoop = 1 + (deps.stepsAfter ?? 0)
   return {
-    steps: limits.maxSteps + 2,
+    // Opening the workspace, the first few tool calls, what follows: the total is then kept from the task's own pace.
+    steps: 1 + loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop,
     async run(context) {
       const params = context.params as DevelopParams
       const checks = params.checks ?? []
       modelServices(deps)
-      // Steps: opening the workspace, each tool call (at most maxSteps), the final checks. The ETA is therefore
-      // an upper bound within the step budget, from the mean time of the steps so far.
-      const totalSteps = limits.maxSteps + 2
-      context.step(0, params.importId ? 'Opening a workspace on the import' : 'Opening an empty workspace', totalSteps)
+      const pace = new StepPace(clock)
+      pace.start()
+      context.step(0, params.importId ? 'Opening a workspace on the import' : 'Opening an empty workspace', pace.totalFor(0, undefined, loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop))
       if (params.push && !params.importId) throw new TaskError('validation_failed', 'params.push: a new project has no repository to push to; give an importId')
       const { workspace, repositoryId, source } = await openWorkspace(deps, context, params.importId)
       const branch = params.branch ?? `agent/${context.taskId}`
@@ -215,110 +228,27 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
         }
         const files = await deps.workspaces.list(context.taskId)
         context.log(`Workspace ready: ${files.length} files${workspace.base ? ` at ${workspace.base.commit}` : ''}`)
-        const started = performance.now()
-        const deadline = AbortSignal.timeout(limits.timeLimitMs)
-        const signal = AbortSignal.any([context.signal, deadline])
-        const toolContext: DevelopToolContext = {
-          taskId: context.taskId,
-          orgId: context.caller.orgId,
-          workspaces: deps.workspaces,
-          runCommand: (request) => deps.sandbox.runCommand(request),
-          codeIndex: deps.codeIndex,
-          repositoryId,
-          signal,
-          maxAnswerChars: limits.maxAnswerChars,
-        }
-        const messages: ModelMessage[] = [
-          { role: 'system', content: deps.systemPrompt ?? SYSTEM_PROMPT },
-          {
-            role: 'user',
-            content: [
-              params.instruction,
-              checks.length ? `These commands must pass: ${checks.map((c) => `\`${c}\``).join(', ')}` : '',
-              `The workspace holds ${files.length} files:\n${clip(files.map((f) => f.path).join('\n') || '(none: a new project)', 4000)}`,
-            ]
-              .filter(Boolean)
-              .join('\n\n'),
-          },
-        ]
-        const lastVerdicts = new Map<string, CheckVerdict>()
-        let tokens = 0
-        let steps = 0
-        let summary: string | undefined
-        let stopped: 'steps' | 'tokens' | 'time' | 'answered' | undefined
-        const describe = (result: SandboxResult, command: string): CheckVerdict => ({
-          command,
-          verdict: result.verdict,
-          exitCode: result.exitCode,
-          passed: result.verdict === 'passed',
-          output: clip(result.output, 2000),
-        })
+        const loop = await runLoop(deps, context, { checks, files: files.map((f) => f.path), repositoryId, pace, stepsAfterLoop, instruction: params.instruction })
+        const { summary, stopped, lastVerdicts, checkMs } = loop
 
-        loop: for (;;) {
-          if (deadline.aborted) {
-            stopped = 'time'
-            break
-          }
-          let turn: ModelTurn
-          try {
-            turn = await askModel(deps, context, messages, signal)
-          } catch (err) {
-            if (deadline.aborted && !context.signal.aborted) {
-              stopped = 'time'
-              break
-            }
-            throw err
-          }
-          tokens += turn.tokens
-          if (turn.calls.length === 0) {
-            // An answer without a tool call ends the loop: the text is the summary.
-            summary = turn.text.trim()
-            stopped = 'answered'
-            break
-          }
-          messages.push({
-            role: 'assistant',
-            content: turn.text || null,
-            tool_calls: turn.calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments || '{}' } })),
-          })
-          for (const call of turn.calls) {
-            if (steps >= limits.maxSteps) {
-              stopped = 'steps'
-              break loop
-            }
-            steps++
-            context.step(steps, `${call.name}${describeCall(call.arguments)}`)
-            const args = parseArguments(call.arguments)
-            const outcome = args
-              ? await runDevelopTool(toolContext, call.name, args)
-              : { answer: 'Refused: the arguments are not a JSON object', summary: 'refused: arguments not JSON', refused: true }
-            context.signal.throwIfAborted()
-            if (outcome.command) {
-              const { command, result } = outcome.command
-              if (checks.includes(command.trim())) lastVerdicts.set(command.trim(), describe(result, command.trim()))
-              context.log(clip(`${outcome.summary}\n${result.output}`, limits.maxLogChars), result.verdict === 'passed' ? 'info' : 'warn')
-            } else context.log(outcome.summary, outcome.refused ? 'warn' : 'info')
-            messages.push({ role: 'tool', tool_call_id: call.id, content: outcome.answer })
-            if (outcome.finished) {
-              summary = outcome.finished.summary
-              break loop
-            }
-          }
-          if (tokens >= limits.maxTokens) {
-            stopped = 'tokens'
-            break
-          }
-        }
-        if (stopped && stopped !== 'answered') context.log(`Stopped: the ${stopped} budget is spent`, 'warn')
-
-        context.step(limits.maxSteps + 1, checks.length ? `Running ${checks.length} check${checks.length === 1 ? '' : 's'}` : 'Collecting the diff')
+        pace.start()
+        const mean = pace.meanMs()
+        const step = pace.typicalMs()
+        // This step takes the checks' time (StepProgress counts a mean step for the step running); the caller's steps follow.
+        const msAfter =
+          mean === undefined || step === undefined ? undefined : Math.max(0, checks.reduce((sum, c) => sum + (checkMs.get(c) ?? step), 0) - mean) + (stepsAfterLoop - 1) * step
+        context.step(
+          loop.steps + 1,
+          `${checks.length ? `Running ${checks.length} check${checks.length === 1 ? '' : 's'}` : 'Collecting the diff'} · ${loop.budgetsNote()}`,
+          pace.totalFor(loop.steps + 1, msAfter, stepsAfterLoop - 1),
+        )
         for (const command of checks) {
           const { value: result, problem } = await deps.workspaces.whileWithinLimits(context.taskId, context.signal, (signal) =>
             deps.sandbox.runCommand({ directory: workspace.tree, command, maxFileBytes: deps.workspaces.limits.maxBytes, signal }),
           )
           context.signal.throwIfAborted()
           if (problem) throw new TaskError('workspace_limit', `Check \`${command.slice(0, 200)}\` made the workspace hold ${problem}`)
-          lastVerdicts.set(command, describe(result, command))
+          lastVerdicts.set(command, describeVerdict(result, command))
           context.log(`check \`${command}\`: ${result.verdict}`, result.verdict === 'passed' ? 'info' : 'warn')
         }
         const usage = await deps.workspaces.usage(context.taskId)
@@ -356,15 +286,173 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
           diff,
           leftOut: committed.leftOut,
           checks: verdicts,
-          steps,
-          tokens,
-          durationMs: Math.round(performance.now() - started),
+          steps: loop.steps,
+          tokens: loop.tokens,
+          budgets: {
+            steps: { used: loop.steps, limit: limits.maxSteps },
+            tokens: { used: loop.tokens, limit: limits.maxTokens },
+            timeMs: { used: loop.loopMs, limit: limits.timeLimitMs },
+          },
+          durationMs: Math.round(clock.now() - loop.started),
         }
       } finally {
         await deps.workspaces.release(context.taskId)
       }
     },
   }
+}
+
+/** Why the loop ended before the model called finish: a budget, the repeat guard, or an answer without a tool call. */
+export type LoopStop = 'steps' | 'tokens' | 'time' | 'stuck' | 'answered'
+
+const STOP_NOTES: Record<Exclude<LoopStop, 'answered'>, string> = {
+  steps: 'Stopped: the steps budget is spent',
+  tokens: 'Stopped: the tokens budget is spent',
+  time: 'Stopped: the time budget is spent',
+  stuck: `Stopped: the same call came ${REPEAT_STOP_AT} times in a row (stuck)`,
+}
+
+const describeVerdict = (result: SandboxResult, command: string): CheckVerdict => ({
+  command,
+  verdict: result.verdict,
+  exitCode: result.exitCode,
+  passed: result.verdict === 'passed',
+  output: clip(result.output, 2000),
+})
+
+/**
+ * The model's loop: ask, run each tool call it makes, append what each answered, until it calls finish, answers
+ * without a tool call, repeats itself into the repeat guard, or a budget runs out. The conversation is the
+ * `messages` array, only ever appended to; every tool call in it gets an answer, even one left unrun.
+ */
+async function runLoop(
+  deps: DevelopDependencies,
+  context: CommandContext,
+  task: { checks: readonly string[]; files: string[]; repositoryId?: string; pace: StepPace; stepsAfterLoop: number; instruction: string },
+) {
+  const { limits } = deps
+  const clock = deps.clock ?? performance
+  const { checks, pace } = task
+  const started = clock.now()
+  const deadline = AbortSignal.timeout(limits.timeLimitMs)
+  const signal = AbortSignal.any([context.signal, deadline])
+  const toolContext: DevelopToolContext = {
+    taskId: context.taskId,
+    orgId: context.caller.orgId,
+    workspaces: deps.workspaces,
+    runCommand: (request) => deps.sandbox.runCommand(request),
+    ...(deps.sandbox.limits ? { commandLimits: { timeoutMs: deps.sandbox.limits.timeoutMs, maxOutputBytes: deps.sandbox.limits.maxOutputBytes } } : {}),
+    codeIndex: deps.codeIndex,
+    repositoryId: task.repositoryId,
+    signal,
+    maxAnswerChars: limits.maxAnswerChars,
+    session: newDevelopSession(),
+  }
+  const messages: ModelMessage[] = [
+    { role: 'system', content: deps.systemPrompt ?? SYSTEM_PROMPT },
+    {
+      role: 'user',
+      content: [
+        task.instruction,
+        checks.length ? `These commands must pass: ${checks.map((c) => `\`${c}\``).join(', ')}` : '',
+        `The workspace holds ${task.files.length} files:\n${clip(task.files.join('\n') || '(none: a new project)', 4000)}`,
+      ]
+        .filter(Boolean)
+        .join('\n\n'),
+    },
+  ]
+  const lastVerdicts = new Map<string, CheckVerdict>()
+  // The last measured duration of each check, run by the model: what the final checks are expected to take.
+  const checkMs = new Map<string, number>()
+  const guard = new RepeatGuard()
+  let tokens = 0
+  let steps = 0
+  let summary: string | undefined
+  let stopped: LoopStop | undefined
+  const budgetsNote = () =>
+    `step ${count(steps)}/${count(limits.maxSteps)} · ${count(tokens)}/${count(limits.maxTokens)} tokens · ${Math.floor((clock.now() - started) / 1000)}/${count(Math.round(limits.timeLimitMs / 1000))} s`
+  // What is expected after the current step: a few more model steps at the pace so far, the checks' last durations, the caller's steps.
+  const msAfter = () => {
+    const step = pace.typicalMs()
+    if (step === undefined) return undefined
+    const checksMs = checks.reduce((sum, c) => sum + (checkMs.get(c) ?? step), 0)
+    return loopStepsAhead(steps, limits.maxSteps - steps) * step + checksMs + (task.stepsAfterLoop - 1) * step
+  }
+  const notRun = (calls: readonly { id: string }[], why: string) => {
+    for (const call of calls) messages.push({ role: 'tool', tool_call_id: call.id, content: `Not run: ${why}` })
+  }
+
+  loop: for (;;) {
+    if (deadline.aborted) {
+      stopped = 'time'
+      break
+    }
+    let turn: ModelTurn
+    try {
+      turn = await askModel(deps, context, messages, signal)
+    } catch (err) {
+      if (deadline.aborted && !context.signal.aborted) {
+        stopped = 'time'
+        break
+      }
+      throw err
+    }
+    tokens += turn.tokens
+    if (turn.calls.length === 0) {
+      // An answer without a tool call ends the loop: the text is the summary.
+      summary = turn.text.trim()
+      stopped = 'answered'
+      break
+    }
+    messages.push({
+      role: 'assistant',
+      content: turn.text || null,
+      tool_calls: turn.calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments || '{}' } })),
+    })
+    for (const [i, call] of turn.calls.entries()) {
+      if (steps >= limits.maxSteps) {
+        stopped = 'steps'
+        notRun(turn.calls.slice(i), 'the steps budget is spent; the task stops here.')
+        break loop
+      }
+      const times = guard.see(call.name, call.arguments)
+      if (times >= REPEAT_STOP_AT) {
+        stopped = 'stuck'
+        messages.push({ role: 'tool', tool_call_id: call.id, content: stuckAnswer(call.name) })
+        notRun(turn.calls.slice(i + 1), 'the task stopped as stuck.')
+        break loop
+      }
+      steps++
+      pace.start()
+      context.step(steps, `${call.name}${describeCall(call.arguments)} · ${budgetsNote()}`, pace.totalFor(steps, msAfter(), loopStepsAhead(steps, limits.maxSteps - steps) + task.stepsAfterLoop))
+      const args = parseArguments(call.arguments)
+      const outcome: ToolOutcome = args
+        ? await runDevelopTool(toolContext, call.name, args)
+        : { answer: 'Refused: the arguments are not a JSON object', summary: 'refused: arguments not JSON', refused: true }
+      context.signal.throwIfAborted()
+      if (outcome.command) {
+        const { command, result, fromRoot } = outcome.command
+        // A check's verdict counts only when run as the final check runs it: from the workspace root.
+        if (checks.includes(command.trim()) && fromRoot) {
+          lastVerdicts.set(command.trim(), describeVerdict(result, command.trim()))
+          checkMs.set(command.trim(), result.durationMs)
+        }
+        context.log(clip(`${outcome.summary}\n${result.output}`, limits.maxLogChars), result.verdict === 'passed' ? 'info' : 'warn')
+      } else context.log(outcome.summary, outcome.refused ? 'warn' : 'info')
+      messages.push({ role: 'tool', tool_call_id: call.id, content: times >= REPEAT_WARN_AT ? outcome.answer + repeatWarning(call.name, times) : outcome.answer })
+      if (outcome.finished) {
+        summary = outcome.finished.summary
+        notRun(turn.calls.slice(i + 1), 'finish ended the task.')
+        break loop
+      }
+    }
+    if (tokens >= limits.maxTokens) {
+      stopped = 'tokens'
+      break
+    }
+  }
+  if (stopped && stopped !== 'answered') context.log(STOP_NOTES[stopped], 'warn')
+  return { summary, stopped, steps, tokens, lastVerdicts, checkMs, started, loopMs: Math.round(clock.now() - started), budgetsNote, messages }
 }
 
 /** The first line of the instruction as the subject, the model's summary as the body. */
@@ -376,6 +464,6 @@ function commitMessage(instruction: string, summary: string | undefined): string
 /** ` path` or ` $ command` after the tool's name in a progress step, from its (maybe partial) arguments. */
 function describeCall(argumentsText: string): string {
   const args = parseArguments(argumentsText)
-  const target = args?.path ?? args?.command ?? args?.query ?? args?.directory
+  const target = args?.path ?? args?.command ?? args?.query ?? args?.name ?? args?.directory
   return typeof target === 'string' && target ? ` ${target.slice(0, 120)}` : ''
 }

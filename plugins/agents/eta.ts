@@ -1,6 +1,8 @@
 /**
  * Progress of a task made of steps: the percentage done and the time left, estimated from the steps left and
- * how long the finished steps took. Before any step has finished there is nothing to go on, so no ETA.
+ * how long the finished steps took. Before any step has finished there is nothing to go on, so no ETA. A command
+ * whose number of steps is not known ahead (the develop loop) reports a total from its own history (StepPace and
+ * loopStepsAhead below), never from its budget, so a short task reports a short ETA.
  */
 
 export interface StepClock {
@@ -76,4 +78,65 @@ export function formatDuration(ms: number): string {
   const hours = Math.floor(minutes / 60)
   const rest = minutes % 60
   return rest ? `${hours}h${rest}m` : `${hours}h`
+}
+
+/**
+ * How many more steps a loop of unknown length (a model calling tools until it is done) is expected to take,
+ * judged from its own history rather than its budget: half as many again as it has made, at least 2, never
+ * more than the budget leaves. A loop that has made 4 steps is expected to make 2 more, not to use up 50.
+ */
+export const LOOP_OUTLOOK = { share: 0.5, min: 2 } as const
+
+export function loopStepsAhead(done: number, budgetLeft: number): number {
+  return Math.max(0, Math.min(budgetLeft, Math.max(LOOP_OUTLOOK.min, Math.ceil(done * LOOP_OUTLOOK.share))))
+}
+
+/** Virtual steps a total may hold beyond the current one, so a tiny mean step cannot make it absurd. */
+const MAX_STEPS_AHEAD = 1000
+
+/**
+ * The pace of a task's steps as the task itself sees it, for commands whose work ahead is better known in time
+ * than in steps (a check that took 40 s last time is one step, but a long one). StepProgress, which reports the
+ * ETA, knows only steps: the ETA it reports is the mean finished step times the steps after the current one.
+ * `totalFor` turns the time a command expects after the current step into the total that makes that ETA come out,
+ * measuring the same steps (a step starts when the command reports it) with the same clock.
+ */
+export class StepPace {
+  private readonly durations: number[] = []
+  private startedAt: number | undefined
+
+  constructor(private readonly clock: StepClock = performance) {}
+
+  /** A step starts now; the one before, if any, ends. */
+  start(): void {
+    const now = this.clock.now()
+    if (this.startedAt !== undefined) this.durations.push(now - this.startedAt)
+    this.startedAt = now
+  }
+
+  /** Mean milliseconds of the finished steps; undefined before one has finished. */
+  meanMs(): number | undefined {
+    return this.durations.length ? this.durations.reduce((sum, d) => sum + d, 0) / this.durations.length : undefined
+  }
+
+  /**
+   * The median step: what one more model step is expected to take. A long command run once (a test suite) does
+   * not make every step ahead as long, as the mean would.
+   */
+  typicalMs(): number | undefined {
+    if (this.durations.length === 0) return undefined
+    const sorted = [...this.durations].sort((a, b) => a - b)
+    const middle = Math.floor(sorted.length / 2)
+    return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+  }
+
+  /**
+   * The total number of steps to report with step `index` when the work after it is expected to take `msAfter`
+   * milliseconds; before any step has finished there is no mean, so `stepsAfter` steps are counted instead.
+   */
+  totalFor(index: number, msAfter: number | undefined, stepsAfter: number): number {
+    const mean = this.meanMs()
+    const ahead = mean && msAfter !== undefined ? Math.round(msAfter / mean) : stepsAfter
+    return index + 1 + Math.max(0, Math.min(MAX_STEPS_AHEAD, ahead))
+  }
 }

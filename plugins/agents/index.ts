@@ -19,7 +19,7 @@ export { createWorkspaces, type Workspaces } from './workspaces.ts'
 export { developCommand } from './develop.ts'
 export { createAgentRunner, type AgentRunner } from './runner.ts'
 export { workspaceRoutes } from './workspace-routes.ts'
-export { CLIENT_MESSAGES, COMMAND_PARAMS, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from './model.ts'
+export { CLIENT_MESSAGES, COMMAND_PARAMS, commandParamsSchema, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from './model.ts'
 
 export interface AgentsPluginOptions {
   hub: ConnectionHub

@@ -95,6 +95,12 @@ export const COMMAND_PARAMS = { debug: debugParams, analyze: analyzeParams, inde
 export type CommandName = keyof typeof COMMAND_PARAMS
 export const COMMANDS = Object.keys(COMMAND_PARAMS) as CommandName[]
 
+/** A command's params as a plain JSON Schema object (names, types, descriptions), for a model's tool definition; undefined for an unknown command. */
+export function commandParamsSchema(command: string): Record<string, unknown> | undefined {
+  if (!Object.hasOwn(COMMAND_PARAMS, command)) return undefined
+  return JSON.parse(JSON.stringify(COMMAND_PARAMS[command as CommandName])) as Record<string, unknown>
+}
+
 export const agentCommand = strictObject({
   type: t.Literal('agent_command'),
   id: clientId,
@@ -134,7 +140,7 @@ export const SERVER_MESSAGES = {
       status,
       step: t.Optional(t.String({ description: 'What the task is doing now' })),
       stepIndex: t.Optional(integer({ minimum: 0 })),
-      steps: t.Optional(integer({ minimum: 1, description: 'Steps known so far; it can grow once a plan is made' })),
+      steps: t.Optional(integer({ minimum: 1, description: 'Steps known or expected so far; it can change once a plan is made or as the task learns its pace' })),
       percent: t.Optional(integer({ minimum: 0, maximum: 100 })),
       eta: t.Optional(t.String({ description: 'Time left as a short duration (45s, 2m, 1h5m), from the steps left and how long finished steps took' })),
     },

@@ -5,6 +5,7 @@
 import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/index.ts'
 import type { AgentCaller, AgentService } from './service.ts'
 import { paramsProblem } from './commands.ts'
+import { commandParamsSchema } from './model.ts'
 import { checkCommand } from './protocol.ts'
 
 export interface AgentRunnerOptions {
@@ -15,6 +16,9 @@ export interface AgentRunnerOptions {
 
 export function createAgentRunner(options: AgentRunnerOptions) {
   return {
+    /** The JSON Schema of a command's params, as the chat model is shown it; the same schema start() checks against. */
+    paramsSchema: commandParamsSchema,
+
     async start(caller: AgentCaller, command: string, params: Record<string, unknown>): Promise<string> {
       const checked = checkCommand(undefined, command, params)
       if (!checked.ok) throw new Error(checked.error.message)

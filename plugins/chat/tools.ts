@@ -25,6 +25,8 @@ export const AGENT_COMMANDS = ['develop', 'build_site', 'analyze', 'debug'] as c
 
 /** Starts and follows agent tasks for the chat (the agents' service, spending the chat budget). */
 export interface AgentRunner {
+  /** The JSON Schema of a command's params (names, types, descriptions), shown to the model in run_agent's definition. */
+  paramsSchema(command: string): Record<string, unknown> | undefined
   /** Checks the params and the caller's chat budget, then starts the task; answers its id. Throws with a message the model can read. */
   start(caller: { orgId: string; userId: string }, command: string, params: Record<string, unknown>): Promise<string>
   /** Follows the task's messages from its first (as sent over /ws/agent); answers how to stop following. */
@@ -117,18 +119,7 @@ export function serverTools(deps: ServerToolDependencies): Map<ServerToolName, S
   }
   if (deps.agents) {
     const runner = deps.agents
-    tools.set('run_agent', {
-      definition: fn(
-        'run_agent',
-        'Run an agent task and wait for its result. develop: change code in a private workspace of an import (params: instruction, importId, checks, branch, push) and get the diff, the check verdicts and, with push, the pull request URL. build_site: build a static site and publish it to GitHub Pages (params: instruction, repository owner/name, branch, customDomain) and get its URL. analyze: summarise an import (params: importId). debug: fix a code snippet (params: code, language, ...).',
-        {
-          command: { type: 'string', enum: [...AGENT_COMMANDS] },
-          params: { type: 'object', description: "The command's parameters, as over /ws/agent" },
-        },
-        ['command', 'params'],
-      ),
-      execute: (input, context) => runAgent(runner, input, context),
-    })
+    tools.set('run_agent', { definition: runAgentDefinition(runner), execute: (input, context) => runAgent(runner, input, context) })
   }
   tools.set('generate_image', {
     definition: fn('generate_image', 'Generate an image from a text description.', { prompt: { type: 'string' } }, ['prompt']),
@@ -139,6 +130,29 @@ export function serverTools(deps: ServerToolDependencies): Map<ServerToolName, S
     },
   })
   return tools
+}
+
+/**
+ * run_agent as the model sees it: `params` is one JSON Schema per command (oneOf, each titled with its command and
+ * carrying its fields' names, types and descriptions), so a model can fill them in without guessing.
+ */
+function runAgentDefinition(runner: AgentRunner): ModelTool {
+  const alternatives = AGENT_COMMANDS.map((command) => {
+    const schema = runner.paramsSchema(command) ?? { type: 'object' }
+    const about = typeof schema.description === 'string' ? `: ${schema.description}` : ''
+    return { ...schema, title: command, description: `params of ${command}${about}` }
+  })
+  return fn(
+    'run_agent',
+    'Run an agent task and wait for its result. develop: change code in a private workspace of an imported repository (or a new project), run checks, and get the diff, ' +
+      'the check verdicts and, with push, a pull request. build_site: build a static site and publish it to GitHub Pages, and get its URL. analyze: summarise an imported repository. ' +
+      'debug: find and fix the fault in a code snippet. params must follow the schema of the chosen command: the alternative whose title is the command.',
+    {
+      command: { type: 'string', enum: [...AGENT_COMMANDS], description: 'The agent command to run' },
+      params: { description: "The command's parameters: the alternative titled with the command", oneOf: alternatives },
+    },
+    ['command', 'params'],
+  )
 }
 
 /**

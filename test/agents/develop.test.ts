@@ -71,16 +71,21 @@ describe('develop', () => {
     // What the model was told after each tool call: the file, then the failing run, then the passing one.
     const toolAnswers = h.model.completions.slice(-6).map((body) => body.messages.at(-1))
     expect(toolAnswers[1].content).toContain(BROKEN.trim())
-    expect(toolAnswers[3].content).toMatch(/^exit 1\n/)
+    expect(toolAnswers[1].content).toStartWith('src/sum.ts line 1 of 1 (the whole file)\n1\texport const sum')
+    expect(toolAnswers[2].content).toStartWith('Edited src/sum.ts: line 1 now holds what was 1 line.')
+    expect(toolAnswers[3].content).toMatch(/^exit 1 · \d+\.\d s \(limit \d+ s\)\n/)
     expect(toolAnswers[3].content).toContain('1 fail')
-    expect(toolAnswers[5].content).toMatch(/^exit 0\n/)
+    expect(toolAnswers[5].content).toMatch(/^exit 0 · /)
     expect(toolAnswers[5].content).toContain('1 pass')
     // The model was offered the tools.
     expect(h.model.completions.at(-1)!.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual([
       'list_files',
-      'read_file',
+      'find_file',
       'search_code',
+      'read_file',
       'edit_file',
+      'insert',
+      'undo_edit',
       'write_file',
       'delete_file',
       'run_command',
@@ -90,7 +95,10 @@ describe('develop', () => {
     const messages = client.taskMessages(taskId)
     expectContiguous(messages)
     const steps = messages.filter((m) => m.type === 'progress' && m.step).map((m) => m.step)
-    expect(steps).toEqual([
+    // Each step after the first states the budgets spent so far.
+    expect(steps[1]).toMatch(/^read_file src\/sum\.ts · step 1\/50 · [\d,]+\/1,000,000 tokens · \d+\/480 s$/)
+    expect(steps[7]).toMatch(/^Running 1 check · step 6\/50 · [\d,]+\/1,000,000 tokens · \d+\/480 s$/)
+    expect(steps.map((s) => s.split(' · ')[0])).toEqual([
       'Opening a workspace on the import',
       'read_file src/sum.ts',
       'edit_file src/sum.ts',
@@ -100,8 +108,14 @@ describe('develop', () => {
       'finish',
       'Running 1 check',
     ])
-    // Once a step has finished, each later step carries an ETA.
+    // Once a step has finished, each later step carries an ETA; the steps counted are the task's own, not its budget of 50.
     expect(messages.filter((m) => m.type === 'progress' && m.step).slice(1).every((m) => typeof m.eta === 'string')).toBe(true)
+    expect(Math.max(...messages.filter((m) => m.type === 'progress' && m.steps).map((m) => m.steps))).toBeLessThan(20)
+    expect(output.budgets).toEqual({
+      steps: { used: 6, limit: 50 },
+      tokens: { used: output.tokens, limit: 1_000_000 },
+      timeMs: { used: expect.any(Number), limit: 480_000 },
+    })
     const logs = messages.filter((m) => m.type === 'log').map((m) => m.message)
     expect(logs.some((l) => l.startsWith('$ bun test → failed (exit 1)'))).toBe(true)
     expect(logs.some((l) => l.startsWith('$ bun test → passed (exit 0)'))).toBe(true)
@@ -136,11 +150,45 @@ describe('develop', () => {
     const answers = h.model.completions.slice(-5).map((body) => body.messages.at(-1).content)
     expect(answers[1]).toBe('Refused: old_text occurs 2 times in notes.txt; include more surrounding text so it is unique')
     expect(answers[2]).toBe('Refused: old_text was not found in notes.txt')
-    expect(answers[3]).toBe('Edited notes.txt.')
+    expect(answers[3]).toBe('Edited notes.txt: line 2 now holds what was 1 line. Lines 1-2 of 2 as the file now reads:\n1\tone\n2\ttwo')
     // A new project has no README: deleting it is refused, not fatal.
     expect(answers[4]).toContain('Refused: No file "README.md"')
     expect(final.output).toMatchObject({ base: null, files: [{ path: 'notes.txt', status: 'added' }] })
     expect(final.output.diff).toContain('+one\n+two\n')
+    client.close()
+  })
+
+  test('the same call three times in a row gets a warning; the fifth is not run and ends the loop as stuck, the task succeeding with what it has', async () => {
+    const read = call('read_file', { path: 'a.txt', lines: 5 })
+    h.model.queue = [
+      call('write_file', { path: 'a.txt', content: 'a\n' }),
+      read,
+      read,
+      call('list_files', {}),
+      read,
+      read,
+      read,
+      read,
+      // The same arguments in another order are the same call.
+      call('read_file', { lines: 5, path: 'a.txt' }),
+      call('finish', { summary: 'never reached' }),
+    ]
+    const client = await h.connect()
+    const taskId = await h.run(client, 'develop', { instruction: 'Read a.txt' })
+    const final = await client.next(isFinal(taskId), 30_000)
+    h.model.queue = []
+    expect(final).toMatchObject({ type: 'result', output: { finished: false, stopped: 'stuck', steps: 8, summary: null, files: [{ path: 'a.txt', status: 'added' }] } })
+    const answers = h.model.completions.at(-1)!.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content)
+    expect(answers).toHaveLength(8)
+    // Two in a row, and a different call in between, warn of nothing.
+    for (const i of [1, 2, 3, 4, 5]) expect(answers[i]).not.toContain('[Warning')
+    expect(answers[6]).toEndWith(
+      '\n\n[Warning: this is the 3rd read_file call in a row with exactly these arguments, and its answer does not change. Do something else (other arguments, another tool, or finish); at 5 in a row the task stops as stuck.]',
+    )
+    expect(answers[7]).toContain('[Warning: this is the 4th read_file call in a row')
+    const messages = client.taskMessages(taskId)
+    expect(messages.some((m) => m.type === 'log' && m.message === 'Stopped: the same call came 5 times in a row (stuck)')).toBe(true)
+    expect(messages.filter((m) => m.type === 'progress' && String(m.step).startsWith('read_file'))).toHaveLength(6)
     client.close()
   })
 

@@ -32,7 +32,8 @@ describe('run_agent in chat', () => {
     expect(parts[0]!.data).toEqual({ taskId, command: 'develop', step: null, eta: null, status: 'queued' })
     const steps = parts.map((p) => p.data.step)
     expect(steps).toContain('Opening an empty workspace')
-    expect(steps).toContain('write_file hello.txt')
+    // Each tool step names the call, then the budgets spent so far.
+    expect(steps.some((step) => typeof step === 'string' && step.startsWith('write_file hello.txt · step 1/'))).toBe(true)
     expect(parts.some((p) => p.data.status === 'running')).toBe(true)
     expect(parts.at(-1)!.data).toMatchObject({ taskId, status: 'succeeded', eta: null })
 
@@ -71,6 +72,26 @@ describe('run_agent in chat', () => {
     h.model.queue = [{ text: 'Hello.' }]
     await readEvents(await post({ messages: [{ role: 'user', content: 'hi' }] }))
     expect(h.model.completions.at(-1)!.tools.map((t: any) => t.function.name)).toContain('run_agent')
+  })
+
+  test("run_agent's params are a JSON schema per command, with each field's name, type and description", async () => {
+    h.model.queue = [{ text: 'Hello.' }]
+    await readEvents(await post({ messages: [{ role: 'user', content: 'hi' }] }))
+    const runAgent = h.model.completions.at(-1)!.tools.find((t: any) => t.function.name === 'run_agent').function
+    expect(runAgent.parameters.properties.command.enum).toEqual(['develop', 'build_site', 'analyze', 'debug'])
+    const alternatives = runAgent.parameters.properties.params.oneOf as any[]
+    expect(alternatives.map((a) => a.title)).toEqual(['develop', 'build_site', 'analyze', 'debug'])
+    const [develop, buildSite, analyze, debug] = alternatives
+    expect(develop).toMatchObject({ type: 'object', additionalProperties: false, required: ['instruction'] })
+    expect(develop.description).toStartWith('params of develop: Change code in a private workspace')
+    expect(develop.properties.instruction).toMatchObject({ type: 'string', description: 'What to change or build, in your words' })
+    expect(develop.properties.checks).toMatchObject({ type: 'array', items: { type: 'string' } })
+    expect(develop.properties.push.type).toBe('boolean')
+    expect(buildSite.required).toEqual(['instruction', 'repository'])
+    expect(analyze.required).toEqual(['importId'])
+    expect(JSON.stringify(debug.properties.language)).toContain('javascript')
+    // Plain JSON Schema: no TypeBox internals reach the model.
+    expect(JSON.stringify(runAgent.parameters)).not.toContain('Symbol')
   })
 
   test('cancelling the chat stops waiting for the task; the task goes on and can still be followed to its result', async () => {
