@@ -15,6 +15,7 @@ import type { CodeIndex } from '../code-search/index.ts'
 import type { DebugParams } from './model.ts'
 import { developCommand, type DevelopDependencies, type DevelopLimits } from './develop.ts'
 import { buildSiteCommand, type BuildSiteDependencies } from './build-site.ts'
+import { plainSnippet } from './develop/search.ts'
 import type { Workspaces } from './workspaces.ts'
 import { TaskError, type AgentService, type CommandContext, type CommandHandler, type CommandHandlers } from './service.ts'
 
@@ -75,7 +76,8 @@ export function debugCommand(deps: CommandDependencies): CommandHandler {
         const query = (params.error ?? params.code ?? '').slice(0, 500)
         const hits = query.trim() ? await deps.codeIndex.search({ orgId: context.caller.orgId }, { query, repositoryIds: [view.repository.id], limit: 5, expand: false }) : []
         context.log(`Found ${hits.length} related snippet${hits.length === 1 ? '' : 's'} in ${view.repository.name}`)
-        related = hits.map((hit) => `${hit.path}:${hit.startLine}-${hit.endLine}\n${fence('', hit.snippet.replace(/<\/?mark>/g, ''))}`).join('\n\n')
+        // Plain source: what the model copies into a fix must match the file.
+        related = hits.map((hit) => `${hit.path}:${hit.startLine}-${hit.endLine}\n${fence('', plainSnippet(hit.snippet))}`).join('\n\n')
       }
       const language = params.language ?? 'typescript'
       const request = [

@@ -74,6 +74,9 @@ describe('agent commands on an import', () => {
     const planRequest = h.model.completions.at(-2)!.messages.map((m: { content: string }) => m.content).join('\n')
     expect(planRequest).toContain('src/balance.ts')
     expect(planRequest).toContain('sum - e')
+    // Plain source text, as the file holds it: not HTML-escaped.
+    expect(planRequest).toContain('(sum, e) => sum - e')
+    expect(planRequest).not.toContain('&gt;')
     expect(client.taskMessages(taskId).find((m) => m.type === 'log')!.message).toMatch(/^Found [1-9]\d* related snippets? in acme\/ledger$/)
     client.close()
   })
