@@ -13,7 +13,7 @@ import type { ImportService, ImportView } from '../imports/index.ts'
 import { extractCode, runEnhancedTurn, type CodeChecker, type EnhancedOptions } from '../enhanced-chat/index.ts'
 import type { CodeIndex } from '../code-search/index.ts'
 import type { DebugParams } from './model.ts'
-import { developCommand, type DevelopDependencies, type DevelopLimits } from './develop.ts'
+import { continueCommand, developCommand, type DevelopDependencies, type DevelopLimits } from './develop.ts'
 import { buildSiteCommand, type BuildSiteDependencies } from './build-site.ts'
 import { plainSnippet } from './develop/search.ts'
 import type { Workspaces } from './workspaces.ts'
@@ -236,5 +236,6 @@ export function createCommands(deps: CommandDependencies): CommandHandlers {
     status: statusCommand(deps),
     develop: developCommand({ ...deps, limits: deps.developLimits }),
     build_site: buildSiteCommand({ ...deps, limits: deps.developLimits }),
+    continue: continueCommand({ ...deps, limits: deps.developLimits, tasks: deps.agents }),
   }
 }

@@ -15,7 +15,8 @@ import { clip, DEVELOP_TOOLS, newDevelopSession, runDevelopTool, type DevelopToo
 import { REPEAT_STOP_AT, REPEAT_WARN_AT, RepeatGuard, repeatWarning, stuckAnswer } from './develop/repeat-guard.ts'
 import { count } from './develop/text.ts'
 import { loopStepsAhead, StepPace, type StepClock } from './eta.ts'
-import type { DevelopParams } from './model.ts'
+import { condenseConversation } from './develop/condense.ts'
+import { FINISHED_STATUSES, type ContinueParams, type DevelopParams, type TaskStatus } from './model.ts'
 import { TaskError, type CommandContext, type CommandHandler } from './service.ts'
 import type { TaskWorkspace, WorkspaceCommit, Workspaces } from './workspaces.ts'
 import type { Models } from '../../src/llm/models.ts'
@@ -211,94 +212,192 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
     steps: 1 + loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop,
     async run(context) {
       const params = context.params as DevelopParams
-      const checks = params.checks ?? []
       modelServices(deps)
       const pace = new StepPace(clock)
       pace.start()
       context.step(0, params.importId ? 'Opening a workspace on the import' : 'Opening an empty workspace', pace.totalFor(0, undefined, loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop))
       if (params.push && !params.importId) throw new TaskError('validation_failed', 'params.push: a new project has no repository to push to; give an importId')
-      const { workspace, repositoryId, source } = await openWorkspace(deps, context, params.importId)
-      const branch = params.branch ?? `agent/${context.taskId}`
-      try {
-        if (params.push && source) {
-          if (!deps.proposer) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
-          const proposer = deps.proposer
-          // Before any work: a branch the repository has already, or a missing connection, would only fail at the end.
-          await asTaskError(() => proposer.ensureBranchFree(context.caller, { repositoryUrl: source.url, branch }))
-        }
-        const files = await deps.workspaces.list(context.taskId)
-        context.log(`Workspace ready: ${files.length} files${workspace.base ? ` at ${workspace.base.commit}` : ''}`)
-        const loop = await runLoop(deps, context, { checks, files: files.map((f) => f.path), repositoryId, pace, stepsAfterLoop, instruction: params.instruction })
-        const { summary, stopped, lastVerdicts, checkMs } = loop
-
-        pace.start()
-        const mean = pace.meanMs()
-        const step = pace.typicalMs()
-        // This step takes the checks' time (StepProgress counts a mean step for the step running); the caller's steps follow.
-        const msAfter =
-          mean === undefined || step === undefined ? undefined : Math.max(0, checks.reduce((sum, c) => sum + (checkMs.get(c) ?? step), 0) - mean) + (stepsAfterLoop - 1) * step
-        context.step(
-          loop.steps + 1,
-          `${checks.length ? `Running ${checks.length} check${checks.length === 1 ? '' : 's'}` : 'Collecting the diff'} · ${loop.budgetsNote()}`,
-          pace.totalFor(loop.steps + 1, msAfter, stepsAfterLoop - 1),
-        )
-        for (const command of checks) {
-          const { value: result, problem } = await deps.workspaces.whileWithinLimits(context.taskId, context.signal, (signal) =>
-            deps.sandbox.runCommand({ directory: workspace.tree, command, maxFileBytes: deps.workspaces.limits.maxBytes, signal }),
-          )
-          context.signal.throwIfAborted()
-          if (problem) throw new TaskError('workspace_limit', `Check \`${command.slice(0, 200)}\` made the workspace hold ${problem}`)
-          lastVerdicts.set(command, describeVerdict(result, command))
-          context.log(`check \`${command}\`: ${result.verdict}`, result.verdict === 'passed' ? 'info' : 'warn')
-        }
-        const usage = await deps.workspaces.usage(context.taskId)
-        if (usage.problem) throw new TaskError('workspace_limit', `The workspace holds ${usage.problem}`)
-        const message = commitMessage(params.instruction, summary)
-        const committed = await deps.workspaces.commit(context.taskId, branch, message)
-        const { diff, files: changed, commit } = committed
-        if (committed.note) context.log(committed.note, 'warn')
-        let pushed: ProposedChange | undefined
-        let pushRefused: { code: 'checks_failed'; message: string } | undefined
-        const verdicts = checks.map((command) => lastVerdicts.get(command)!)
-        const failing = verdicts.filter((v) => !v.passed)
-        if (params.push && source && workspace.base) {
-          if (changed.length === 0) throw new TaskError('nothing_to_push', 'The workspace holds no change to push')
-          if (failing.length > 0 && !params.draft) {
-            const message = `Not pushed: ${failing.length} of ${verdicts.length} checks did not pass (${failing.map((v) => `\`${v.command}\` ${v.verdict}`).join(', ')}); with draft: true a draft pull request is opened over failing checks`
-            pushRefused = { code: 'checks_failed', message }
-            context.log(message, 'warn')
-          } else {
-            context.log(`Pushing ${branch} to ${source.url} and opening a${params.draft ? ' draft' : ''} pull request`)
-            pushed = await pushChange(deps, context, { source, baseCommit: workspace.base.commit, branch, committed, message, summary, checks: verdicts, draft: params.draft === true })
-            context.log(`Pull request ${pushed.pullRequest.url}`)
-          }
-        }
-        return {
-          summary: summary ?? null,
-          finished: summary !== undefined && stopped === undefined,
-          ...(stopped && stopped !== 'answered' ? { stopped } : {}),
-          base: workspace.base ?? null,
-          branch,
-          commit,
-          ...(pushed ? { pushed: { repository: pushed.repository, branch: pushed.branch, commit: pushed.commit, base: pushed.base }, pullRequest: { ...pushed.pullRequest, draft: params.draft === true } } : {}),
-          ...(pushRefused ? { pushRefused } : {}),
-          files: changed,
-          diff,
-          leftOut: committed.leftOut,
-          checks: verdicts,
-          steps: loop.steps,
-          tokens: loop.tokens,
-          budgets: {
-            steps: { used: loop.steps, limit: limits.maxSteps },
-            tokens: { used: loop.tokens, limit: limits.maxTokens },
-            timeMs: { used: loop.loopMs, limit: limits.timeLimitMs },
-          },
-          durationMs: Math.round(clock.now() - loop.started),
-        }
-      } finally {
-        await deps.workspaces.release(context.taskId)
-      }
+      const opened = await openWorkspace(deps, context, params.importId)
+      return runTask(deps, context, {
+        ...opened,
+        pace,
+        stepsAfterLoop,
+        instruction: params.instruction,
+        checks: params.checks ?? [],
+        branch: params.branch ?? `agent/${context.taskId}`,
+        push: params.push === true,
+        draft: params.draft === true,
+      })
     },
+  }
+}
+
+/** Reads a task's state for `continue`: the caller's own, and ended. */
+export interface TaskLookup {
+  ownTask(caller: Caller, taskId: string): Promise<{ command: string; status: TaskStatus }>
+}
+
+/**
+ * `continue`: a follow-up on an ended develop task. The task's workspace is taken over (so two follow-ups of one
+ * task cannot both go on), its conversation condensed to a budget, and the loop goes on from it with the new
+ * instruction; the diff is against the original base.
+ */
+export function continueCommand(deps: DevelopDependencies & { tasks: () => TaskLookup }): CommandHandler {
+  const { limits } = deps
+  const clock = deps.clock ?? performance
+  const stepsAfterLoop = 1
+  return {
+    steps: 1 + loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop,
+    async run(context) {
+      const params = context.params as ContinueParams
+      modelServices(deps)
+      const pace = new StepPace(clock)
+      pace.start()
+      context.step(0, `Taking over the workspace of ${params.taskId}`, pace.totalFor(0, undefined, loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop))
+      const earlier = await deps.tasks().ownTask(context.caller, params.taskId)
+      if (earlier.command !== 'develop' && earlier.command !== 'continue')
+        throw new TaskError('validation_failed', `params.taskId: ${params.taskId} is a ${earlier.command} task; only develop tasks (and their follow-ups) can be continued`)
+      if (!FINISHED_STATUSES.includes(earlier.status)) throw new TaskError('task_running', `params.taskId: ${params.taskId} is still ${earlier.status}; continue it once it has ended`)
+      const workspace = await deps.workspaces.adopt(params.taskId, context.taskId)
+      const saved = deps.workspaces.loadConversation(context.taskId) as SavedConversation | undefined
+      if (saved?.version !== 1 || !Array.isArray(saved.messages)) {
+        await deps.workspaces.release(context.taskId)
+        throw new TaskError('conversation_not_found', `${params.taskId} kept no conversation to continue (it ended before its model loop began)`)
+      }
+      context.log(`Continuing ${params.taskId}: ${saved.messages.length} earlier messages`)
+      return runTask(deps, context, {
+        workspace,
+        repositoryId: saved.repositoryId,
+        source: saved.source,
+        pace,
+        stepsAfterLoop,
+        instruction: params.message,
+        checks: params.checks ?? saved.checks,
+        branch: params.branch ?? `agent/${context.taskId}`,
+        push: params.push === true,
+        draft: params.draft === true,
+        continued: { messages: condenseConversation(saved.messages), followUp: params.message },
+      })
+    },
+  }
+}
+
+/** Where a develop task starts from and what it is to do: a new workspace, or the one of the task it continues. */
+export interface TaskStart {
+  workspace: TaskWorkspace
+  repositoryId?: string
+  source?: { url: string; ref: string | null }
+  pace: StepPace
+  stepsAfterLoop: number
+  /** The instruction the task began with: the commit's subject, and the first message of a new conversation. */
+  instruction: string
+  checks: readonly string[]
+  branch: string
+  push: boolean
+  draft: boolean
+  /** The conversation of the task continued, condensed, and what the user asks now. */
+  continued?: { messages: ModelMessage[]; followUp: string }
+}
+
+/** What a develop task keeps beside its workspace when it ends, for a follow-up (`continue`). */
+export interface SavedConversation {
+  version: 1
+  instruction: string
+  checks: readonly string[]
+  repositoryId?: string
+  source?: { url: string; ref: string | null }
+  messages: ModelMessage[]
+}
+
+/** The loop, the checks, the commit and, when asked, the push: everything after the workspace is open. */
+async function runTask(deps: DevelopDependencies, context: CommandContext, start: TaskStart) {
+  const { limits } = deps
+  const clock = deps.clock ?? performance
+  const { workspace, repositoryId, source, pace, stepsAfterLoop, checks, branch } = start
+  let messages: ModelMessage[] | undefined
+  try {
+    if (start.push && source) {
+      if (!deps.proposer) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
+      const proposer = deps.proposer
+      // Before any work: a branch the repository has already, or a missing connection, would only fail at the end.
+      await asTaskError(() => proposer.ensureBranchFree(context.caller, { repositoryUrl: source.url, branch }))
+    }
+    const files = await deps.workspaces.list(context.taskId)
+    context.log(`Workspace ready: ${files.length} files${workspace.base ? ` at ${workspace.base.commit}` : ''}`)
+    const loop = await runLoop(deps, context, { checks, files: files.map((f) => f.path), repositoryId, pace, stepsAfterLoop, instruction: start.instruction, continued: start.continued }, (kept) => (messages = kept))
+    const { summary, stopped, lastVerdicts, checkMs } = loop
+
+    pace.start()
+    const mean = pace.meanMs()
+    const step = pace.typicalMs()
+    // This step takes the checks' time (StepProgress counts a mean step for the step running); the caller's steps follow.
+    const msAfter =
+      mean === undefined || step === undefined ? undefined : Math.max(0, checks.reduce((sum, c) => sum + (checkMs.get(c) ?? step), 0) - mean) + (stepsAfterLoop - 1) * step
+    context.step(
+      loop.steps + 1,
+      `${checks.length ? `Running ${checks.length} check${checks.length === 1 ? '' : 's'}` : 'Collecting the diff'} · ${loop.budgetsNote()}`,
+      pace.totalFor(loop.steps + 1, msAfter, stepsAfterLoop - 1),
+    )
+    for (const command of checks) {
+      const { value: result, problem } = await deps.workspaces.whileWithinLimits(context.taskId, context.signal, (signal) =>
+        deps.sandbox.runCommand({ directory: workspace.tree, command, maxFileBytes: deps.workspaces.limits.maxBytes, signal }),
+      )
+      context.signal.throwIfAborted()
+      if (problem) throw new TaskError('workspace_limit', `Check \`${command.slice(0, 200)}\` made the workspace hold ${problem}`)
+      lastVerdicts.set(command, describeVerdict(result, command))
+      context.log(`check \`${command}\`: ${result.verdict}`, result.verdict === 'passed' ? 'info' : 'warn')
+    }
+    const usage = await deps.workspaces.usage(context.taskId)
+    if (usage.problem) throw new TaskError('workspace_limit', `The workspace holds ${usage.problem}`)
+    const message = commitMessage(start.instruction, summary)
+    const committed = await deps.workspaces.commit(context.taskId, branch, message)
+    const { diff, files: changed, commit } = committed
+    if (committed.note) context.log(committed.note, 'warn')
+    let pushed: ProposedChange | undefined
+    let pushRefused: { code: 'checks_failed'; message: string } | undefined
+    const verdicts = checks.map((command) => lastVerdicts.get(command)!)
+    const failing = verdicts.filter((v) => !v.passed)
+    if (start.push && source && workspace.base) {
+      if (changed.length === 0) throw new TaskError('nothing_to_push', 'The workspace holds no change to push')
+      if (failing.length > 0 && !start.draft) {
+        const message = `Not pushed: ${failing.length} of ${verdicts.length} checks did not pass (${failing.map((v) => `\`${v.command}\` ${v.verdict}`).join(', ')}); with draft: true a draft pull request is opened over failing checks`
+        pushRefused = { code: 'checks_failed', message }
+        context.log(message, 'warn')
+      } else {
+        context.log(`Pushing ${branch} to ${source.url} and opening a${start.draft ? ' draft' : ''} pull request`)
+        pushed = await pushChange(deps, context, { source, baseCommit: workspace.base.commit, branch, committed, message, summary, checks: verdicts, draft: start.draft })
+        context.log(`Pull request ${pushed.pullRequest.url}`)
+      }
+    }
+    return {
+      summary: summary ?? null,
+      finished: summary !== undefined && stopped === undefined,
+      ...(stopped && stopped !== 'answered' ? { stopped } : {}),
+      base: workspace.base ?? null,
+      branch,
+      commit,
+      ...(pushed ? { pushed: { repository: pushed.repository, branch: pushed.branch, commit: pushed.commit, base: pushed.base }, pullRequest: { ...pushed.pullRequest, draft: start.draft } } : {}),
+      ...(pushRefused ? { pushRefused } : {}),
+      files: changed,
+      diff,
+      leftOut: committed.leftOut,
+      checks: verdicts,
+      steps: loop.steps,
+      tokens: loop.tokens,
+      budgets: {
+        steps: { used: loop.steps, limit: limits.maxSteps },
+        tokens: { used: loop.tokens, limit: limits.maxTokens },
+        timeMs: { used: loop.loopMs, limit: limits.timeLimitMs },
+      },
+      durationMs: Math.round(clock.now() - loop.started),
+    }
+  } finally {
+    // Whatever ended the task, what was said so far is kept for a follow-up.
+    if (messages) {
+      const saved: SavedConversation = { version: 1, instruction: start.instruction, checks, repositoryId, source, messages }
+      await deps.workspaces.saveConversation(context.taskId, saved).catch(() => undefined)
+    }
+    await deps.workspaces.release(context.taskId)
   }
 }
 
@@ -328,7 +427,17 @@ const describeVerdict = (result: SandboxResult, command: string): CheckVerdict =
 async function runLoop(
   deps: DevelopDependencies,
   context: CommandContext,
-  task: { checks: readonly string[]; files: string[]; repositoryId?: string; pace: StepPace; stepsAfterLoop: number; instruction: string },
+  task: {
+    checks: readonly string[]
+    files: string[]
+    repositoryId?: string
+    pace: StepPace
+    stepsAfterLoop: number
+    instruction: string
+    continued?: { messages: ModelMessage[]; followUp: string }
+  },
+  /** Handed the conversation as soon as it exists, so it is kept however the loop ends. */
+  keep: (messages: ModelMessage[]) => void,
 ) {
   const { limits } = deps
   const clock = deps.clock ?? performance
@@ -348,19 +457,15 @@ async function runLoop(
     maxAnswerChars: limits.maxAnswerChars,
     session: newDevelopSession(),
   }
-  const messages: ModelMessage[] = [
-    { role: 'system', content: deps.systemPrompt ?? SYSTEM_PROMPT },
-    {
-      role: 'user',
-      content: [
-        task.instruction,
-        checks.length ? `These commands must pass: ${checks.map((c) => `\`${c}\``).join(', ')}` : '',
-        `The workspace holds ${task.files.length} files:\n${clip(task.files.join('\n') || '(none: a new project)', 4000)}`,
+  const checksLine = checks.length ? `These commands must pass: ${checks.map((c) => `\`${c}\``).join(', ')}` : ''
+  const filesLine = `The workspace holds ${task.files.length} files:\n${clip(task.files.join('\n') || '(none: a new project)', 4000)}`
+  const messages: ModelMessage[] = task.continued
+    ? [...task.continued.messages, { role: 'user', content: [`Follow-up: ${task.continued.followUp}`, checksLine, filesLine].filter(Boolean).join('\n\n') }]
+    : [
+        { role: 'system', content: deps.systemPrompt ?? SYSTEM_PROMPT },
+        { role: 'user', content: [task.instruction, checksLine, filesLine].filter(Boolean).join('\n\n') },
       ]
-        .filter(Boolean)
-        .join('\n\n'),
-    },
-  ]
+  keep(messages)
   const lastVerdicts = new Map<string, CheckVerdict>()
   // The last measured duration of each check, run by the model: what the final checks are expected to take.
   const checkMs = new Map<string, number>()

@@ -91,7 +91,34 @@ export const buildSiteParams = strictObject(
 )
 export type BuildSiteParams = Static<typeof buildSiteParams>
 
-export const COMMAND_PARAMS = { debug: debugParams, analyze: analyzeParams, index: indexParams, status: statusParams, develop: developParams, build_site: buildSiteParams } as const
+export const continueParams = strictObject(
+  {
+    taskId: t.String({ minLength: 1, maxLength: 64, description: 'The develop task (or an earlier follow-up) to go on from; it must have ended, and its workspace not have expired' }),
+    message: t.String({ minLength: 1, maxLength: 20_000, description: 'What to do now, in your words: the earlier conversation is the context' }),
+    checks: t.Optional(
+      t.Array(t.String({ minLength: 1, maxLength: 1000 }), { maxItems: 10, description: "Command lines that must pass; default the earlier task's checks" }),
+    ),
+    branch: developParams.properties.branch,
+    push: developParams.properties.push,
+    draft: developParams.properties.draft,
+  },
+  {
+    description:
+      'Continue an ended develop task with a follow-up instruction: the same workspace (taken over from that task, whose own workspace reads then answer 404) and the earlier ' +
+      'conversation as context (condensed past a budget); the result is a develop result, its diff against the original base',
+  },
+)
+export type ContinueParams = Static<typeof continueParams>
+
+export const COMMAND_PARAMS = {
+  debug: debugParams,
+  analyze: analyzeParams,
+  index: indexParams,
+  status: statusParams,
+  develop: developParams,
+  build_site: buildSiteParams,
+  continue: continueParams,
+} as const
 export type CommandName = keyof typeof COMMAND_PARAMS
 export const COMMANDS = Object.keys(COMMAND_PARAMS) as CommandName[]
 
@@ -192,6 +219,10 @@ export const MESSAGE_ERROR_CODES = {
   task_timeout: 'The task ran longer than AGENT_TASK_TIMEOUT_SECONDS',
   task_interrupted: 'The process running the task stopped',
   task_finished: 'Cancel came after the task had already ended',
+  task_running: 'continue named a task that has not ended yet',
+  conversation_not_found: 'continue named a task that kept no conversation (it ended before its model loop began)',
+  workspace_not_found: "The task's workspace is gone: expired (AGENT_TASK_RETENTION_SECONDS) or taken over by a continue",
+  branch_exists: 'develop or continue with push named a branch the repository has already',
   unavailable: 'Redis, which holds the task logs, cannot be reached; retryAfterSeconds says when to retry',
   internal_error: 'The server failed to handle the message',
 } as const

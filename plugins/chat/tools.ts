@@ -21,7 +21,7 @@ export interface ServerTool {
 }
 
 /** Agent commands the chat model may run. */
-export const AGENT_COMMANDS = ['develop', 'build_site', 'analyze', 'debug'] as const
+export const AGENT_COMMANDS = ['develop', 'continue', 'build_site', 'analyze', 'debug'] as const
 
 /** Starts and follows agent tasks for the chat (the agents' service, spending the chat budget). */
 export interface AgentRunner {
@@ -145,7 +145,7 @@ function runAgentDefinition(runner: AgentRunner): ModelTool {
   return fn(
     'run_agent',
     'Run an agent task and wait for its result. develop: change code in a private workspace of an imported repository (or a new project), run checks, and get the diff, ' +
-      'the check verdicts and, with push, a pull request. build_site: build a static site and publish it to GitHub Pages, and get its URL. analyze: summarise an imported repository. ' +
+      'the check verdicts and, with push, a pull request. continue: go on from an ended develop task (its taskId) with a follow-up message, in the same workspace and conversation. build_site: build a static site and publish it to GitHub Pages, and get its URL. analyze: summarise an imported repository. ' +
       'debug: find and fix the fault in a code snippet. params must follow the schema of the chosen command: the alternative whose title is the command.',
     {
       command: { type: 'string', enum: [...AGENT_COMMANDS], description: 'The agent command to run' },

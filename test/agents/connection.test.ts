@@ -86,7 +86,7 @@ describe('the agent channel', () => {
       ['invalid_json', null, null],
       ['unknown_command', 'x4', 'command'],
     ])
-    expect(errors[5]!.commands).toEqual(['debug', 'analyze', 'index', 'status', 'develop', 'build_site'])
+    expect(errors[5]!.commands).toEqual(['debug', 'analyze', 'index', 'status', 'develop', 'build_site', 'continue'])
     expect(errors[3]!.message).toContain('at most 2048')
     client.close()
     await client.closed
@@ -117,7 +117,7 @@ describe('the agent channel', () => {
     expect(Object.keys(schema.$defs).sort()).toEqual(
       [
         'client.agent_command', 'client.cancel', 'client.ping', 'client.subscribe', 'client.unsubscribe',
-        'params.analyze', 'params.build_site', 'params.debug', 'params.develop', 'params.index', 'params.status',
+        'params.analyze', 'params.build_site', 'params.continue', 'params.debug', 'params.develop', 'params.index', 'params.status',
         'server.ack', 'server.cancelling', 'server.error', 'server.log', 'server.pong', 'server.progress', 'server.result', 'server.subscribed', 'server.unsubscribed',
       ].sort(),
     )

@@ -56,7 +56,7 @@ describe('run_agent in chat', () => {
   test('a bad command comes back to the model as a tool error, with no task started', async () => {
     h.model.queue = [call('run_agent', { command: 'index', params: {} }), { text: 'I cannot do that.' }]
     const events = await readEvents(await post({ messages: [{ role: 'user', content: 'index it' }] }))
-    expect(chunks(events).find((c) => c.type === 'tool-output-error')!.errorText).toContain('command must be one of develop, build_site, analyze, debug')
+    expect(chunks(events).find((c) => c.type === 'tool-output-error')!.errorText).toContain('command must be one of develop, continue, build_site, analyze, debug')
     expect(chunks(events).some((c) => c.type === 'data-agent')).toBe(false)
   })
 
@@ -78,10 +78,12 @@ describe('run_agent in chat', () => {
     h.model.queue = [{ text: 'Hello.' }]
     await readEvents(await post({ messages: [{ role: 'user', content: 'hi' }] }))
     const runAgent = h.model.completions.at(-1)!.tools.find((t: any) => t.function.name === 'run_agent').function
-    expect(runAgent.parameters.properties.command.enum).toEqual(['develop', 'build_site', 'analyze', 'debug'])
+    expect(runAgent.parameters.properties.command.enum).toEqual(['develop', 'continue', 'build_site', 'analyze', 'debug'])
     const alternatives = runAgent.parameters.properties.params.oneOf as any[]
-    expect(alternatives.map((a) => a.title)).toEqual(['develop', 'build_site', 'analyze', 'debug'])
-    const [develop, buildSite, analyze, debug] = alternatives
+    expect(alternatives.map((a) => a.title)).toEqual(['develop', 'continue', 'build_site', 'analyze', 'debug'])
+    const [develop, followUp, buildSite, analyze, debug] = alternatives
+    expect(followUp.required).toEqual(['taskId', 'message'])
+    expect(followUp.properties.taskId.type).toBe('string')
     expect(develop).toMatchObject({ type: 'object', additionalProperties: false, required: ['instruction'] })
     expect(develop.description).toStartWith('params of develop: Change code in a private workspace')
     expect(develop.properties.instruction).toMatchObject({ type: 'string', description: 'What to change or build, in your words' })
