@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createApp, type App } from '../src/main/app.ts'
@@ -9,10 +9,28 @@ import pkg from '../package.json' with { type: 'json' }
 
 export const BASE = 'http://localhost'
 
-/** A fresh data directory under the system temp dir, removed by the returned function. */
+/**
+ * Unmounts whatever is mounted under `path`: the workspace images a service process mounts there stay mounted when
+ * it is killed with SIGKILL.
+ */
+export function unmountUnder(path: string): void {
+  const points = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((line) => line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8))))
+    .filter((point): point is string => point !== undefined && point.startsWith(`${path}/`))
+  for (const point of points.sort((a, b) => b.length - a.length)) Bun.spawnSync(['umount', '-l', point])
+}
+
+/** A fresh data directory under the system temp dir, removed (with anything mounted in it) by the returned function. */
 export function tempDir(prefix = 'svc-test-'): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), prefix))
-  return { path, remove: () => rmSync(path, { recursive: true, force: true }) }
+  return {
+    path,
+    remove: () => {
+      unmountUnder(path)
+      rmSync(path, { recursive: true, force: true })
+    },
+  }
 }
 
 export interface TestApp {

@@ -324,7 +324,18 @@ async function runTask(deps: DevelopDependencies, context: CommandContext, start
     }
     const files = await deps.workspaces.list(context.taskId)
     context.log(`Workspace ready: ${files.length} files${workspace.base ? ` at ${workspace.base.commit}` : ''}`)
-    const loop = await runLoop(deps, context, { checks, files: files.map((f) => f.path), repositoryId, pace, stepsAfterLoop, instruction: start.instruction, continued: start.continued }, (kept) => (messages = kept))
+    const save = (kept: ModelMessage[]) =>
+      deps.workspaces.saveConversation(context.taskId, { version: 1, instruction: start.instruction, checks, repositoryId, source, messages: kept } satisfies SavedConversation)
+    const loop = await runLoop(
+      deps,
+      context,
+      { checks, files: files.map((f) => f.path), repositoryId, pace, stepsAfterLoop, instruction: start.instruction, continued: start.continued },
+      {
+        keep: (kept) => (messages = kept),
+        // After every step, so a task whose process dies can be continued from its last completed step.
+        checkpoint: (kept) => save(kept).catch((err) => context.log(`The conversation could not be kept: ${err instanceof Error ? err.message : err}`, 'warn')),
+      },
+    )
     const { summary, stopped, lastVerdicts, checkMs } = loop
 
     pace.start()
@@ -436,8 +447,12 @@ async function runLoop(
     instruction: string
     continued?: { messages: ModelMessage[]; followUp: string }
   },
-  /** Handed the conversation as soon as it exists, so it is kept however the loop ends. */
-  keep: (messages: ModelMessage[]) => void,
+  conversation: {
+    /** Handed the conversation as soon as it exists, so it is kept however the loop ends. */
+    keep: (messages: ModelMessage[]) => void
+    /** Called after each completed step, every tool call of the step answered. */
+    checkpoint: (messages: ModelMessage[]) => Promise<void>
+  },
 ) {
   const { limits } = deps
   const clock = deps.clock ?? performance
@@ -465,7 +480,7 @@ async function runLoop(
         { role: 'system', content: deps.systemPrompt ?? SYSTEM_PROMPT },
         { role: 'user', content: [task.instruction, checksLine, filesLine].filter(Boolean).join('\n\n') },
       ]
-  keep(messages)
+  conversation.keep(messages)
   const lastVerdicts = new Map<string, CheckVerdict>()
   // The last measured duration of each check, run by the model: what the final checks are expected to take.
   const checkMs = new Map<string, number>()
@@ -545,6 +560,8 @@ async function runLoop(
         context.log(clip(`${outcome.summary}\n${result.output}`, limits.maxLogChars), result.verdict === 'passed' ? 'info' : 'warn')
       } else context.log(outcome.summary, outcome.refused ? 'warn' : 'info')
       messages.push({ role: 'tool', tool_call_id: call.id, content: times >= REPEAT_WARN_AT ? outcome.answer + repeatWarning(call.name, times) : outcome.answer })
+      // Only a turn whose every call is answered is a well-formed conversation to go on from.
+      if (i === turn.calls.length - 1) await conversation.checkpoint(messages)
       if (outcome.finished) {
         summary = outcome.finished.summary
         notRun(turn.calls.slice(i + 1), 'finish ended the task.')

@@ -223,7 +223,7 @@ export function createAgentService(options: AgentServiceOptions) {
     /** Interrupts what runs here (each ends its log with `task_interrupted`) and waits for them, up to `waitMs`. */
     async close(waitMs = 5000) {
       const pending = [...running.values()]
-      for (const task of pending) task.controller.abort(new TaskError('task_interrupted', 'The server is shutting down; send the command again'))
+      for (const task of pending) task.controller.abort(new TaskError('task_interrupted', 'The server is shutting down; send the command again, or continue a develop task (command continue with its taskId)'))
       await Promise.race([Promise.allSettled(pending.map((t) => t.done)), Bun.sleep(waitMs)])
       await log.close()
     },

@@ -75,7 +75,7 @@ const INTERRUPTED: TaskMessage = {
   type: 'error',
   status: 'failed',
   code: 'task_interrupted',
-  message: 'The server process running this task stopped before it finished; send the command again',
+  message: 'The server process running this task stopped before it finished; send the command again, or continue a develop task (command continue with its taskId) from its last completed step',
 }
 
 /** Finished tasks kept per user in one process by default, however long their retention has still to run. */

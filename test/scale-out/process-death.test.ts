@@ -12,6 +12,7 @@ import { startGitServer, type GitServer } from '../fakes/git-server.ts'
 import { announceSkip, postgresUrl, redisUrl } from '../helpers.ts'
 import { checkoutSession, event, ids, subscription } from '../payments/events.ts'
 import { paymentEnv, payloadOf, PRICES, signature } from '../payments/harness.ts'
+import { connectAgent, isFinal } from '../agents/helpers.ts'
 import { createCluster, json, signIn, type Cluster, type ServiceProcess } from './cluster.ts'
 
 const ready = Boolean(postgresUrl && redisUrl)
@@ -210,6 +211,46 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
       await db.close()
     }
     await restarted.stop()
+  })
+
+  test('a develop task: the process dies mid-task, the client hears task_interrupted on the survivor, and continues it there from its last completed step', async () => {
+    const doomed = await cluster.start('doomed-develop')
+    const call = (name: string, args: Record<string, unknown>) => ({ toolCalls: [{ name, arguments: JSON.stringify(args) }], finishReason: 'tool_calls' as const })
+    const asked = model.completions.length
+    model.queue = [
+      call('write_file', { path: 'a.txt', content: 'first\n' }),
+      call('write_file', { path: 'b.txt', content: 'second\n' }),
+      // The third turn streams slowly: the process dies during it.
+      { text: Array.from({ length: 400 }, (_, i) => `t${i} `), delayMs: 20 },
+    ]
+    const wsUrl = (via: ServiceProcess) => `${via.url.replace('http', 'ws')}/ws/agent`
+    const here = await connectAgent(wsUrl(doomed), token)
+    here.send({ type: 'agent_command', id: 'd1', command: 'develop', params: { instruction: 'Write a and b' } })
+    const { taskId } = await here.next((m) => m.id === 'd1' && m.type === 'ack')
+    await until(async () => model.completions.length >= asked + 3, 'the third model turn')
+    await doomed.kill()
+
+    const there = await connectAgent(wsUrl(survivor), token)
+    there.send({ type: 'subscribe', id: 's1', taskId, afterSeq: 0 })
+    const interrupted = await there.next(isFinal(taskId), 30_000)
+    expect(interrupted).toMatchObject({ type: 'error', code: 'task_interrupted' })
+    expect(interrupted.message).toContain('continue')
+
+    model.queue = [call('finish', { summary: 'Both written.' })]
+    there.send({ type: 'agent_command', id: 'c1', command: 'continue', params: { taskId, message: 'Go on from where you were' } })
+    const { taskId: followUp } = await there.next((m) => m.id === 'c1' && m.type === 'ack')
+    const final = await there.next(isFinal(followUp), 30_000)
+    expect(final).toMatchObject({ type: 'result', output: { finished: true } })
+    expect(final.output.files).toEqual([
+      { path: 'a.txt', status: 'added' },
+      { path: 'b.txt', status: 'added' },
+    ])
+    // The model went on from the two completed steps: their calls and answers, then the follow-up.
+    const resumed = model.completions.at(-1)!.messages as { role: string; content: string | null; tool_calls?: unknown[] }[]
+    expect(resumed.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([expect.stringContaining('a.txt'), expect.stringContaining('b.txt')])
+    expect(resumed.at(-1)!.content).toStartWith('Follow-up: Go on from where you were')
+    here.close()
+    there.close()
   })
 
   async function importView(via: ServiceProcess, importId: string) {
