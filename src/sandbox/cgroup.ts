@@ -5,7 +5,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { killPids } from './process-table.ts'
+import { drainWaits, killPids } from './process-table.ts'
 
 export interface CgroupSupport {
   /** Parent directory of per-run memory cgroups, when the memory controller is usable. */
@@ -109,6 +109,8 @@ export interface RunCgroup {
   readonly procsFiles: readonly string[]
   readonly limitsMemory: boolean
   readonly limitsProcesses: boolean
+  /** True when the run is in at least one cgroup: then members() lists every process of it. */
+  readonly holdsTree: boolean
   /** Processes the kernel killed for exceeding the memory ceiling. */
   oomKills(): number
   /** Forks refused because the task ceiling was reached. */
@@ -149,28 +151,34 @@ export function createRunCgroup(support: CgroupSupport, limits: { memoryBytes: n
     procsFiles: dirs.map((dir) => join(dir, 'cgroup.procs')),
     limitsMemory: Boolean(memory),
     limitsProcesses: Boolean(pids),
+    holdsTree: dirs.length > 0,
     oomKills: () => (memory ? readCounter(join(memory, 'memory.oom_control'), 'oom_kill') : 0),
     processLimitHits: () => (pids ? readCounter(join(pids, 'pids.events'), 'max') : 0),
     members: () => [...new Set(dirs.flatMap((dir) => readPids(join(dir, 'cgroup.procs'))))],
     async remove() {
       for (const dir of dirs) {
         const procs = join(dir, 'cgroup.procs')
-        // Killed tasks leave the cgroup as they exit; give them up to two seconds.
-        for (let attempt = 0; ; attempt++) {
+        // Killed tasks leave the cgroup as they exit; give them about two seconds.
+        const waits = drainWaits()
+        for (;;) {
           const members = readPids(procs)
           if (members.length === 0) break
-          if (attempt >= 100) throw new Error(`${dir} still holds ${members.length} processes`)
+          const wait = waits.next()
+          if (wait.done) throw new Error(`${dir} still holds ${members.length} processes`)
           killPids(members)
-          await Bun.sleep(20)
+          await Bun.sleep(wait.value)
         }
-        for (let attempt = 0; ; attempt++) {
+        // An exiting task may keep the cgroup busy a moment after it left cgroup.procs.
+        const busyWaits = drainWaits()
+        for (;;) {
           try {
             rmdirSync(dir)
             break
           } catch (err) {
             if ((err as NodeJS.ErrnoException).code === 'ENOENT') break
-            if (attempt >= 50) throw err
-            await Bun.sleep(20)
+            const wait = busyWaits.next()
+            if (wait.done) throw err
+            await Bun.sleep(wait.value)
           }
         }
       }

@@ -8,7 +8,7 @@ import { isAbsolute, resolve } from 'node:path'
 import type { Logger } from '../log.ts'
 import { detectCgroups, type CgroupSupport } from './cgroup.ts'
 import { checkFiles, checkSyntax, defaultEntry, SANDBOX_LANGUAGES, sandboxCommand, type SandboxLanguage, type SyntaxCheck } from './languages.ts'
-import { probeIsolation, SANDBOX_DIR, sandboxEnv, visibleProgram, type IsolationProbe } from './launcher.ts'
+import { chooseLauncher, SANDBOX_DIR, sandboxEnv, visibleProgram, type LauncherChoice, type LauncherKind } from './launcher.ts'
 import { configuredLimits, resolveLimits, type SandboxLimits } from './limits.ts'
 import { executeRun, type RunSpec, type SandboxResult } from './run.ts'
 import { SandboxRequestError, validateFiles } from './workspace.ts'
@@ -74,6 +74,13 @@ export interface SandboxOptions {
   uidCount?: number
   /** How often limits without kernel enforcement are measured. Default: 25 ms. */
   pollIntervalMs?: number
+  /**
+   * What isolates a run: `bubblewrap` (bwrap builds its namespaces and mounts) or `unshare` (util-linux's unshare
+   * and a shell script that mounts). Naming one uses only it: runs are refused where it does not work. Default:
+   * bubblewrap where `bwrap` is installed and a probe launch through it works, else unshare (enforcement.isolation
+   * says which, and why).
+   */
+  launcher?: LauncherKind
   logger: Logger
 }
 
@@ -91,23 +98,38 @@ export interface Sandbox {
   close(): Promise<void>
 }
 
-function describeEnforcement(probe: IsolationProbe, cgroups: CgroupSupport, asRoot: boolean, limits: SandboxLimits, hidden: readonly string[]) {
-  const namespaces = probe.available
-  const off = (what: string) => (namespaces ? what : 'not applied: runs are refused')
+/** The isolation line of the enforcement report: which launcher, how it runs, and why it was chosen. */
+function describeIsolation(choice: LauncherChoice, asRoot: boolean): string {
+  if (!choice.available) return `unavailable (${choice.reason}); runs are refused`
+  const namespaces = 'own network, PID, mount, IPC and UTS namespaces'
+  if (choice.launcher.kind === 'bubblewrap')
+    return asRoot
+      ? `${namespaces} by bubblewrap (${choice.why}): bwrap runs as root without a user namespace and setpriv drops the program to the run's uid`
+      : `${namespaces} by bubblewrap (${choice.why}) in a user namespace (--unshare-user) mapping the service uid to root, without capabilities`
+  return `${namespaces} by the unshare launcher (unshare${asRoot ? '' : ' --map-root-user'} and a mounting shell script; ${choice.why})`
+}
+
+function describeEnforcement(choice: LauncherChoice, cgroups: CgroupSupport, asRoot: boolean, limits: SandboxLimits, hidden: readonly string[]) {
+  const off = (what: string) => (choice.available ? what : 'not applied: runs are refused')
+  const bubblewrap = choice.available && choice.launcher.kind === 'bubblewrap'
   return Object.freeze({
-    isolation: namespaces
-      ? `own network, PID, mount, IPC and UTS namespaces (unshare${asRoot ? '' : ' --map-root-user'})`
-      : `unavailable (${probe.reason}); runs are refused`,
-    network: off('no network: a fresh network namespace has only a loopback interface, and it is down'),
+    isolation: describeIsolation(choice, asRoot),
+    network: off(
+      bubblewrap
+        ? 'no network: a fresh network namespace whose only interface is its own loopback (bubblewrap brings it up; it reaches nothing outside the run)'
+        : 'no network: a fresh network namespace has only a loopback interface, and it is down',
+    ),
     filesystem: off(
       `files in a private tmpfs at ${SANDBOX_DIR}; /tmp, /var/tmp, /run and /dev/shm replaced by empty tmpfs` +
         (hidden.length > 0 ? `; hidden: ${hidden.join(', ')}` : '') +
-        '; elsewhere ordinary permissions apply (the run owns nothing outside its tmpfs)',
+        (bubblewrap
+          ? "; the host's root read-only, a fresh /dev; elsewhere ordinary permissions apply to reading"
+          : '; elsewhere ordinary permissions apply (the run owns nothing outside its tmpfs)'),
     ),
     identity: off(
       asRoot
         ? 'a uid of its own per run, no supplementary groups, no capabilities, no_new_privs: files not readable by others are denied'
-        : 'the service uid mapped to root of a user namespace (the service does not run as root): only hidden paths are denied',
+        : 'the service uid mapped to root of a user namespace, with no capabilities (the service does not run as root): only hidden paths are denied',
     ),
     environment: `only ${Object.keys(sandboxEnv()).join(', ')}: nothing of the service environment`,
     processes: cgroups.pids
@@ -120,7 +142,9 @@ function describeEnforcement(probe: IsolationProbe, cgroups: CgroupSupport, asRo
       : `not enforced by the kernel (${cgroups.notes.memory}); the tree's resident private memory is polled and the run killed above ${limits.memoryMb} MiB; written files are capped at the same size`,
     timeout: `${limits.timeoutMs} ms wall clock, then the whole tree is killed`,
     output: `${limits.maxOutputBytes} bytes of stdout and stderr, then the run is killed`,
-    cleanup: 'the program is PID 1 of its namespace, so the kernel kills every process in it when it ends; cgroup and uid sweeps kill stragglers; the run dies with the service',
+    cleanup:
+      'the program is PID 1 of its namespace, so the kernel kills every process in it when it ends; the cgroup members are killed until the cgroups can be removed, ' +
+      "and without cgroups (or when one cannot be emptied) everything with the run's uid; the run dies with the service",
   })
 }
 
@@ -132,12 +156,12 @@ export function createSandbox(options: SandboxOptions): Sandbox {
   const asRoot = process.getuid?.() === 0
   const firstUid = options.firstUid ?? 1_500_000_000
   const uidCount = options.uidCount ?? 1_000_000
-  const probe = probeIsolation(bunPath, asRoot ? firstUid + uidCount - 1 : undefined)
+  const isolation = chooseLauncher(bunPath, asRoot ? firstUid + uidCount - 1 : undefined, options.launcher)
   const cgroups: CgroupSupport = asRoot ? detectCgroups(options.cgroupRoot ?? '/sys/fs/cgroup', options.cgroupName ?? 'sandbox') : { notes: { memory: 'needs root', pids: 'needs root' } }
-  const enforcement = describeEnforcement(probe, cgroups, asRoot, limits, hiddenPaths)
+  const enforcement = describeEnforcement(isolation, cgroups, asRoot, limits, hiddenPaths)
   const log = logger.child({ component: 'sandbox' })
-  if (probe.available) log.info('sandbox ready', { enforcement })
-  else log.warn('sandbox unavailable: code runs are refused', { reason: probe.reason })
+  if (isolation.available) log.info('sandbox ready', { enforcement })
+  else log.warn('sandbox unavailable: code runs are refused', { reason: isolation.reason })
 
   const uidsInUse = new Set<number>()
   // The uid a directory's last command ran as: the next command there takes it again when it is free, so the
@@ -179,7 +203,7 @@ export function createSandbox(options: SandboxOptions): Sandbox {
     if (request.signal?.aborted) return { verdict: 'cancelled', exitCode: null, output: '', truncated: false, durationMs: 0 }
     const syntax = checkFiles(request.files)
     if (!syntax.ok) return { verdict: 'syntax_error', exitCode: null, output: syntax.message, truncated: false, durationMs: elapsed() }
-    if (!probe.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${probe.reason}`)
+    if (!isolation.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${isolation.reason}`)
 
     return launch(request, {
       files: request.files,
@@ -194,7 +218,7 @@ export function createSandbox(options: SandboxOptions): Sandbox {
     if (request.command.includes('\0')) throw new SandboxRequestError('command', 'must not contain NUL')
     if (!isAbsolute(request.directory)) throw new SandboxRequestError('directory', 'must be an absolute path')
     if (request.signal?.aborted) return { verdict: 'cancelled', exitCode: null, output: '', truncated: false, durationMs: 0 }
-    if (!probe.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${probe.reason}`)
+    if (!isolation.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${isolation.reason}`)
     const bun = visibleProgram(bunPath, hiddenPaths)
     const maxFileBytes = request.maxFileBytes === undefined ? undefined : Math.max(1, Math.floor(request.maxFileBytes))
     return launch(request, {
@@ -208,7 +232,7 @@ export function createSandbox(options: SandboxOptions): Sandbox {
 
   /** Launches one run under its own controller, so close() can stop it whatever signal the caller gave. */
   async function launch(request: { signal?: AbortSignal }, spec: Omit<RunSpec, 'uid' | 'signal'>): Promise<SandboxResult> {
-    if (!probe.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${probe.reason}`)
+    if (!isolation.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${isolation.reason}`)
     const abort = new AbortController()
     const onCallerAbort = () => abort.abort()
     request.signal?.addEventListener('abort', onCallerAbort, { once: true })
@@ -219,7 +243,7 @@ export function createSandbox(options: SandboxOptions): Sandbox {
       if (lastUidOf.size > LAST_UIDS_KEPT) lastUidOf.delete(lastUidOf.keys().next().value!)
     }
     const done = executeRun(
-      { bunPath, workRoot, tools: probe.tools, cgroups, hiddenPaths, pollIntervalMs: options.pollIntervalMs ?? 25, logger: log },
+      { bunPath, workRoot, launcher: isolation.launcher, cgroups, hiddenPaths, pollIntervalMs: options.pollIntervalMs ?? 25, logger: log },
       { ...spec, uid, signal: abort.signal },
     )
     const handle = { abort, done }
@@ -237,7 +261,7 @@ export function createSandbox(options: SandboxOptions): Sandbox {
     run,
     runCommand,
     checkSyntax,
-    available: probe.available,
+    available: isolation.available,
     enforcement,
     limits,
     async close() {

@@ -93,3 +93,32 @@ export function killPids(pids: Iterable<number>): void {
     }
   }
 }
+
+/**
+ * Pauses, in ms, between checks that killed processes are gone: short at first (most are gone within a
+ * millisecond or two), then 20 ms, about two seconds in all.
+ */
+export function* drainWaits(): Generator<number> {
+  for (const ms of [1, 2, 4, 8, 16]) yield ms
+  for (let i = 0; i < 98; i++) yield 20
+}
+
+/** The children of `pid`, from the kernel's own list (no scan of the process table); empty when it is gone. */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').split(' ').filter(Boolean).map(Number)
+  } catch {
+    return []
+  }
+}
+
+/** Whether `pid` has exited (or is a zombie: exited, not yet reaped). */
+export function hasExited(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+    return state === 'Z' || state === 'X'
+  } catch {
+    return true
+  }
+}

@@ -1,9 +1,9 @@
 /** One sandbox run: launch, watch the limits, collect output, decide the verdict, and leave nothing behind. */
 import type { Logger } from '../log.ts'
 import { createRunCgroup, type CgroupSupport, type RunCgroup } from './cgroup.ts'
-import { BIN_DIR, launchCommand, READY_MARKER, sandboxEnv, type LauncherTools } from './launcher.ts'
+import { BIN_DIR, READY_MARKER, sandboxEnv, type Launcher } from './launcher.ts'
 import type { SandboxLimits } from './limits.ts'
-import { killPids, ownedBy, readProcessTable, treeOf, type ProcessEntry } from './process-table.ts'
+import { childrenOf, drainWaits, hasExited, killPids, ownedBy, readProcessTable, treeOf, type ProcessEntry } from './process-table.ts'
 import { createWorkspace, removeWorkspace } from './workspace.ts'
 
 export type SandboxVerdict =
@@ -37,7 +37,7 @@ type StopReason = 'timeout' | 'memory_limit' | 'output_limit' | 'process_limit' 
 export interface RunEnvironment {
   readonly bunPath: string
   readonly workRoot: string
-  readonly tools: LauncherTools
+  readonly launcher: Launcher
   readonly cgroups: CgroupSupport
   readonly hiddenPaths: readonly string[]
   /** How often limits the kernel does not enforce are measured from /proc, and cgroup counters read. */
@@ -119,13 +119,23 @@ export async function executeRun(env: RunEnvironment, spec: RunSpec): Promise<Sa
   let cgroup: RunCgroup | undefined
   let workspace: string | undefined
   try {
-    workspace = spec.directory ?? (await createWorkspace(env.workRoot, spec.files ?? {}))
+    workspace = spec.directory ?? (await createWorkspace(env.workRoot, spec.files ?? {}, uid))
     cgroup = createRunCgroup(env.cgroups, { memoryBytes, maxProcesses: limits.maxProcesses })
     return await supervise(env, spec, workspace, cgroup, memoryBytes)
   } finally {
+    // Emptied and removed, the run's cgroups prove nothing of it is left: every process of the run joined them
+    // before anything of it started, and leaving one takes root. Without them, or when one could not be
+    // emptied, the run's uid is swept across the whole process table.
+    let emptied = false
     if (cgroup)
-      await cgroup.remove().catch((err) => env.logger.error('sandbox cgroup not removed', { err }))
-    if (uid !== undefined) await killOwnedBy(uid, env.logger)
+      emptied = await cgroup.remove().then(
+        () => cgroup!.holdsTree,
+        (err) => {
+          env.logger.error('sandbox cgroup not removed', { err })
+          return false
+        },
+      )
+    if (uid !== undefined && !emptied) await killOwnedBy(uid, env.logger)
     if (workspace && !spec.directory) await removeWorkspace(workspace).catch((err) => env.logger.error('sandbox directory not removed', { err, workspace }))
   }
 }
@@ -134,8 +144,9 @@ async function supervise(env: RunEnvironment, spec: RunSpec, workspace: string, 
   const { limits, uid } = spec
   const started = performance.now()
   const child = Bun.spawn({
-    cmd: launchCommand(env.tools, {
+    cmd: env.launcher.command({
       uid,
+      workDir: workspace,
       // Files the code writes live in memory: the memory ceiling bounds them too.
       tmpKb: limits.memoryMb * 1024,
       // Without a pids cgroup, the kernel's per-user process limit on the run's own uid bounds forks.
@@ -155,12 +166,19 @@ async function supervise(env: RunEnvironment, spec: RunSpec, workspace: string, 
     stderr: 'pipe',
   })
 
-  // Every layer at once: the launcher (its death kills the namespace), the cgroup members, the run's uid.
+  // Every layer at once: the launcher (its death kills the namespace), the cgroup members, the run's uid. The
+  // cgroups hold every process of the run (joined before anything of it started; leaving needs root), so the
+  // uid is looked for in the process table (slow: every process on the machine) only without them.
+  // With neither (the service is not root) the namespace's first process, the launcher's child, stands for the
+  // run: it ends only once every other process in its namespace is gone, so the run is over when it is.
+  let namespaceInit: number | undefined
   const killTree = () => {
+    if (uid === undefined && !cgroup.holdsTree) namespaceInit ??= childrenOf(child.pid)[0]
     child.kill('SIGKILL')
     killPids(cgroup.members())
-    if (uid !== undefined) killPids(ownedBy(readProcessTable(), uid).map((p) => p.pid))
+    if (uid !== undefined && !cgroup.holdsTree) killPids(ownedBy(readProcessTable(), uid).map((p) => p.pid))
   }
+  let ended = false
   let stopReason: StopReason | undefined
   const stop = (reason: StopReason) => {
     if (stopReason) return
@@ -198,9 +216,13 @@ async function supervise(env: RunEnvironment, spec: RunSpec, workspace: string, 
 
   try {
     await child.exited
+    ended = true
     const durationMs = Math.round(performance.now() - started)
-    // Nothing of the run may outlive its launcher; then the pipes close and reading ends.
-    killTree()
+    // Nothing of the run may outlive its launcher; then the pipes close and reading ends. The program's end took
+    // its PID namespace with it, so this is the launcher and the cgroup members; without cgroups the run's uid is
+    // swept once it is all over (executeRun).
+    child.kill('SIGKILL')
+    killPids(cgroup.members())
     await within(reading, 2000, undefined)
     await stdout.cancel().catch(() => {})
     const launcherErrors = await within(diagnostics, 2000, '')
@@ -217,7 +239,16 @@ async function supervise(env: RunEnvironment, spec: RunSpec, workspace: string, 
     clearTimeout(timer)
     clearInterval(monitor)
     spec.signal?.removeEventListener('abort', onAbort)
-    killTree()
+    if (!ended) killTree()
+    if (namespaceInit !== undefined) await waitExited(namespaceInit)
+  }
+}
+
+/** Waits, about two seconds at most, until `pid` (killed already) has exited. */
+async function waitExited(pid: number): Promise<void> {
+  for (const wait of drainWaits()) {
+    if (hasExited(pid)) return
+    await Bun.sleep(wait)
   }
 }
 
@@ -226,11 +257,11 @@ async function supervise(env: RunEnvironment, spec: RunSpec, workspace: string, 
  * may still be releasing their memory; anything else here escaped every other layer.
  */
 async function killOwnedBy(uid: number, logger: Logger): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
+  for (const wait of drainWaits()) {
     const left = ownedBy(readProcessTable(), uid)
     if (left.length === 0) return
     killPids(left.map((p) => p.pid))
-    await Bun.sleep(20)
+    await Bun.sleep(wait)
   }
   logger.error('sandbox processes survived SIGKILL', { uid })
 }

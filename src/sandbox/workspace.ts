@@ -1,5 +1,5 @@
 /** The fresh directory a run's files are written to before the sandbox copies them in, and its removal. */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { lchown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 
 /** A request the sandbox refuses before launching anything: the message names the offending field. */
@@ -48,15 +48,23 @@ export function validateFiles(files: Readonly<Record<string, string>>): void {
   }
 }
 
-/** Writes `files` into a new directory under `root` (mode 0700: only the service reads it). */
-export async function createWorkspace(root: string, files: Readonly<Record<string, string>>): Promise<string> {
+/**
+ * Writes `files` into a new directory under `root` (mode 0700, files 0600: no one else reads them), all owned by
+ * `owner` when given: the run's uid, which copies them into the sandbox itself (bubblewrap).
+ */
+export async function createWorkspace(root: string, files: Readonly<Record<string, string>>, owner?: number): Promise<string> {
   await mkdir(root, { recursive: true })
   const dir = await mkdtemp(join(root, 'sandbox-'))
+  const made = new Set([dir])
   for (const [path, content] of Object.entries(files)) {
     const target = join(dir, path)
+    for (let parent = dirname(target); parent !== dir; parent = dirname(parent)) made.add(parent)
     await mkdir(dirname(target), { recursive: true })
     await writeFile(target, content, { mode: 0o600 })
+    made.add(target)
   }
+  // Nothing but the service writes here (paths were validated: no links, no '..'), so no link is followed.
+  if (owner !== undefined) await Promise.all([...made].map((path) => lchown(path, owner, owner)))
   return dir
 }
 
