@@ -84,7 +84,7 @@ export function debugCommand(deps: CommandDependencies): CommandHandler {
         'Debug this program: find the fault, say in one or two sentences what it is, and give the complete fixed program.',
         params.question && `What it should do: ${params.question}`,
         params.error && `The error seen:\n${fence('', params.error)}`,
-        params.code && `The code:\n${fence(language === 'typescript' ? 'ts' : 'js', params.code)}`,
+        params.code && `The code:\n${fence(language === 'typescript' ? 'ts' : language === 'python' ? 'py' : 'js', params.code)}`,
         related && `Related code from the repository:\n${related}`,
       ]
         .filter(Boolean)

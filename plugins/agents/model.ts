@@ -19,10 +19,10 @@ const importId = t.String({ minLength: 1, maxLength: 100, description: 'A succee
 
 export const debugParams = strictObject(
   {
-    code: t.Optional(t.String({ maxLength: 100_000, description: 'The faulty program (TypeScript or JavaScript)' })),
+    code: t.Optional(t.String({ maxLength: 100_000, description: 'The faulty program (TypeScript, JavaScript or Python)' })),
     error: t.Optional(t.String({ maxLength: 20_000, description: 'The error message or stack trace seen' })),
-    language: t.Optional(oneOf(['typescript', 'javascript'] as const, { description: 'Language of code. Default typescript' })),
-    tests: t.Optional(t.String({ maxLength: 50_000, description: 'bun tests the fix must pass; they import from "./main"' })),
+    language: t.Optional(oneOf(['typescript', 'javascript', 'python'] as const, { description: 'Language of code. Default typescript' })),
+    tests: t.Optional(t.String({ maxLength: 50_000, description: 'Tests the fix must pass: bun tests importing from "./main", or for Python unittest tests importing from main' })),
     importId: t.Optional(importId),
     question: t.Optional(t.String({ maxLength: 4000, description: 'What the code should do, in your words' })),
   },

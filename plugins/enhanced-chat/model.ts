@@ -27,7 +27,8 @@ export const enhancedChatRequest = strictObject({
     t.String({
       minLength: 1,
       maxLength: 100_000,
-      description: 'TypeScript tests (bun test) the code must pass; they import from "./main". Without them the code is run and must exit 0',
+      description:
+        'Tests the code must pass: for TypeScript or JavaScript code, bun tests importing from "./main"; for Python code, unittest tests importing from main. Without them the code is run and must exit 0',
     }),
   ),
 })

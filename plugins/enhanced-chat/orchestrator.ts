@@ -50,19 +50,23 @@ export interface EnhancedModel {
 
 type StepStatus = 'pending' | 'running' | 'done' | 'passed' | 'failed' | 'skipped'
 
+/** Where the code goes, and the tests beside it: bun tests for TypeScript and JavaScript, unittest for Python. */
+const MAIN_FILES: Record<CodeLanguage, string> = { typescript: 'main.ts', javascript: 'main.js', python: 'main.py' }
+const TEST_FILES: Record<CodeLanguage, string> = { typescript: 'main.test.ts', javascript: 'main.test.ts', python: 'test_main.py' }
+
 const PLAN_PROMPT = (max: number) =>
   `Before answering, plan. Reply with JSON only: {"steps": ["..."]}, at most ${max} short imperative steps. ` +
   'Keep it to the steps the request really needs; one step is fine for a simple request.'
 
 const STEP_PROMPT = (index: number, total: number, title: string, tests?: string) =>
   `Now carry out step ${index + 1} of ${total}: ${title}\n` +
-  'When the step needs code, write the complete program in ONE fenced block tagged ts (or js), runnable as it is with Bun; ' +
-  'export what the tests import.' +
-  (tests ? `\nThe code must pass these tests (they import from "./main"):\n\`\`\`ts\n${tests}\n\`\`\`` : '')
+  'When the step needs code, write the complete program in ONE fenced block tagged ts, js (runnable as it is with Bun) or py (Python 3, standard library only); ' +
+  'define what the tests import.' +
+  (tests ? `\nThe code must pass these tests (they import from main):\n\`\`\`\n${tests}\n\`\`\`` : '')
 
 const REPAIR_PROMPT = (verdict: string, output: string) =>
   `The code did not pass its check (${verdict}). Output:\n\`\`\`\n${output}\n\`\`\`\n` +
-  'Find the fault and answer with the complete corrected program in ONE fenced ts (or js) block.'
+  'Find the fault and answer with the complete corrected program in ONE fenced block, in the same language (ts, js or py).'
 
 export async function runEnhancedTurn(
   services: EnhancedModel,
@@ -113,12 +117,12 @@ export async function runEnhancedTurn(
     let verdict: CheckVerdict = 'failed'
     for (let attempt = 1; ; attempt++) {
       const syntax = checker.checkSyntax(code.language, code.code)
-      const mainFile = code.language === 'typescript' ? 'main.ts' : 'main.js'
+      const mainFile = MAIN_FILES[code.language]
       const result: { verdict: CheckVerdict; output: string; exitCode: number | null; durationMs: number } = syntax.ok
         ? await checker
             .run({
               language: code.language,
-              files: { [mainFile]: code.code, ...(options.tests ? { 'main.test.ts': options.tests } : {}) },
+              files: { [mainFile]: code.code, ...(options.tests ? { [TEST_FILES[code.language]]: options.tests } : {}) },
               mode: options.tests ? 'test' : 'run',
               entry: mainFile,
               signal,

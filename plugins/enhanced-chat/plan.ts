@@ -28,7 +28,7 @@ export function parsePlan(text: string, limit: number): string[] {
   return cap([text.trim() || 'Answer the request'])
 }
 
-export type CodeLanguage = 'typescript' | 'javascript'
+export type CodeLanguage = 'typescript' | 'javascript' | 'python'
 
 const FENCE_LANGUAGES: Record<string, CodeLanguage> = {
   ts: 'typescript',
@@ -38,9 +38,12 @@ const FENCE_LANGUAGES: Record<string, CodeLanguage> = {
   javascript: 'javascript',
   jsx: 'javascript',
   mjs: 'javascript',
+  py: 'python',
+  python: 'python',
+  python3: 'python',
 }
 
-/** The last fenced TypeScript or JavaScript block of an answer (the model's final version), if any. */
+/** The last fenced TypeScript, JavaScript or Python block of an answer (the model's final version), if any. */
 export function extractCode(text: string): { language: CodeLanguage; code: string } | undefined {
   const fence = /```([A-Za-z]*)[^\n]*\n([\s\S]*?)```/g
   let found: { language: CodeLanguage; code: string } | undefined

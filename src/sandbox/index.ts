@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { isAbsolute, resolve } from 'node:path'
 import type { Logger } from '../log.ts'
 import { detectCgroups, type CgroupSupport } from './cgroup.ts'
-import { checkFiles, checkSyntax, defaultEntry, SANDBOX_LANGUAGES, sandboxCommand, type SandboxLanguage, type SyntaxCheck } from './languages.ts'
+import { checkFiles, checkSyntax, defaultEntry, pythonCommand, pythonSyntaxError, SANDBOX_LANGUAGES, sandboxCommand, type SandboxLanguage, type SyntaxCheck } from './languages.ts'
 import { chooseLauncher, SANDBOX_DIR, sandboxEnv, visibleProgram, type LauncherChoice, type LauncherKind } from './launcher.ts'
 import { configuredLimits, resolveLimits, type SandboxLimits } from './limits.ts'
 import { executeRun, type RunSpec, type SandboxResult } from './run.ts'
@@ -189,6 +189,9 @@ export function createSandbox(options: SandboxOptions): Sandbox {
   const active = new Set<{ abort: AbortController; done: Promise<unknown> }>()
   let closed = false
 
+  // Python runs with the machine's own python3 (Debian's, say), the one commands in a workspace get too.
+  const pythonPath = Bun.which('python3', { PATH: '/usr/local/bin:/usr/bin:/bin' }) ?? undefined
+
   async function run(request: SandboxRequest): Promise<SandboxResult> {
     if (closed) throw new SandboxUnavailableError('the sandbox is closed')
     if (!SANDBOX_LANGUAGES.includes(request.language))
@@ -205,6 +208,13 @@ export function createSandbox(options: SandboxOptions): Sandbox {
     if (!syntax.ok) return { verdict: 'syntax_error', exitCode: null, output: syntax.message, truncated: false, durationMs: elapsed() }
     if (!isolation.available) throw new SandboxUnavailableError(`code cannot be run on this machine: ${isolation.reason}`)
 
+    if (request.language === 'python') {
+      // Parsed inside the sandbox by its own python3 before the program runs.
+      if (!pythonPath) throw new SandboxUnavailableError('Python code cannot be run on this machine: python3 is not installed')
+      const result = await launch(request, { files: request.files, command: pythonCommand(pythonPath, request.mode, entry), limits: resolveLimits(limits, request) })
+      const syntaxError = pythonSyntaxError(result.exitCode, result.output)
+      return syntaxError === undefined ? result : { ...result, verdict: 'syntax_error', exitCode: null, output: syntaxError }
+    }
     return launch(request, {
       files: request.files,
       command: sandboxCommand(bunPath, request.mode, entry),

@@ -22,7 +22,7 @@ describe('reading client frames', () => {
   })
 
   test("a command's params are checked against its own schema", () => {
-    expect(checkCommand('i', 'debug', { code: 'x', language: 'python' })).toMatchObject({ ok: false, error: { code: 'invalid_message', field: 'params.language' } })
+    expect(checkCommand('i', 'debug', { code: 'x', language: 'ruby' })).toMatchObject({ ok: false, error: { code: 'invalid_message', field: 'params.language' } })
     expect(checkCommand('i', 'analyze', {})).toMatchObject({ ok: false, error: { field: 'params.importId' } })
     expect(checkCommand('i', 'status', undefined)).toEqual({ ok: true, command: 'status', params: {} })
     expect(checkCommand('i', 'constructor', {})).toMatchObject({ ok: false, error: { code: 'unknown_command' } })

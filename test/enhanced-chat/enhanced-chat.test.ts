@@ -11,9 +11,11 @@ describe('reading the model', () => {
     expect(parsePlan('just do it', 5)).toEqual(['just do it'])
   })
 
-  test('the last TypeScript or JavaScript block is the code', () => {
+  test('the last TypeScript, JavaScript or Python block is the code', () => {
     expect(extractCode('a\n```ts\nlet x = 1\n```\nthen\n```javascript\nlet y = 2\n```')).toEqual({ language: 'javascript', code: 'let y = 2\n' })
-    expect(extractCode('```python\nprint(1)\n```')).toBeUndefined()
+    expect(extractCode('```python\nprint(1)\n```')).toEqual({ language: 'python', code: 'print(1)\n' })
+    expect(extractCode('```py\nprint(2)\n```')).toEqual({ language: 'python', code: 'print(2)\n' })
+    expect(extractCode('```ruby\nputs 1\n```')).toBeUndefined()
     expect(extractCode('no code')).toBeUndefined()
     expect(trimOutput('x'.repeat(3000), 100)).toEndWith('x'.repeat(100))
   })
@@ -36,6 +38,32 @@ describe('POST /api/enhanced-chat', () => {
 
   const post = (body: unknown) =>
     fetch(`${h.url}/api/enhanced-chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...h.headers }, body: JSON.stringify(body) })
+
+  test('Python is debugged in the same sandbox: a syntax error, then a failing unittest, then the fix that passes', async () => {
+    const py = (code: string) => `Here it is:\n\`\`\`python\n${code}\n\`\`\`\n`
+    const pyTests = 'import unittest\nfrom main import add\n\nclass AddTest(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n'
+    h.model.queue = [
+      { text: '{"steps": ["Write add"]}' },
+      { text: py('def add(a, b)\n    return a - b') },
+      { text: py('def add(a, b):\n    return a - b') },
+      { text: py('def add(a, b):\n    return a + b') },
+    ]
+    const events = await readEvents(await post({ messages: [{ role: 'user', content: 'write add(a, b) in Python' }], tests: pyTests, options: { maxAttempts: 3 } }))
+    const checks = chunks(events)
+      .filter((c) => c.type === 'data-check')
+      .map((c) => c.data)
+    expect(checks.map((c) => [c.attempt, c.language, c.verdict])).toEqual([
+      [1, 'python', 'syntax_error'],
+      [2, 'python', 'failed'],
+      [3, 'python', 'passed'],
+    ])
+    // The parser's own message, from inside the sandbox, naming the file and the line.
+    expect(checks[0].output).toStartWith('main.py:1:')
+    expect(checks[0].output).toContain('SyntaxError')
+    expect(checks[1].output).toContain('AssertionError: -1 != 5')
+    expect(checks[2].output).toContain('OK')
+    expect(h.model.completions.at(-1)!.messages.at(-1).content).toContain('AssertionError')
+  })
 
   test('a bug is fixed on the second attempt: the plan, each check and the verdict are streamed', async () => {
     h.model.queue = [{ text: '{"steps": ["Write add"]}' }, { text: fence(buggy) }, { text: fence(fixed) }]

@@ -111,7 +111,7 @@ describe('running code', () => {
     const base = { language: 'typescript' as const, mode: 'run' as const }
     await expect(sandbox.run({ ...base, files: { '../escape.ts': '' } })).rejects.toThrow(SandboxRequestError)
     await expect(sandbox.run({ ...base, files: { 'other.ts': '' } })).rejects.toThrow('entry: "main.ts" is not one of the files')
-    await expect(sandbox.run({ ...base, language: 'python' as 'typescript', files: { 'main.ts': '' } })).rejects.toThrow(/^language:/)
+    await expect(sandbox.run({ ...base, language: 'ruby' as 'typescript', files: { 'main.ts': '' } })).rejects.toThrow(/^language:/)
   })
 
   test('nothing went wrong behind the scenes', async () => {
