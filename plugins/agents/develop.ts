@@ -15,7 +15,7 @@ import { clip, DEVELOP_TOOLS, newDevelopSession, runDevelopTool, type DevelopToo
 import { REPEAT_STOP_AT, REPEAT_WARN_AT, RepeatGuard, repeatWarning, stuckAnswer } from './develop/repeat-guard.ts'
 import { count } from './develop/text.ts'
 import { loopStepsAhead, StepPace, type StepClock } from './eta.ts'
-import { condenseConversation } from './develop/condense.ts'
+import { answerEveryCall, condenseConversation } from './develop/condense.ts'
 import { FINISHED_STATUSES, type ContinueParams, type DevelopParams, type TaskStatus } from './model.ts'
 import { TaskError, type CommandContext, type CommandHandler } from './service.ts'
 import type { TaskWorkspace, WorkspaceCommit, Workspaces } from './workspaces.ts'
@@ -259,8 +259,9 @@ export function continueCommand(deps: DevelopDependencies & { tasks: () => TaskL
         throw new TaskError('validation_failed', `params.taskId: ${params.taskId} is a ${earlier.command} task; only develop tasks (and their follow-ups) can be continued`)
       if (!FINISHED_STATUSES.includes(earlier.status)) throw new TaskError('task_running', `params.taskId: ${params.taskId} is still ${earlier.status}; continue it once it has ended`)
       const workspace = await deps.workspaces.adopt(params.taskId, context.taskId)
-      const saved = deps.workspaces.loadConversation(context.taskId) as SavedConversation | undefined
-      if (saved?.version !== 1 || !Array.isArray(saved.messages)) {
+      const kept = deps.workspaces.loadConversation(context.taskId)
+      const saved = kept && { ...(kept.header as ConversationHeader), messages: kept.messages as ModelMessage[] }
+      if (saved?.version !== 1) {
         await deps.workspaces.release(context.taskId)
         throw new TaskError('conversation_not_found', `${params.taskId} kept no conversation to continue (it ended before its model loop began)`)
       }
@@ -276,7 +277,7 @@ export function continueCommand(deps: DevelopDependencies & { tasks: () => TaskL
         branch: params.branch ?? `agent/${context.taskId}`,
         push: params.push === true,
         draft: params.draft === true,
-        continued: { messages: condenseConversation(saved.messages), followUp: params.message },
+        continued: { messages: condenseConversation(answerEveryCall(saved.messages)), followUp: params.message },
       })
     },
   }
@@ -299,14 +300,13 @@ export interface TaskStart {
   continued?: { messages: ModelMessage[]; followUp: string }
 }
 
-/** What a develop task keeps beside its workspace when it ends, for a follow-up (`continue`). */
-export interface SavedConversation {
+/** What a develop task was asked, kept first in its conversation beside its workspace, for a follow-up (`continue`). */
+export interface ConversationHeader {
   version: 1
   instruction: string
   checks: readonly string[]
   repositoryId?: string
   source?: { url: string; ref: string | null }
-  messages: ModelMessage[]
 }
 
 /** The loop, the checks, the commit and, when asked, the push: everything after the workspace is open. */
@@ -315,6 +315,7 @@ async function runTask(deps: DevelopDependencies, context: CommandContext, start
   const clock = deps.clock ?? performance
   const { workspace, repositoryId, source, pace, stepsAfterLoop, checks, branch } = start
   let messages: ModelMessage[] | undefined
+  let flush = () => Promise.resolve()
   try {
     if (start.push && source) {
       if (!deps.proposer) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
@@ -324,8 +325,15 @@ async function runTask(deps: DevelopDependencies, context: CommandContext, start
     }
     const files = await deps.workspaces.list(context.taskId)
     context.log(`Workspace ready: ${files.length} files${workspace.base ? ` at ${workspace.base.commit}` : ''}`)
-    const save = (kept: ModelMessage[]) =>
-      deps.workspaces.saveConversation(context.taskId, { version: 1, instruction: start.instruction, checks, repositoryId, source, messages: kept } satisfies SavedConversation)
+    // Written whole once, then each step appends what it added: the messages are only ever appended to.
+    const header: ConversationHeader = { version: 1, instruction: start.instruction, checks, repositoryId, source }
+    let written = -1
+    const save = async (kept: ModelMessage[]) => {
+      if (written < 0) await deps.workspaces.startConversation(context.taskId, header, kept)
+      else await deps.workspaces.appendConversation(context.taskId, kept.slice(written))
+      written = kept.length
+    }
+    flush = () => (messages ? save(messages) : Promise.resolve())
     const loop = await runLoop(
       deps,
       context,
@@ -404,10 +412,7 @@ async function runTask(deps: DevelopDependencies, context: CommandContext, start
     }
   } finally {
     // Whatever ended the task, what was said so far is kept for a follow-up.
-    if (messages) {
-      const saved: SavedConversation = { version: 1, instruction: start.instruction, checks, repositoryId, source, messages }
-      await deps.workspaces.saveConversation(context.taskId, saved).catch(() => undefined)
-    }
+    await flush().catch(() => undefined)
     await deps.workspaces.release(context.taskId)
   }
 }

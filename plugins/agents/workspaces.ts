@@ -11,7 +11,7 @@
  * process sharing the root (the same DATA_DIR) reads any workspace through it, and removes expired ones.
  */
 import { closeSync, constants, fstatSync, openSync, readFileSync, readlinkSync, readSync, writeSync, ftruncateSync } from 'node:fs'
-import { lstat, mkdir, readdir, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises'
+import { appendFile, lstat, mkdir, readdir, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import type { Logger } from '../../src/log.ts'
 import { TaskError } from './service.ts'
@@ -94,7 +94,7 @@ const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/
 /** The base commit's ref, and the one each diff's snapshot is stored under. */
 const BASE_REF = 'refs/agent/base'
 /** Beside `workspace.json`: the task's model conversation, for a follow-up. */
-const CONVERSATION_FILE = 'conversation.json'
+const CONVERSATION_FILE = 'conversation.jsonl'
 const SNAPSHOT_REF = 'refs/agent/snapshot'
 
 /** A branch name Git takes (the rules of git-check-ref-format), checked without running anything. */
@@ -523,23 +523,43 @@ export function createWorkspaces(options: WorkspacesOptions) {
       })
     },
 
-    /** Keeps what a task's model loop said and was told beside its workspace, for a follow-up (in any process). */
-    async saveConversation(taskId: string, conversation: unknown): Promise<void> {
+    /**
+     * Starts the conversation kept beside a task's workspace, for a follow-up in any process: a header (what the
+     * task was asked) and the messages so far, one JSON line each, replacing any earlier one whole.
+     */
+    async startConversation(taskId: string, header: unknown, messages: readonly unknown[]): Promise<void> {
       workspaceOf(taskId)
       const file = join(dirOf(taskId), CONVERSATION_FILE)
       const aside = `${file}.${process.pid}.tmp`
-      await writeFile(aside, JSON.stringify(conversation), { mode: 0o600 })
+      await writeFile(aside, [header, ...messages].map((line) => `${JSON.stringify(line)}\n`).join(''), { mode: 0o600 })
       await rename(aside, file)
     },
 
-    /** The conversation saved beside a task's workspace, or undefined when none was. */
-    loadConversation(taskId: string): unknown {
+    /** Adds messages to the kept conversation: each step writes only what it added. */
+    async appendConversation(taskId: string, messages: readonly unknown[]): Promise<void> {
       workspaceOf(taskId)
+      if (messages.length > 0) await appendFile(join(dirOf(taskId), CONVERSATION_FILE), messages.map((line) => `${JSON.stringify(line)}\n`).join(''))
+    },
+
+    /** The conversation kept beside a task's workspace, or undefined when none was; a line cut by a crash is left out. */
+    loadConversation(taskId: string): { header: unknown; messages: unknown[] } | undefined {
+      workspaceOf(taskId)
+      let text: string
       try {
-        return JSON.parse(readFileSync(join(dirOf(taskId), CONVERSATION_FILE), 'utf8'))
+        text = readFileSync(join(dirOf(taskId), CONVERSATION_FILE), 'utf8')
       } catch {
         return undefined
       }
+      const lines: unknown[] = []
+      for (const line of text.split('\n')) {
+        if (!line) continue
+        try {
+          lines.push(JSON.parse(line))
+        } catch {
+          break
+        }
+      }
+      return lines.length === 0 ? undefined : { header: lines[0], messages: lines.slice(1) }
     },
 
     /**

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { ModelMessage } from '../../src/llm/provider.ts'
-import { condenseConversation } from '../../plugins/agents/develop/condense.ts'
+import { answerEveryCall, condenseConversation } from '../../plugins/agents/develop/condense.ts'
 import { userWithRole } from '../helpers.ts'
 import { agentHarness, call, isFinal, type AgentHarness } from './helpers.ts'
 
@@ -111,5 +111,25 @@ describe('condensing an earlier conversation', () => {
     // Every tool answer follows the assistant message that called it.
     for (const [i, message] of condensed.entries())
       if (message.role === 'tool') expect(JSON.stringify(condensed[i - 1])).toContain(message.tool_call_id)
+  })
+})
+
+describe('a conversation cut in the middle of a turn', () => {
+  test('every call gets an answer, after those it has, so a model provider takes the conversation', () => {
+    const call = (id: string) => ({ id, type: 'function' as const, function: { name: 'read_file', arguments: '{}' } })
+    const cut: ModelMessage[] = [
+      { role: 'system', content: 's' },
+      { role: 'user', content: 'u' },
+      { role: 'assistant', content: null, tool_calls: [call('a'), call('b')] },
+      { role: 'tool', tool_call_id: 'a', content: 'answer a' },
+      { role: 'assistant', content: null, tool_calls: [call('c')] },
+    ]
+    expect(answerEveryCall(cut)).toEqual([
+      ...cut.slice(0, 4),
+      { role: 'tool', tool_call_id: 'b', content: 'Not answered: the task ended before this call finished.' },
+      cut[4]!,
+      { role: 'tool', tool_call_id: 'c', content: 'Not answered: the task ended before this call finished.' },
+    ])
+    expect(answerEveryCall(cut.slice(0, 2))).toEqual(cut.slice(0, 2))
   })
 })

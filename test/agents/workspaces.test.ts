@@ -206,13 +206,20 @@ describe('a workspace continued by another task', () => {
     const id = taskId()
     await first.create(id, [{ path: 'a.txt', bytes: text('one\n') }], { importId: 'imp_1', commit: 'c0ffee' })
     await first.write(id, 'a.txt', 'two\n')
-    await first.saveConversation(id, { messages: [{ role: 'user', content: 'change a' }] })
+    await first.startConversation(id, { instruction: 'change a' }, [{ role: 'user', content: 'change a' }])
+    await first.appendConversation(id, [{ role: 'assistant', content: 'done' }])
     await first.release(id)
     // Another process continues it.
     const next = taskId()
     const adopted = await second.adopt(id, next)
     expect(adopted.base).toEqual({ importId: 'imp_1', commit: 'c0ffee' })
-    expect(second.loadConversation(next)).toEqual({ messages: [{ role: 'user', content: 'change a' }] })
+    expect(second.loadConversation(next)).toEqual({
+      header: { instruction: 'change a' },
+      messages: [
+        { role: 'user', content: 'change a' },
+        { role: 'assistant', content: 'done' },
+      ],
+    })
     await second.write(next, 'b.txt', 'new\n')
     // The diff is still against the original base.
     expect((await second.diff(next)).files).toEqual([

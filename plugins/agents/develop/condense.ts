@@ -52,3 +52,27 @@ export function condenseConversation(messages: readonly ModelMessage[], budgetCh
   }
   return condensed
 }
+
+/**
+ * The conversation with every tool call answered: a task that failed in the middle of a turn (or whose process
+ * died) left calls with no answer, which a model provider refuses; each gets one saying it was not answered.
+ */
+export function answerEveryCall(messages: readonly ModelMessage[]): ModelMessage[] {
+  const whole: ModelMessage[] = []
+  let i = 0
+  while (i < messages.length) {
+    const message = messages[i++]!
+    whole.push(message)
+    if (message.role !== 'assistant' || !message.tool_calls?.length) continue
+    // Its answers follow it; the missing ones are added after those that are there.
+    const answered = new Set<string>()
+    while (i < messages.length && messages[i]!.role === 'tool') {
+      const answer = messages[i++]!
+      if (answer.role === 'tool') answered.add(answer.tool_call_id)
+      whole.push(answer)
+    }
+    for (const call of message.tool_calls)
+      if (!answered.has(call.id)) whole.push({ role: 'tool', tool_call_id: call.id, content: 'Not answered: the task ended before this call finished.' })
+  }
+  return whole
+}
