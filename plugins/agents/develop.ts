@@ -202,9 +202,17 @@ const parseArguments = (text: string): Record<string, unknown> | undefined => {
   }
 }
 
+/** A task's first step, once the model provider is known to be there; the pace that later steps' ETAs come from. */
+function firstStep(deps: DevelopDependencies, context: CommandContext, label: string, stepsAfterLoop: number): StepPace {
+  modelServices(deps)
+  const pace = new StepPace(deps.clock ?? performance)
+  pace.start()
+  context.step(0, label, pace.totalFor(0, undefined, loopStepsAhead(0, deps.limits.maxSteps) + stepsAfterLoop))
+  return pace
+}
+
 export function developCommand(deps: DevelopDependencies): CommandHandler {
   const { limits } = deps
-  const clock = deps.clock ?? performance
   // Steps after the loop: the checks, then the caller's own (build_site checks and publishes the site).
   const stepsAfterLoop = 1 + (deps.stepsAfter ?? 0)
   return {
@@ -212,10 +220,7 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
     steps: 1 + loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop,
     async run(context) {
       const params = context.params as DevelopParams
-      modelServices(deps)
-      const pace = new StepPace(clock)
-      pace.start()
-      context.step(0, params.importId ? 'Opening a workspace on the import' : 'Opening an empty workspace', pace.totalFor(0, undefined, loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop))
+      const pace = firstStep(deps, context, params.importId ? 'Opening a workspace on the import' : 'Opening an empty workspace', stepsAfterLoop)
       if (params.push && !params.importId) throw new TaskError('validation_failed', 'params.push: a new project has no repository to push to; give an importId')
       const opened = await openWorkspace(deps, context, params.importId)
       return runTask(deps, context, {
@@ -244,16 +249,12 @@ export interface TaskLookup {
  */
 export function continueCommand(deps: DevelopDependencies & { tasks: () => TaskLookup }): CommandHandler {
   const { limits } = deps
-  const clock = deps.clock ?? performance
   const stepsAfterLoop = 1
   return {
     steps: 1 + loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop,
     async run(context) {
       const params = context.params as ContinueParams
-      modelServices(deps)
-      const pace = new StepPace(clock)
-      pace.start()
-      context.step(0, `Taking over the workspace of ${params.taskId}`, pace.totalFor(0, undefined, loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop))
+      const pace = firstStep(deps, context, `Taking over the workspace of ${params.taskId}`, stepsAfterLoop)
       const earlier = await deps.tasks().ownTask(context.caller, params.taskId)
       if (earlier.command !== 'develop' && earlier.command !== 'continue')
         throw new TaskError('validation_failed', `params.taskId: ${params.taskId} is a ${earlier.command} task; only develop tasks (and their follow-ups) can be continued`)
