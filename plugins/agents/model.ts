@@ -187,6 +187,9 @@ export const SERVER_MESSAGES = {
       retryAfterSeconds: t.Optional(integer()),
       commands: t.Optional(t.Array(t.String(), { description: 'With unknown_command: the known commands' })),
       field: t.Optional(t.String({ description: 'With invalid_message: the first field at fault' })),
+      resumedAs: t.Optional(
+        t.String({ description: "With task_interrupted on a develop task: the task that goes on from this one's last completed step, to subscribe to" }),
+      ),
     },
     { description: 'With taskId and seq: the last message of a failed or cancelled task. Without: the answer to one client message' },
   ),

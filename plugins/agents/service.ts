@@ -9,7 +9,7 @@ import type { Logger } from '../../src/log.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { StepProgress } from './eta.ts'
 import { FINISHED_STATUSES, type CommandName } from './model.ts'
-import type { TaskListener, TaskLog, TaskMeta, TaskWriter } from './task-log.ts'
+import { RESUMED_COMMANDS, resumedTaskId, type TaskListener, type TaskLog, type TaskMeta, type TaskWriter } from './task-log.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 
 /** The caller a task runs for. */
@@ -135,16 +135,38 @@ export function createAgentService(options: AgentServiceOptions) {
     }
   }
 
-  return {
+  /**
+   * A develop task whose process died goes on here as a `continue` task with the id its interruption names, started
+   * by the one process that claims it; the others wait until it is in the shared log, so their clients, told to
+   * subscribe to it as the task ends, find it.
+   */
+  log.onInterrupted(async (meta) => {
+    if (!RESUMED_COMMANDS.includes(meta.command)) return
+    const resumedAs = resumedTaskId(meta.taskId)
+    if (await log.claimResumption(meta.taskId)) {
+      try {
+        const params = { taskId: meta.taskId, message: RESUME_MESSAGE }
+        service.start({ userId: meta.userId, orgId: meta.orgId }, 'continue', params, undefined, resumedAs)
+        await service.recorded(resumedAs)
+        logger.info('agent task resumed', { taskId: meta.taskId, resumedAs })
+      } catch (err) {
+        logger.error('agent task not resumed', { err, taskId: meta.taskId, resumedAs })
+      }
+      return
+    }
+    for (let waited = 0; waited < RESUME_WAIT_MS && !(await log.meta(resumedAs)); waited += 50) await Bun.sleep(50)
+  })
+
+  const service = {
     /**
      * Starts a task for an accepted command; its log opens with the ack (seq 1) echoing the client's id.
      * Refused with `too_many_tasks` when the user already runs the most allowed here.
      */
-    start(caller: AgentCaller, command: CommandName, params: Record<string, unknown>, clientId?: string): string {
+    start(caller: AgentCaller, command: CommandName, params: Record<string, unknown>, clientId?: string, givenId?: string): string {
       const count = runningByUser.get(caller.userId) ?? 0
       if (count >= options.maxRunningTasksPerUser)
         throw new TaskError('too_many_tasks', `${count} of your tasks are running; at most ${options.maxRunningTasksPerUser} may run at once`)
-      const taskId = newTaskId()
+      const taskId = givenId ?? newTaskId()
       const writer = log.open({ taskId, userId: caller.userId, orgId: caller.orgId, command, createdAt: Date.now() })
       writer.append({ type: 'ack', ...(clientId === undefined ? {} : { id: clientId }), command, status: 'queued' })
       const controller = new AbortController()
@@ -228,7 +250,13 @@ export function createAgentService(options: AgentServiceOptions) {
       await log.close()
     },
   }
+  return service
 }
+
+/** What a task resumed after its process died is told to do. */
+const RESUME_MESSAGE = 'The service process running this task stopped. Carry on with the task from where you were.'
+/** How long a process that did not claim a resumption waits for the resumed task to appear. */
+const RESUME_WAIT_MS = 5000
 
 export type AgentService = ReturnType<typeof createAgentService>
 

@@ -47,6 +47,13 @@ export interface TaskLog {
    * the returned function is called. Undefined when the task is unknown or expired.
    */
   follow(taskId: string, afterSeq: number, listener: TaskListener): Promise<(() => void) | undefined>
+  /**
+   * Calls `handler` with the state of a task whose process died, in each process that finds the interruption, before
+   * that process's followers see the task end.
+   */
+  onInterrupted(handler: (meta: TaskMeta) => Promise<void> | void): void
+  /** True for the one caller, among every process, that is to resume the task. */
+  claimResumption(taskId: string): Promise<boolean>
   close(): Promise<void>
 }
 
@@ -75,7 +82,29 @@ const INTERRUPTED: TaskMessage = {
   type: 'error',
   status: 'failed',
   code: 'task_interrupted',
-  message: 'The server process running this task stopped before it finished; send the command again, or continue a develop task (command continue with its taskId) from its last completed step',
+  message: 'The server process running this task stopped before it finished; send the command again',
+}
+
+/** Commands whose task goes on by itself, as a `continue` task, when the process running it dies. */
+export const RESUMED_COMMANDS: readonly string[] = ['develop', 'continue']
+
+/** The id of the task that goes on from `taskId` when its process dies: the same in every process that finds it. */
+export function resumedTaskId(taskId: string): string {
+  return `task_${new Bun.CryptoHasher('sha256').update(`resumed:${taskId}`).digest('hex').slice(0, 32)}`
+}
+
+/** The interruption that ends a task whose process died; a develop task's names the task it goes on as. */
+function interruption(info: string): string[] {
+  const meta = JSON.parse(info) as Pick<TaskMeta, 'taskId' | 'command'>
+  if (!RESUMED_COMMANDS.includes(meta.command)) return [logged(INTERRUPTED)]
+  const resumedAs = resumedTaskId(meta.taskId)
+  return [
+    logged({
+      ...INTERRUPTED,
+      message: `The server process running this task stopped before it finished; it goes on from its last completed step as task ${resumedAs} (subscribe to it)`,
+      resumedAs,
+    }),
+  ]
 }
 
 /** Finished tasks kept per user in one process by default, however long their retention has still to run. */
@@ -85,6 +114,7 @@ const isFinished = (status: TaskStatus) => FINISHED_STATUSES.includes(status)
 
 /** Where task states and each user's recent tasks are kept. */
 interface TaskDirectory {
+  claimResumption(taskId: string): Promise<boolean>
   save(meta: TaskMeta, running: boolean): void
   load(taskId: string): Promise<TaskMeta | undefined>
   recent(userId: string, limit: number): Promise<TaskMeta[]>
@@ -125,6 +155,12 @@ function createTaskLog(events: EventLog, directory: TaskDirectory): TaskLog {
       return meta && lastSeq !== undefined ? { ...meta, lastSeq } : undefined
     },
     recent: (userId, limit) => directory.recent(userId, limit),
+    onInterrupted(handler) {
+      events.onInterrupted(async (_taskId, info) => {
+        await handler(JSON.parse(info) as TaskMeta)
+      })
+    },
+    claimResumption: (taskId) => directory.claimResumption(taskId),
     follow(taskId, afterSeq, listener) {
       return events.follow(taskId, afterSeq, (batch) => {
         for (const event of batch) listener(wire(taskId, event), event.seq, event.final)
@@ -136,8 +172,6 @@ function createTaskLog(events: EventLog, directory: TaskDirectory): TaskLog {
     },
   }
 }
-
-const interruption = () => [logged(INTERRUPTED)]
 
 export function createMemoryTaskLog(options: { retentionSeconds: number; keptPerUser?: number }): TaskLog {
   const retentionMs = options.retentionSeconds * 1000
@@ -168,7 +202,13 @@ export function createMemoryTaskLog(options: { retentionSeconds: number; keptPer
     const meta = tasks.get(taskId)
     if (meta) Object.assign(meta, { status: 'failed', finishedAt: Date.now() })
   })
+  const resumed = new Set<string>()
   return createTaskLog(events, {
+    async claimResumption(taskId) {
+      if (resumed.has(taskId)) return false
+      resumed.add(taskId)
+      return true
+    },
     save(meta, running) {
       if (!tasks.has(meta.taskId)) {
         tasks.set(meta.taskId, meta)
@@ -246,6 +286,10 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
     if (meta && !isFinished(meta.status)) await redis.send('SET', [keys.meta(taskId), JSON.stringify({ ...meta, status: 'failed', finishedAt: Date.now() }), 'PX', String(retentionMs)])
   })
   const log = createTaskLog(events, {
+    async claimResumption(taskId) {
+      const claimed = await redis.send('SET', [`${prefix}resumed:${taskId}`, '1', 'NX', 'PX', String(runningTtlMs)])
+      return claimed !== null
+    },
     save(meta, running) {
       const first = !mine.has(meta.taskId) && running
       if (running) mine.set(meta.taskId, meta)

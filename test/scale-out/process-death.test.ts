@@ -213,7 +213,7 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
     await restarted.stop()
   })
 
-  test('a develop task: the process dies mid-task, the client hears task_interrupted on the survivor, and continues it there from its last completed step', async () => {
+  test('a develop task: the process dies mid-task, and it goes on by itself on the survivor from its last completed step', async () => {
     const doomed = await cluster.start('doomed-develop')
     const call = (name: string, args: Record<string, unknown>) => ({ toolCalls: [{ name, arguments: JSON.stringify(args) }], finishReason: 'tool_calls' as const })
     const asked = model.completions.length
@@ -230,27 +230,33 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
     await until(async () => model.completions.length >= asked + 3, 'the third model turn')
     await doomed.kill()
 
+    // The client reconnects to the survivor: the task ends interrupted, naming the task that goes on from it.
+    model.queue = [call('finish', { summary: 'Both written.' })]
     const there = await connectAgent(wsUrl(survivor), token)
     there.send({ type: 'subscribe', id: 's1', taskId, afterSeq: 0 })
     const interrupted = await there.next(isFinal(taskId), 30_000)
     expect(interrupted).toMatchObject({ type: 'error', code: 'task_interrupted' })
-    expect(interrupted.message).toContain('continue')
-
-    model.queue = [call('finish', { summary: 'Both written.' })]
-    there.send({ type: 'agent_command', id: 'c1', command: 'continue', params: { taskId, message: 'Go on from where you were' } })
-    const { taskId: followUp } = await there.next((m) => m.id === 'c1' && m.type === 'ack')
-    const final = await there.next(isFinal(followUp), 30_000)
+    expect(interrupted.resumedAs).toMatch(/^task_[0-9a-f]{32}$/)
+    expect(interrupted.message).toContain(interrupted.resumedAs)
+    there.send({ type: 'subscribe', id: 's2', taskId: interrupted.resumedAs, afterSeq: 0 })
+    expect(await there.next((m) => m.id === 's2')).toMatchObject({ type: 'subscribed', command: 'continue' })
+    const final = await there.next(isFinal(interrupted.resumedAs), 30_000)
     expect(final).toMatchObject({ type: 'result', output: { finished: true } })
     expect(final.output.files).toEqual([
       { path: 'a.txt', status: 'added' },
       { path: 'b.txt', status: 'added' },
     ])
-    // The model went on from the two completed steps: their calls and answers, then the follow-up.
-    const resumed = model.completions.at(-1)!.messages as { role: string; content: string | null; tool_calls?: unknown[] }[]
+    // The model went on from the two completed steps: their calls and answers, then word of the restart.
+    const resumed = model.completions.at(-1)!.messages as { role: string; content: string | null }[]
     expect(resumed.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([expect.stringContaining('a.txt'), expect.stringContaining('b.txt')])
-    expect(resumed.at(-1)!.content).toStartWith('Follow-up: Go on from where you were')
+    expect(resumed.at(-1)!.content).toContain('stopped')
+    // A second client following the same interrupted task is sent to the same resumed task: it went on once.
+    const again = await connectAgent(wsUrl(survivor), token)
+    again.send({ type: 'subscribe', id: 's3', taskId, afterSeq: 0 })
+    expect((await again.next(isFinal(taskId), 30_000)).resumedAs).toBe(interrupted.resumedAs)
     here.close()
     there.close()
+    again.close()
   })
 
   async function importView(via: ServiceProcess, importId: string) {
