@@ -53,6 +53,30 @@ describe('run_agent in chat', () => {
     client.close()
   })
 
+  test('a follow-up from the chat: run_agent continue goes on from an ended develop task, in its workspace', async () => {
+    h.model.queue = [
+      call('run_agent', { command: 'develop', params: { instruction: 'Write a.txt' } }),
+      call('write_file', { path: 'a.txt', content: 'a\n' }),
+      call('finish', { summary: 'Wrote a.txt.' }),
+      { text: 'a.txt is there.' },
+    ]
+    const first = chunks(await readEvents(await post({ messages: [{ role: 'user', content: 'Make a.txt' }] })))
+    const taskId = first.find((c) => c.type === 'data-agent')!.data.taskId as string
+    h.model.queue = [
+      call('run_agent', { command: 'continue', params: { taskId, message: 'Add b.txt too' } }),
+      call('write_file', { path: 'b.txt', content: 'b\n' }),
+      call('finish', { summary: 'Wrote b.txt.' }),
+      { text: 'Both are there.' },
+    ]
+    const second = chunks(await readEvents(await post({ messages: [{ role: 'user', content: 'And b.txt' }] })))
+    const output = second.find((c) => c.type === 'tool-output-available')!.output
+    expect(output).toMatchObject({ status: 'succeeded', output: { summary: 'Wrote b.txt.' } })
+    expect(output.output.files).toEqual([
+      { path: 'a.txt', status: 'added' },
+      { path: 'b.txt', status: 'added' },
+    ])
+  })
+
   test('a bad command comes back to the model as a tool error, with no task started', async () => {
     h.model.queue = [call('run_agent', { command: 'index', params: {} }), { text: 'I cannot do that.' }]
     const events = await readEvents(await post({ messages: [{ role: 'user', content: 'index it' }] }))
