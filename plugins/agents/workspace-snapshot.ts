@@ -7,11 +7,11 @@
  * ignores (its `.gitignore` files, and build output and caches by common convention) unless the base holds
  * them. `.gitignore` files are only parsed, as patterns.
  */
-import { constants, type BigIntStats } from 'node:fs'
-import { lstat, open, readdir, readlink, realpath } from 'node:fs/promises'
-import { join } from 'node:path'
+import { closeSync, constants, type BigIntStats } from 'node:fs'
+import { lstat, open, readlink, realpath } from 'node:fs/promises'
 import ignore, { type Ignore } from 'ignore'
 import { TaskError } from './service.ts'
+import { inDirectory, namesIn, openDirectory } from './tree-walk.ts'
 import { blobId, type BlobEntry, type GitFileMode } from './workspace-git.ts'
 
 /** Left out of every snapshot unless the base commit holds them: build output, caches and dependencies. */
@@ -142,21 +142,21 @@ export async function takeSnapshot(options: SnapshotOptions): Promise<Snapshot> 
     if (bytes > limits.maxBytes) throw new TaskError('workspace_limit', `The workspace holds more than ${limits.maxBytes} bytes`)
   }
 
-  const ignoreLevelAt = async (directory: string, base: string): Promise<IgnoreLevel | undefined> => {
-    const read = await readInside(treeReal, join(directory, '.gitignore'), MAX_IGNORE_FILE_BYTES).catch(() => undefined)
+  const ignoreLevelAt = async (directory: number, base: string): Promise<IgnoreLevel | undefined> => {
+    const read = await readInside(treeReal, inDirectory(directory, '.gitignore'), MAX_IGNORE_FILE_BYTES).catch(() => undefined)
     if (!read || typeof read === 'string') return undefined
     return { base, rules: ignore({ allowRelativePaths: true }).add(new TextDecoder().decode(read.bytes)) }
   }
 
-  const walk = async (directory: string, prefix: string, levels: IgnoreLevel[], insideIgnored: boolean): Promise<void> => {
+  // Each directory is read through the descriptor it was opened as (tree-walk.ts): one a command swaps for a link
+  // while it is read cannot lead the walk outside.
+  const walk = async (directory: number, prefix: string, levels: IgnoreLevel[], insideIgnored: boolean): Promise<void> => {
     const own = await ignoreLevelAt(directory, prefix)
     const here = own ? [...levels, own] : levels
-    const names = await readdir(directory, { withFileTypes: true }).catch(() => [])
-    names.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    for (const dirent of names) {
-      const path = prefix ? `${prefix}/${dirent.name}` : dirent.name
-      const absolute = join(directory, dirent.name)
-      if (isGitName(dirent.name)) {
+    for (const name of await namesIn(directory)) {
+      const path = prefix ? `${prefix}/${name}` : name
+      const absolute = inDirectory(directory, name)
+      if (isGitName(name)) {
         leave(path, 'nested repository')
         continue
       }
@@ -172,7 +172,16 @@ export async function takeSnapshot(options: SnapshotOptions): Promise<Snapshot> 
         continue
       }
       if (directoryEntry) {
-        await walk(absolute, path, here, ignored)
+        const child = openDirectory(absolute)
+        if (child === undefined) {
+          leave(`${path}/`, 'outside the workspace')
+          continue
+        }
+        try {
+          await walk(child, path, here, ignored)
+        } finally {
+          closeSync(child)
+        }
         continue
       }
       if (info.isSymbolicLink()) {
@@ -209,7 +218,13 @@ export async function takeSnapshot(options: SnapshotOptions): Promise<Snapshot> 
       count(read.bytes.byteLength)
     }
   }
-  await walk(tree, '', [{ base: '', rules: ignore().add(CONVENTIONAL_IGNORES) }], false)
+  const root = openDirectory(tree)
+  if (root === undefined) throw new TaskError('workspace_not_found', 'The workspace is not a directory')
+  try {
+    await walk(root, '', [{ base: '', rules: ignore().add(CONVENTIONAL_IGNORES) }], false)
+  } finally {
+    closeSync(root)
+  }
   for (const path of cache.keys()) if (!seen.has(path)) cache.delete(path)
   return { entries, leftOut, leftOutCount, read: fresh }
 }

@@ -17,6 +17,7 @@ import type { Logger } from '../../src/log.ts'
 import { TaskError } from './service.ts'
 import { blobId, commitTree, diffCommits, initBare, pathsOf, readBlobs, refExists, type GitFileMode } from './workspace-git.ts'
 import { describeLeftOut, isGitName, rememberBlobs, takeSnapshot, type CachedBlob, type LeftOut, type Snapshot } from './workspace-snapshot.ts'
+import { walkTree } from './tree-walk.ts'
 import { createWorkspaceVolumes, type WorkspaceVolumes } from './workspace-volume.ts'
 
 export interface WorkspaceLimits {
@@ -248,20 +249,16 @@ export function createWorkspaces(options: WorkspacesOptions) {
    */
   async function usage(tree: string): Promise<WorkspaceUsage> {
     const counted: WorkspaceUsage = { files: 0, directories: 0, bytes: 0 }
-    const walk = async (dir: string): Promise<void> => {
-      for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-        if (overLimit(counted)) return
-        const full = join(dir, entry.name)
-        if (entry.isDirectory()) {
-          counted.directories++
-          await walk(full)
-        } else {
-          counted.files++
-          counted.bytes += (await lstat(full).catch(() => ({ size: 0 }))).size
-        }
+    await walkTree(tree, (entry) => {
+      if (overLimit(counted)) return 'stop'
+      if (entry.info?.isDirectory()) {
+        counted.directories++
+        return 'descend'
       }
-    }
-    await walk(tree)
+      counted.files++
+      counted.bytes += Number(entry.info?.size ?? 0)
+      return 'skip'
+    }).catch(() => undefined)
     return counted
   }
 
@@ -365,19 +362,21 @@ export function createWorkspaces(options: WorkspacesOptions) {
         start = found.absolute
       }
       const entries: WorkspaceEntry[] = []
-      const walk = async (dir: string, prefix: string) => {
-        for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-          const path = prefix ? `${prefix}/${entry.name}` : entry.name
-          const full = join(dir, entry.name)
-          if (entry.isDirectory()) await walk(full, path)
-          else {
-            // A running command may remove a file between the listing and this look.
-            const info = await lstat(full).catch(() => undefined)
-            if (info) entries.push({ path, type: info.isSymbolicLink() ? 'symlink' : 'file', bytes: info.size })
-          }
-        }
-      }
-      await walk(start, start === tree ? '' : pathSegments(directory).join('/'))
+      const prefix = start === tree ? '' : `${pathSegments(directory).join('/')}/`
+      await walkTree(
+        start,
+        ({ path, info }) => {
+          // A running command may remove an entry between the listing and this look.
+          if (!info) return 'skip'
+          if (info.isDirectory()) return 'descend'
+          entries.push({ path: prefix + path, type: info.isSymbolicLink() ? 'symlink' : 'file', bytes: Number(info.size) })
+          return 'skip'
+        },
+        await realpath(tree),
+      ).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new TaskError('file_not_found', `No directory ${JSON.stringify(directory)} in the workspace`)
+        throw new WorkspacePathError(directory || '.', 'leads outside the workspace, or through a link')
+      })
       return entries.sort((a, b) => (a.path < b.path ? -1 : 1))
     },
 

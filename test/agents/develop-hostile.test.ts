@@ -222,7 +222,11 @@ describe('a hostile model racing the service', () => {
     })
     expect(final).toMatchObject({ type: 'result' })
     expect(seen.length).toBeGreaterThan(0)
-    for (const text of seen) expect(text).not.toContain(secret)
+    for (const text of seen) {
+      expect(text).not.toContain(secret)
+      // Not even a name from the data directory: listings and the diff never look through a swapped link.
+      expect(text).not.toContain('agent-workspaces')
+    }
     expect(final.output.diff).not.toContain(secret)
   })
 
