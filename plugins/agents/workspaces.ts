@@ -17,7 +17,7 @@ import type { Logger } from '../../src/log.ts'
 import { TaskError } from './service.ts'
 import { blobId, commitTree, diffCommits, initBare, pathsOf, readBlobs, refExists, type GitFileMode } from './workspace-git.ts'
 import { describeLeftOut, isGitName, rememberBlobs, takeSnapshot, type CachedBlob, type LeftOut, type Snapshot } from './workspace-snapshot.ts'
-import { walkTree } from './tree-walk.ts'
+import { inDirectory, openDirectory, walkTree } from './tree-walk.ts'
 import { createWorkspaceVolumes, type WorkspaceVolumes } from './workspace-volume.ts'
 
 export interface WorkspaceLimits {
@@ -414,8 +414,21 @@ export function createWorkspaces(options: WorkspacesOptions) {
       await makeDirectories(tree, path)
       // Checked again after creating the directories: a directory on the way must not have become a link.
       await locate(tree, path, 'file')
-      // Not truncated before the check, so a refused target is left as it was.
-      const fd = await openInside(tree, absolute, constants.O_WRONLY | constants.O_CREAT, path)
+      // Created through its directory's descriptor, opened without following a link and proved inside the tree:
+      // a directory on the way swapped for a link since the look cannot have the file made elsewhere.
+      const segments = pathSegments(path)
+      const parent = openDirectory(join(tree, ...segments.slice(0, -1)))
+      if (parent === undefined) throw new WorkspacePathError(path, 'needs its directory to be a directory, not a link')
+      let fd: number
+      try {
+        const opened = readlinkSync(`/proc/self/fd/${parent}`)
+        const treeReal = await realpath(tree)
+        if (opened !== treeReal && !opened.startsWith(`${treeReal}/`)) throw new WorkspacePathError(path, 'leads outside the workspace')
+        // Not truncated before the check, so a refused target is left as it was.
+        fd = await openInside(tree, inDirectory(parent, segments.at(-1)!), constants.O_WRONLY | constants.O_CREAT, path)
+      } finally {
+        closeSync(parent)
+      }
       try {
         ftruncateSync(fd, 0)
         let written = 0
