@@ -71,6 +71,10 @@ export interface ConnectionHubOptions {
    * socket inside the upgrade call, so this only bounds paths that never reach it. Default 10,000 ms.
    */
   reservationTimeoutMs?: number
+  /** Ends connections whose user lost the right to them; without it a connection lives as long as its socket. */
+  standing?: ConnectionStanding
+  /** How often `standing` is asked, while connections are open. Default 500 ms. */
+  standingIntervalMs?: number
 }
 
 /** A connection slot held from the upgrade request to the open socket; it ends exactly once. */
@@ -84,12 +88,40 @@ export interface SlotReservation {
 export const CLOSE_GOING_AWAY = 1001
 export const CLOSE_POLICY = 1008
 export const CLOSE_IDLE = 4000
+/** The sign-in the connection was opened with ended: signed out, its token expired, or the user removed. */
+export const CLOSE_SIGNED_OUT = 4401
+/** The user may no longer run agents (a role without agents:run). */
+export const CLOSE_NOT_ALLOWED = 4403
+
+/** The sign-in a connection was opened with, checked again while it stays open. */
+export interface ConnectionGrant {
+  sessionId?: string
+  /** Epoch ms at which the token it was opened with expires. */
+  expiresAt?: number
+}
+
+/** Why a connection must end now: a close code and a reason. */
+export interface Revocation {
+  code: typeof CLOSE_SIGNED_OUT | typeof CLOSE_NOT_ALLOWED
+  reason: string
+}
+
+/**
+ * How the hub learns that a connection's user lost the right to it: the token's own state, checked as often as the
+ * hub looks, and the users' standing (removed, or their role changed), read for every connected user at once.
+ */
+export interface ConnectionStanding {
+  ended(grant: ConnectionGrant, now: number): Revocation | undefined
+  lost(userIds: readonly string[]): Promise<Map<string, Revocation>>
+}
 
 const BAD_WINDOW_MS = 60_000
 
 export class AgentConnection {
   lastSeen = Date.now()
   closing = false
+  /** Its user lost the right to it: closing, and nothing it sends is handled. */
+  revoked = false
   private badCount = 0
   private badWindowStart = 0
   /** Tasks this connection follows, with the function that stops following. */
@@ -98,6 +130,7 @@ export class AgentConnection {
   constructor(
     readonly socket: AgentSocket,
     readonly caller: AgentCaller,
+    readonly grant: ConnectionGrant = {},
   ) {}
 
   send(message: Record<string, unknown>): void {
@@ -141,6 +174,40 @@ export function createConnectionHub(options: ConnectionHubOptions) {
   const perUser = new Map<string, number>()
   const reservationTimeoutMs = options.reservationTimeoutMs ?? 10_000
   let heartbeat: ReturnType<typeof setInterval> | undefined
+  let standingTimer: ReturnType<typeof setInterval> | undefined
+  let checkingUsers = false
+
+  function revoke(connection: AgentConnection, revocation: Revocation) {
+    if (connection.revoked) return
+    connection.revoked = true
+    connection.closing = true
+    connection.send({ type: 'error', code: revocation.code === CLOSE_NOT_ALLOWED ? 'forbidden' : 'invalid_token', message: revocation.reason })
+    connection.socket.close(revocation.code, revocation.reason)
+  }
+
+  /** Every open connection whose token ended or whose user lost the right is closed; users are read once a second. */
+  let tick = 0
+  async function checkStanding() {
+    const standing = options.standing!
+    const now = Date.now()
+    for (const connection of connections) {
+      const ended = standing.ended(connection.grant, now)
+      if (ended) revoke(connection, ended)
+    }
+    if (tick++ % 2 !== 0 || checkingUsers || connections.size === 0) return
+    checkingUsers = true
+    try {
+      const lost = await standing.lost([...perUser.keys()])
+      if (lost.size > 0) for (const connection of connections) {
+        const revocation = lost.get(connection.caller.userId)
+        if (revocation) revoke(connection, revocation)
+      }
+    } catch (err) {
+      logger.warn('agent connections: the users could not be checked', { err })
+    } finally {
+      checkingUsers = false
+    }
+  }
 
   function unreserve(userId: string) {
     const left = (perUser.get(userId) ?? 1) - 1
@@ -353,16 +420,21 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       return { claim: () => end(true), release: () => void end(false) }
     },
 
-    open(socket: AgentSocket, caller: AgentCaller): AgentConnection {
-      const connection = new AgentConnection(socket, caller)
+    open(socket: AgentSocket, caller: AgentCaller, grant?: ConnectionGrant): AgentConnection {
+      const connection = new AgentConnection(socket, caller, grant)
       connections.add(connection)
       heartbeat ??= setInterval(sweep, settings.heartbeatIntervalMs)
+      if (options.standing) standingTimer ??= setInterval(() => void checkStanding(), options.standingIntervalMs ?? 500)
       return connection
     },
 
     /** A frame from the client: raw text or bytes, or the value the framework parsed from it. */
     receive(connection: AgentConnection, frame: unknown): void {
       connection.lastSeen = Date.now()
+      // A message sent after the sign-in ended is not handled, whenever the next check would have closed the socket.
+      const ended = options.standing?.ended(connection.grant, connection.lastSeen)
+      if (ended) return revoke(connection, ended)
+      if (connection.revoked) return
       const decoded = decodeClientMessage(frame, settings.maxMessageBytes)
       if (!decoded.ok) return refuse(connection, decoded.error)
       const id = decoded.message.id
@@ -385,6 +457,10 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       if (connections.size === 0 && heartbeat) {
         clearInterval(heartbeat)
         heartbeat = undefined
+      }
+      if (connections.size === 0 && standingTimer) {
+        clearInterval(standingTimer)
+        standingTimer = undefined
       }
     },
 

@@ -6,7 +6,7 @@ import { upgradeOriginAllowed, type OriginPolicy } from '../../src/cors.ts'
 import { AppError } from '../../src/errors.ts'
 import { problem } from '../../src/models.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
-import { CLOSE_POLICY, type AgentConnection, type AgentSocket, type ConnectionHub, type SlotReservation } from './connections.ts'
+import { CLOSE_POLICY, type AgentConnection, type AgentSocket, type ConnectionGrant, type ConnectionHub, type SlotReservation } from './connections.ts'
 import { handshakeProblem, refusedHandshake } from './handshake.ts'
 import { protocolSchema } from './model.ts'
 export { agentsSettings } from './settings.ts'
@@ -14,6 +14,7 @@ export { agentsSettings } from './settings.ts'
 export { createAgentService, type AgentService } from './service.ts'
 export { createCommands } from './commands.ts'
 export { createConnectionHub, type ConnectionHub } from './connections.ts'
+export { connectionStanding } from './standing.ts'
 export { createMemoryTaskLog, createRedisTaskLog } from './task-log.ts'
 export { createWorkspaces, type Workspaces } from './workspaces.ts'
 export { developCommand } from './develop.ts'
@@ -63,7 +64,7 @@ interface AgentSocketData {
 export function agentsPlugin(options: AgentsPluginOptions) {
   const { hub, access, origins } = options
   // The caller verified at the upgrade and the slot reserved for them, taken up when the socket opens.
-  const upgrades = new WeakMap<Request, { principal: Principal; slot: SlotReservation }>()
+  const upgrades = new WeakMap<Request, { principal: Principal; slot: SlotReservation; grant: ConnectionGrant }>()
   const releaseSlot = (request: Request) => {
     upgrades.get(request)?.slot.release()
     upgrades.delete(request)
@@ -104,8 +105,8 @@ export function agentsPlugin(options: AgentsPluginOptions) {
         requireScope(principal, 'agents:run')
         const slot = hub.reserve(principal.userId)
         if (!slot) throw new AppError('too_many_connections', 'You already hold the most agent connections allowed to this server; close one first')
-        upgrades.set(request, { principal, slot })
         const bearer = bearerFrom(request.headers)
+        upgrades.set(request, { principal, slot, grant: (bearer && access.grantOf(bearer.token)) || {} })
         if (bearer?.subprotocol) set.headers['sec-websocket-protocol'] = bearer.subprotocol
       },
       // Runs after every upgrade: `response` (set, though typed only for HTTP routes) is empty once Bun switched the
@@ -128,7 +129,7 @@ export function agentsPlugin(options: AgentsPluginOptions) {
         upgrades.delete(data.request)
         // Only when the reservation ran out first, which leaves no slot to count this socket against.
         if (!upgrade?.slot.claim()) return ws.close(CLOSE_POLICY, 'upgrade expired')
-        data.agent = hub.open(ws.raw as unknown as AgentSocket, { userId: upgrade.principal.userId, orgId: upgrade.principal.orgId })
+        data.agent = hub.open(ws.raw as unknown as AgentSocket, { userId: upgrade.principal.userId, orgId: upgrade.principal.orgId }, upgrade.grant)
       },
       message(ws, message) {
         const agent = (ws.data as unknown as AgentSocketData).agent

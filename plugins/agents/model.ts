@@ -223,6 +223,8 @@ export const MESSAGE_ERROR_CODES = {
   task_interrupted: 'The process running the task stopped',
   task_finished: 'Cancel came after the task had already ended',
   task_running: 'continue named a task that has not ended yet',
+  invalid_token: 'The sign-in the connection was opened with ended (signed out, token expired, user removed); the connection closes with 4401',
+  forbidden: "The user's role no longer allows agents:run; the connection closes with 4403",
   conversation_not_found: 'continue named a task that kept no conversation (it ended before its model loop began)',
   workspace_not_found: "The task's workspace is gone: expired (AGENT_TASK_RETENTION_SECONDS) or taken over by a continue",
   branch_exists: 'develop or continue with push named a branch the repository has already',
@@ -254,6 +256,8 @@ export function protocolSchema(): Record<string, unknown> {
       1008: 'Too many bad messages (AGENT_MAX_BAD_MESSAGES a minute)',
       1009: 'A frame larger than 4 × AGENT_MAX_MESSAGE_BYTES',
       4000: 'No message or pong within AGENT_IDLE_TIMEOUT_MS',
+      4401: 'The sign-in ended: a logout or a revoked session, the token expired, or the user was removed; sign in and connect again',
+      4403: "The user's role no longer allows agents:run",
     },
     $defs: defs,
   }

@@ -342,7 +342,22 @@ export function createAccessService(deps: AccessServiceDeps) {
   /** The sign-in failure counting, for other secrets people type (the one-time setup code): one subject per thing locked. */
   const attempts = { assertNotLocked, recordFailure, clear: (subject: string) => accounts.clearLoginFailures(subject) }
 
-  return { login, refresh, logout, register, authenticate, knownPrincipal, createAccount, ensureFirstOwner, attempts }
+  /**
+   * The sign-in a token verified by `authenticate` belongs to and when it expires: what a long-lived connection
+   * opened with it checks again while it stays open.
+   */
+  function grantOf(token: string): { sessionId?: string; expiresAt: number } | undefined {
+    const entry = principals.get(token)
+    return entry && { ...(entry.sessionId === undefined ? {} : { sessionId: entry.sessionId }), expiresAt: entry.exp * 1000 }
+  }
+
+  /** Whether the sign-in session was ended (a logout, a refresh token used twice), here or in another process. */
+  const sessionEnded = (sessionId: string) => revoked.has(sessionId)
+
+  /** The role each of `userIds` has now; a removed user has none. */
+  const rolesOf = (userIds: readonly string[]) => accounts.rolesOf(userIds)
+
+  return { login, refresh, logout, register, authenticate, knownPrincipal, grantOf, sessionEnded, rolesOf, createAccount, ensureFirstOwner, attempts }
 }
 
 export type AccessService = ReturnType<typeof createAccessService>

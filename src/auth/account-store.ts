@@ -199,6 +199,14 @@ export class AccountStore {
     return rows.length > 0
   }
 
+  /** The role of each of `ids` that is still a user. */
+  async rolesOf(ids: readonly string[]): Promise<Map<string, Role>> {
+    const roles = new Map<string, Role>()
+    if (ids.length === 0) return roles
+    for (const row of await this.db.sql`SELECT id, role FROM users WHERE id IN ${this.db.sql(ids as string[])}`) roles.set(row.id, row.role as Role)
+    return roles
+  }
+
   /** Records that a sign-in session ended; its first end is kept. */
   async endSession(familyId: string, now: number): Promise<void> {
     await this.db.sql`INSERT INTO ended_sessions (family_id, ended_at) VALUES (${familyId}, ${now}) ON CONFLICT (family_id) DO NOTHING`

@@ -29,7 +29,7 @@ import { createSandbox, type Sandbox } from '../sandbox/index.ts'
 import { codeIndexFromConfig, type CodeIndex } from '../../plugins/code-search/index.ts'
 import { bundledSite, createDocsIndex, type DocsIndex } from '../../plugins/docs/index.ts'
 import { createImportService, type ImportService } from '../../plugins/imports/index.ts'
-import { createAgentRunner, createAgentService, createCommands, createConnectionHub, type AgentService, type ConnectionHub } from '../../plugins/agents/index.ts'
+import { connectionStanding, createAgentRunner, createAgentService, createCommands, createConnectionHub, type AgentService, type ConnectionHub } from '../../plugins/agents/index.ts'
 import { createMemoryTaskLog, createRedisTaskLog, createWorkspaces, type Workspaces } from '../../plugins/agents/index.ts'
 import { join } from 'node:path'
 import { classPolicies, policiesFromConfig } from '../rate-limit/plugin.ts'
@@ -339,7 +339,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   closers.push(() => agents.close())
   // Agent commands spend what POST /api/chat spends, failing closed or open as its class is configured.
   const commandPolicies = classPolicies({ policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }, 'chat').all
-  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: { limiter, policies: commandPolicies } })
+  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: { limiter, policies: commandPolicies }, standing: connectionStanding(access) })
   metrics?.watch({
     sseStreams: openSseStreams,
     webSockets: () => agentConnections.size,

@@ -232,6 +232,22 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
     expect((await a.request('/auth/refresh', json({ refreshToken: rotated.refreshToken }))).status).toBe(401)
   })
 
+  test('a logout on A closes an agent connection open on B, and a role changed by the admin command closes another', async () => {
+    const pair = await signIn(b)
+    const socket = await connectAgent(`${b.url.replace('http', 'ws')}/ws/agent`, pair.accessToken)
+    expect((await a.request('/auth/logout', json({ refreshToken: pair.refreshToken }))).status).toBe(204)
+    expect(await socket.closed).toEqual({ code: 4401, reason: expect.stringContaining('signed out') })
+
+    const member = await newAccount()
+    const held = await connectAgent(`${a.url.replace('http', 'ws')}/ws/agent`, member.accessToken)
+    const setRole = Bun.spawnSync([process.execPath, 'src/main/index.ts', 'admin', 'users', 'set-role', '--user', member.user.id, '--role', 'viewer'], {
+      cwd: `${import.meta.dir}/../..`,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...cluster.env },
+    })
+    expect(setRole.exitCode).toBe(0)
+    expect(await held.closed).toEqual({ code: 4403, reason: 'the viewer role does not allow agents:run' })
+  })
+
   /** A new account (its own organisation and budgets), registered through A and signed in through B. */
   async function newAccount() {
     const credentials = { email: `user-${crypto.randomUUID().slice(0, 8)}@cluster.example`, password: 'user-password-1234' }
