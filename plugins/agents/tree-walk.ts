@@ -4,8 +4,9 @@
  * the descriptor it was opened as (`/proc/self/fd/<fd>/<name>`), so a directory swapped for a link after it was
  * seen cannot make the walk list, or look into, anything outside. Entries are visited in name order.
  */
-import { closeSync, constants, openSync, readlinkSync, type BigIntStats } from 'node:fs'
+import { closeSync, constants, fstatSync, openSync, readlinkSync, type BigIntStats } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
+import { isWithin } from '../../src/paths.ts'
 
 export interface TreeEntry {
   name: string
@@ -21,6 +22,37 @@ export interface TreeEntry {
 export type WalkStep = 'descend' | 'skip' | 'stop'
 
 const DIRECTORY_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW
+
+/** Why a file of the tree was not opened: what the path is now. */
+export type FileRefusal = 'symbolic link' | 'gone' | 'not a regular file' | 'hard link' | 'outside the workspace'
+
+/**
+ * Opens a file of the tree (at `treeReal`, resolved) without following a final link and without waiting on a FIFO,
+ * then proves through /proc that what was opened is a regular file inside the tree with no other link (another
+ * may be a file outside it). A command may change the path between a look and this open: whatever it became is
+ * refused, never followed. Answers the descriptor, which the caller closes, or why it was refused.
+ */
+export function openFileInTree(treeReal: string, path: string, flags: number): { fd: number; info: BigIntStats } | FileRefusal {
+  let fd: number
+  try {
+    fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY, 0o644)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ELOOP') return 'symbolic link'
+    if (code === 'ENOENT') return 'gone'
+    if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENXIO' || code === 'EACCES' || code === 'EPERM') return 'not a regular file'
+    throw err
+  }
+  const refused = (why: FileRefusal) => {
+    closeSync(fd)
+    return why
+  }
+  if (!isWithin(readlinkSync(`/proc/self/fd/${fd}`), treeReal)) return refused('outside the workspace')
+  const info = fstatSync(fd, { bigint: true })
+  if (!info.isFile()) return refused('not a regular file')
+  if (info.nlink > 1n) return refused('hard link')
+  return { fd, info }
+}
 
 /** Opens a directory of the tree to read it through its descriptor; undefined when it is a link now, or gone. */
 export function openDirectory(path: string): number | undefined {
@@ -48,8 +80,7 @@ export async function walkTree(root: string, visit: (entry: TreeEntry) => Promis
   const fd = openSync(root, DIRECTORY_FLAGS)
   try {
     if (inside !== undefined) {
-      const opened = readlinkSync(`/proc/self/fd/${fd}`)
-      if (opened !== inside && !opened.startsWith(`${inside}/`)) throw new Error(`${root} leads outside ${inside}`)
+      if (!isWithin(readlinkSync(`/proc/self/fd/${fd}`), inside)) throw new Error(`${root} leads outside ${inside}`)
     }
     await walkDirectory(fd, '', visit)
   } finally {

@@ -7,11 +7,12 @@
  * ignores (its `.gitignore` files, and build output and caches by common convention) unless the base holds
  * them. `.gitignore` files are only parsed, as patterns.
  */
-import { closeSync, constants, type BigIntStats } from 'node:fs'
-import { lstat, open, readlink, realpath } from 'node:fs/promises'
+import { closeSync, constants, read, type BigIntStats } from 'node:fs'
+import { lstat, readlink, realpath } from 'node:fs/promises'
+import { promisify } from 'node:util'
 import ignore, { type Ignore } from 'ignore'
 import { TaskError } from './service.ts'
-import { inDirectory, namesIn, openDirectory } from './tree-walk.ts'
+import { inDirectory, namesIn, openDirectory, openFileInTree } from './tree-walk.ts'
 import { blobId, type BlobEntry, type GitFileMode } from './workspace-git.ts'
 
 /** Left out of every snapshot unless the base commit holds them: build output, caches and dependencies. */
@@ -94,29 +95,25 @@ function isIgnored(levels: readonly IgnoreLevel[], path: string, directory: bool
   return ignored
 }
 
-/** Opens `absolute` for reading only if it is a regular file with no other link, inside `treeReal`. */
+const readAt = promisify(read)
+
+/** The bytes of a regular file of the tree with no other link (tree-walk.ts), or why it was left out. */
 async function readInside(treeReal: string, absolute: string, maxBytes: number): Promise<{ bytes: Uint8Array; info: BigIntStats } | LeftOutReason> {
-  // O_NONBLOCK: a FIFO a command left in place of the file must not hold the service.
-  const handle = await open(absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY).catch(() => undefined)
-  if (!handle) return 'unreadable'
+  const opened = openFileInTree(treeReal, absolute, constants.O_RDONLY)
+  if (typeof opened === 'string') return opened === 'symbolic link' || opened === 'gone' ? 'unreadable' : opened
+  const { fd, info } = opened
   try {
-    const info = await handle.stat({ bigint: true })
-    if (!info.isFile()) return 'not a regular file'
-    if (info.nlink > 1n) return 'hard link'
-    // A directory on the way may have been swapped for a link after it was listed.
-    const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => '')
-    if (!opened.startsWith(`${treeReal}/`)) return 'outside the workspace'
     if (info.size > BigInt(maxBytes)) throw new TaskError('workspace_limit', `The workspace holds a file over ${maxBytes} bytes`)
     const bytes = new Uint8Array(Number(info.size))
-    let read = 0
-    while (read < bytes.byteLength) {
-      const { bytesRead } = await handle.read(bytes, read, bytes.byteLength - read, read)
+    let done = 0
+    while (done < bytes.byteLength) {
+      const { bytesRead } = await readAt(fd, bytes, done, bytes.byteLength - done, done)
       if (bytesRead === 0) break
-      read += bytesRead
+      done += bytesRead
     }
-    return { bytes: bytes.subarray(0, read), info }
+    return { bytes: bytes.subarray(0, done), info }
   } finally {
-    await handle.close()
+    closeSync(fd)
   }
 }
 

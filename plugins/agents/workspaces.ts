@@ -3,21 +3,24 @@
  * import's files at its commit (or nothing, for a new project), on a filesystem of its own where the machine
  * allows it (workspace-volume.ts). The base is committed into a bare Git directory beside the tree (`git/`), out
  * of reach of the commands run in the tree, so the diff against it cannot be forged from inside. Git never reads
- * the tree: the service reads it (workspace-snapshot.ts) and hands Git the bytes (workspace-git.ts). Paths given to the file functions never leave the tree: `..`, absolute paths and symbolic
- * links anywhere on the way are refused, and what was opened is checked to lie inside the tree. A workspace
- * is removed `retentionSeconds` after its task ends.
+ * the tree: the service reads it (workspace-snapshot.ts) and hands Git the bytes (workspace-git.ts). Paths given
+ * to the file functions never leave the tree: `..`, absolute paths and symbolic links anywhere on the way are
+ * refused, and what was opened is checked to lie inside the tree (tree-walk.ts). A workspace is removed
+ * `retentionSeconds` after its task ends.
  *
  * `<root>/<taskId>/workspace.json` records the base and, once the task ended, when the workspace expires: every
  * process sharing the root (the same DATA_DIR) reads any workspace through it, and removes expired ones.
  */
-import { closeSync, constants, fstatSync, openSync, readFileSync, readlinkSync, readSync, writeSync, ftruncateSync } from 'node:fs'
+import { closeSync, constants, fstatSync, readFileSync, readlinkSync, readSync, writeSync, ftruncateSync } from 'node:fs'
 import { appendFile, lstat, mkdir, readdir, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import { branchProblem } from '../../src/branch-names.ts'
+import { isWithin } from '../../src/paths.ts'
 import type { Logger } from '../../src/log.ts'
 import { TaskError } from './service.ts'
 import { blobId, commitTree, diffCommits, initBare, pathsOf, readBlobs, refExists, type GitFileMode } from './workspace-git.ts'
 import { describeLeftOut, isGitName, rememberBlobs, takeSnapshot, type CachedBlob, type LeftOut, type Snapshot } from './workspace-snapshot.ts'
-import { inDirectory, openDirectory, walkTree } from './tree-walk.ts'
+import { inDirectory, openDirectory, openFileInTree, walkTree, type FileRefusal } from './tree-walk.ts'
 import { createWorkspaceVolumes, type WorkspaceVolumes } from './workspace-volume.ts'
 
 export interface WorkspaceLimits {
@@ -92,19 +95,19 @@ export class WorkspacePathError extends TaskError {
 }
 
 const SAFE_ID = /^[A-Za-z0-9_-]{1,100}$/
+
+/** What the model or client is told of a file the tree walk refused to open. */
+const REFUSALS: Record<Exclude<FileRefusal, 'gone'>, string> = {
+  'symbolic link': 'is a symbolic link; links are not followed',
+  'not a regular file': 'is not a regular file',
+  'hard link': 'has other hard links; they are not followed',
+  'outside the workspace': 'leads outside the workspace',
+}
 /** The base commit's ref, and the one each diff's snapshot is stored under. */
 const BASE_REF = 'refs/agent/base'
 /** Beside `workspace.json`: the task's model conversation, for a follow-up. */
 const CONVERSATION_FILE = 'conversation.jsonl'
 const SNAPSHOT_REF = 'refs/agent/snapshot'
-
-/** A branch name Git takes (the rules of git-check-ref-format), checked without running anything. */
-export function validBranchName(name: string): boolean {
-  if (typeof name !== 'string' || name === '' || name.length > 200 || name === '@' || name.startsWith('-')) return false
-  if (/[\x00-\x20\x7f~^:?*[\\]/.test(name) || name.includes('..') || name.includes('@{') || name.includes('//')) return false
-  if (name.startsWith('/') || name.endsWith('/') || name.endsWith('.')) return false
-  return name.split('/').every((part) => part !== '' && !part.startsWith('.') && !part.endsWith('.lock'))
-}
 
 /** What `workspace.json` holds. */
 interface WorkspaceRecord {
@@ -211,36 +214,19 @@ export function createWorkspaces(options: WorkspacesOptions) {
     }
   }
 
-  /**
-   * Opens without following a final link and without waiting on a FIFO, then proves through /proc that what was
-   * opened is a regular file inside the tree with no other link. A command may change the path between the look
-   * and the open: whatever it became is refused, never followed.
-   */
+  /** A file of the tree opened as openFileInTree (tree-walk.ts) opens it; a refusal tells the model or client why. */
   async function openInside(tree: string, absolute: string, flags: number, path: string): Promise<number> {
-    let fd: number
+    let opened: ReturnType<typeof openFileInTree>
     try {
-      fd = openSync(absolute, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY, 0o644)
+      opened = openFileInTree(await realpath(tree), absolute, flags)
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
-      if (code === 'ELOOP') throw new WorkspacePathError(path, 'is a symbolic link; links are not followed')
-      if (code === 'ENOENT') throw new TaskError('file_not_found', `No file ${JSON.stringify(path)} in the workspace`)
-      if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENXIO' || code === 'EACCES' || code === 'EPERM')
-        throw new WorkspacePathError(path, 'is not a regular file in the workspace')
       if (code === 'ENOSPC' || code === 'EDQUOT') throw new TaskError('workspace_limit', `Writing ${path} would pass the workspace's size limit`)
       throw err
     }
-    const refuse = (why: string): never => {
-      closeSync(fd)
-      throw new WorkspacePathError(path, why)
-    }
-    const real = await realpath(tree)
-    const opened = readlinkSync(`/proc/self/fd/${fd}`)
-    if (!opened.startsWith(`${real}/`)) refuse('leads outside the workspace')
-    const info = fstatSync(fd)
-    if (!info.isFile()) refuse('is not a regular file')
-    // Another link to the same file may be outside the tree: neither read nor written through.
-    if (info.nlink > 1) refuse('has other hard links; they are not followed')
-    return fd
+    if (typeof opened !== 'string') return opened.fd
+    if (opened === 'gone') throw new TaskError('file_not_found', `No file ${JSON.stringify(path)} in the workspace`)
+    throw new WorkspacePathError(path, REFUSALS[opened])
   }
 
   /**
@@ -421,9 +407,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
       if (parent === undefined) throw new WorkspacePathError(path, 'needs its directory to be a directory, not a link')
       let fd: number
       try {
-        const opened = readlinkSync(`/proc/self/fd/${parent}`)
-        const treeReal = await realpath(tree)
-        if (opened !== treeReal && !opened.startsWith(`${treeReal}/`)) throw new WorkspacePathError(path, 'leads outside the workspace')
+        if (!isWithin(readlinkSync(`/proc/self/fd/${parent}`), await realpath(tree))) throw new WorkspacePathError(path, 'leads outside the workspace')
         // Not truncated before the check, so a refused target is left as it was.
         fd = await openInside(tree, inDirectory(parent, segments.at(-1)!), constants.O_WRONLY | constants.O_CREAT, path)
       } finally {
@@ -518,7 +502,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
       workspaceOf(taskId)
       const gitdir = gitdirOf(taskId)
       return serialised(taskId, async () => {
-        if (!validBranchName(branch)) throw new TaskError('invalid_branch', `${JSON.stringify(branch)} is not a valid branch name`)
+        const problem = branchProblem(branch)
+        if (problem) throw new TaskError('invalid_branch', `branch ${JSON.stringify(branch)} ${problem}`)
         const ref = `refs/heads/${branch}`
         if (await refExists(gitdir, ref)) throw new TaskError('branch_exists', `The branch ${branch} exists already in this workspace`)
         const { snapshot, commit } = await snapshotCommit(taskId, ref, message)

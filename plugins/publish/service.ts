@@ -14,7 +14,8 @@ import { DEFAULT_BRANCH, DEFAULT_MESSAGE, type ProgressEvent, type PublishAnswer
 import { CONNECT_ROUTE, createPagesApi, type PagesApi, type Repository } from './pages-api.ts'
 import { buildSite, type InlineFile, type ReadFile, type SiteFile, type SiteLimits, type SiteOptions } from './site-validation.ts'
 import { normaliseDirectory, type ImportService } from '../imports/index.ts'
-import { branchProblem, parseTarget, publicUrl, repositoryProblem, type PublishTarget } from './target.ts'
+import { branchProblem } from '../../src/branch-names.ts'
+import { parseTarget, publicUrl, repositoryProblem, type PublishTarget } from './target.ts'
 import type { HttpClient as GitHttpClient } from 'isomorphic-git'
 import type { Caller } from '../../src/auth/caller.ts'
 

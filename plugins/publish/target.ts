@@ -2,6 +2,7 @@
  * Where a site goes: the repository, branch and custom domain, checked with GitHub's own naming rules
  * so nothing odd ever reaches a URL, a ref or the CNAME file. Pure.
  */
+import { branchProblem } from '../../src/branch-names.ts'
 import { AppError, type FieldProblem } from '../../src/errors.ts'
 
 export interface PublishTarget {
@@ -29,15 +30,6 @@ export function repositoryProblem(full: string): string | undefined {
 }
 
 /** The rules of `git check-ref-format` for a branch name, narrowed to printable ASCII. */
-export function branchProblem(branch: string): string | undefined {
-  if (!/^[A-Za-z0-9._/-]{1,200}$/.test(branch)) return 'must be 1-200 letters, digits, ., -, _ or /'
-  if (branch.startsWith('/') || branch.endsWith('/') || branch.includes('//')) return 'must not start or end with / or hold //'
-  if (branch.includes('..')) return 'must not contain ..'
-  if (branch.endsWith('.') || branch.split('/').some((part) => part.startsWith('.') || part.endsWith('.lock'))) return 'has a part starting with . or ending with .lock or .'
-  if (branch.startsWith('-')) return 'must not start with -'
-  return undefined
-}
-
 export function domainProblem(domain: string): string | undefined {
   if (domain.length > 253) return 'must be at most 253 characters'
   const labels = domain.toLowerCase().split('.')

@@ -17,7 +17,8 @@
  */
 import { lstatSync, realpathSync, statSync } from 'node:fs'
 import { relative } from 'node:path'
-import { BIN_DIR, isWithin, LAUNCHER_PATH, MASKED_DIRS, READY_MARKER, RUNTIME_MOUNT, SANDBOX_DIR, visibleCommand, type Launcher, type LaunchOptions } from './launch.ts'
+import { isWithin } from '../paths.ts'
+import { BIN_DIR, LAUNCHER_PATH, MASKED_DIRS, READY_MARKER, RUNTIME_MOUNT, SANDBOX_DIR, visibleCommand, type Launcher, type LaunchOptions } from './launch.ts'
 
 /**
  * Run by the service before bwrap, on the host, in the service-side directory. Arguments: $1 cgroup.procs

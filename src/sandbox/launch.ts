@@ -4,6 +4,7 @@
  * that `run.ts` spawns, with the service-side directory as its cwd; stdout carries the program's stdout and
  * stderr together, stderr only the launcher's own messages and READY_MARKER.
  */
+import { isWithin } from '../paths.ts'
 import { existsSync, realpathSync } from 'node:fs'
 import { basename, dirname } from 'node:path'
 
@@ -74,10 +75,6 @@ export function sandboxEnv(binDir?: string): Record<string, string> {
 }
 
 /** Whether `path` is `dir` or lies below it. */
-export function isWithin(path: string, dir: string): boolean {
-  const base = dir.replace(/\/+$/, '')
-  return path === base || path.startsWith(`${base}/`)
-}
 
 /** Where `program` (an absolute path) is seen inside, and the directory to bind when it would be hidden. */
 export function visibleProgram(program: string, hiddenPaths: readonly string[]): { runtime: string; path: string } {

@@ -1,7 +1,8 @@
 /** Repository, branch and domain rules, and where GitHub Pages serves the site. */
 import { describe, expect, test } from 'bun:test'
 import { AppError } from '../../src/errors.ts'
-import { branchProblem, domainProblem, parseTarget, publicUrl, repositoryProblem } from '../../plugins/publish/target.ts'
+import { branchProblem } from '../../src/branch-names.ts'
+import { domainProblem, parseTarget, publicUrl, repositoryProblem } from '../../plugins/publish/target.ts'
 
 describe('repository names', () => {
   test('GitHub-valid owner/name pairs are accepted', () => {
