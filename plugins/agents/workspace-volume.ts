@@ -8,7 +8,7 @@
  * Mounting needs root, mkfs.ext4 and loop devices; where any is missing the tree is a plain directory and the
  * limits are measured while commands run and after (see `whileWithinLimits`), which the log says once.
  */
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { mkdir, rm, rmdir, truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Logger } from '../../src/log.ts'
@@ -71,6 +71,15 @@ export interface WorkspaceVolumesOptions {
   images?: boolean
 }
 
+/** Whether a filesystem is mounted on `tree`: it then lies on another device than its parent `dir` (two stats, on every read of another process's workspace). */
+function mountedOn(dir: string, tree: string): boolean {
+  try {
+    return statSync(tree).dev !== statSync(dir).dev
+  } catch {
+    return false
+  }
+}
+
 export function createWorkspaceVolumes(logger: Logger, options: WorkspaceVolumesOptions = {}): WorkspaceVolumes {
   const mkfs = Bun.which('mkfs.ext4', { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' })
   const mount = Bun.which('mount', { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' })
@@ -113,7 +122,7 @@ export function createWorkspaceVolumes(logger: Logger, options: WorkspaceVolumes
 
     attach(dir, tree) {
       const image = join(dir, IMAGE)
-      if (!mount || !existsSync(image) || mountsUnder(tree).includes(tree)) return
+      if (!mount || !existsSync(image) || mountedOn(dir, tree)) return
       // mount refuses an image another loop device already holds, so two processes never mount it twice.
       const result = Bun.spawnSync([mount, '-o', 'loop,nosuid,nodev', image, tree], { stdin: 'ignore', stdout: 'ignore', stderr: 'pipe', env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' } })
       if (result.exitCode !== 0) logger.warn('agent workspace image not mounted', { tree, err: result.stderr.toString().trim().slice(0, 300) })

@@ -108,6 +108,8 @@ const BASE_REF = 'refs/agent/base'
 /** Beside `workspace.json`: the task's model conversation, for a follow-up. */
 const CONVERSATION_FILE = 'conversation.jsonl'
 const SNAPSHOT_REF = 'refs/agent/snapshot'
+/** Workspaces whose blob ids, base paths and last diff a process keeps. */
+const CACHED_WORKSPACES = 200
 
 /** What `workspace.json` holds. */
 interface WorkspaceRecord {
@@ -134,9 +136,17 @@ export function createWorkspaces(options: WorkspacesOptions) {
   const { root, limits, logger } = options
   const watchIntervalMs = options.watchIntervalMs ?? 200
   const volumes = options.volumes ?? createWorkspaceVolumes(logger)
-  // Per workspace of this process: blob ids of files already stored, and the paths the base holds.
+  // Per workspace: blob ids of files already stored, and the paths the base holds.
   const blobCaches = new Map<string, Map<string, CachedBlob>>()
   const trackedPaths = new Map<string, Promise<Set<string>>>()
+  // The last diff of each workspace, with the key of the tree it was taken of.
+  const lastDiffs = new Map<string, { key: string; diff: WorkspaceDiff }>()
+  // These only spare work: other processes' workspaces read here are never removed here, so the oldest go first.
+  const remember = <T>(cache: Map<string, T>, taskId: string, value: T) => {
+    cache.delete(taskId)
+    cache.set(taskId, value)
+    if (cache.size > CACHED_WORKSPACES) cache.delete(cache.keys().next().value!)
+  }
   // This process's tasks' workspaces; others' are found through their record.
   const open = new Map<string, TaskWorkspace>()
   // The commit holding each workspace's base: diffs are against it, whatever is committed later.
@@ -281,20 +291,32 @@ export function createWorkspaces(options: WorkspacesOptions) {
     if (!tracked) {
       tracked = pathsOf(gitdirOf(taskId), requireBase(taskId)).then((paths) => new Set(paths))
       tracked.catch(() => trackedPaths.delete(taskId))
-      trackedPaths.set(taskId, tracked)
+      remember(trackedPaths, taskId, tracked)
     }
     return tracked
   }
 
-  /** Reads the tree and stores it as the whole tree of a new commit on `ref`, whose parent is the base. */
-  async function snapshotCommit(taskId: string, ref: string, message: string): Promise<{ snapshot: Snapshot; commit: string }> {
+  function blobCacheOf(taskId: string): Map<string, CachedBlob> {
     let cache = blobCaches.get(taskId)
-    if (!cache) blobCaches.set(taskId, (cache = new Map()))
-    const snapshot = await takeSnapshot({ tree: treeOf(taskId), limits, tracked: await trackedOf(taskId), cache })
-    const commit = await commitTree(gitdirOf(taskId), ref, snapshot.entries, { parent: requireBase(taskId), message })
-    rememberBlobs(snapshot, cache)
-    return { snapshot, commit }
+    if (!cache) remember(blobCaches, taskId, (cache = new Map()))
+    return cache
   }
+
+  /** The tree as it is now, its unchanged files known by their stamps. */
+  async function snapshotOf(taskId: string): Promise<Snapshot> {
+    return takeSnapshot({ tree: treeOf(taskId), limits, tracked: await trackedOf(taskId), cache: blobCacheOf(taskId) })
+  }
+
+  /** Stores a snapshot as the whole tree of a new commit on `ref`, whose parent is the base. */
+  async function commitSnapshot(taskId: string, snapshot: Snapshot, ref: string, message: string): Promise<string> {
+    const commit = await commitTree(gitdirOf(taskId), ref, snapshot.entries, { parent: requireBase(taskId), message })
+    rememberBlobs(snapshot, blobCacheOf(taskId))
+    return commit
+  }
+
+  /** What a snapshot holds, as one key: its paths, modes and blob ids, and what it left out. */
+  const treeKey = (snapshot: Snapshot) =>
+    new Bun.CryptoHasher('sha1').update(JSON.stringify([snapshot.entries.map((e) => [e.path, e.mode, e.oid]), snapshot.leftOut, snapshot.leftOutCount])).digest('hex')
 
   const withChanges = (snapshot: Snapshot, changes: { diff: string; files: WorkspaceChange[] }): WorkspaceDiff => {
     const note = describeLeftOut(snapshot)
@@ -324,7 +346,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
         const baseCommit = await commitTree(gitdir, BASE_REF, entries, { message: base ? `base: ${base.commit}` : 'base: empty project' })
         await writeRecord(taskId, { base: base ?? null, baseCommit })
         baseCommits.set(taskId, baseCommit)
-        trackedPaths.set(taskId, Promise.resolve(new Set(entries.map((e) => e.path))))
+        remember(trackedPaths, taskId, Promise.resolve(new Set(entries.map((e) => e.path))))
       } catch (err) {
         await volumes.release(dirOf(taskId)).catch(() => {})
         await rm(dirOf(taskId), { recursive: true, force: true })
@@ -489,8 +511,15 @@ export function createWorkspaces(options: WorkspacesOptions) {
     diff(taskId: string): Promise<WorkspaceDiff> {
       workspaceOf(taskId)
       return serialised(taskId, async () => {
-        const { snapshot, commit } = await snapshotCommit(taskId, SNAPSHOT_REF, 'snapshot')
-        return withChanges(snapshot, await diffCommits(gitdirOf(taskId), requireBase(taskId), commit))
+        const snapshot = await snapshotOf(taskId)
+        // A tree read as it was at the last diff has that diff: no commit, no Git run.
+        const key = treeKey(snapshot)
+        const last = lastDiffs.get(taskId)
+        if (last?.key === key) return last.diff
+        const commit = await commitSnapshot(taskId, snapshot, SNAPSHOT_REF, 'snapshot')
+        const diff = withChanges(snapshot, await diffCommits(gitdirOf(taskId), requireBase(taskId), commit))
+        remember(lastDiffs, taskId, { key, diff })
+        return diff
       })
     },
 
@@ -506,7 +535,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
         if (problem) throw new TaskError('invalid_branch', `branch ${JSON.stringify(branch)} ${problem}`)
         const ref = `refs/heads/${branch}`
         if (await refExists(gitdir, ref)) throw new TaskError('branch_exists', `The branch ${branch} exists already in this workspace`)
-        const { snapshot, commit } = await snapshotCommit(taskId, ref, message)
+        const snapshot = await snapshotOf(taskId)
+        const commit = await commitSnapshot(taskId, snapshot, ref, message)
         const changes = withChanges(snapshot, await diffCommits(gitdir, requireBase(taskId), commit))
         const byPath = new Map(snapshot.entries.map((e) => [e.path, e]))
         const kept = changes.files.filter((f) => f.status !== 'deleted').map((f) => byPath.get(f.path)!)
@@ -573,6 +603,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
       baseCommits.delete(fromTaskId)
       blobCaches.delete(fromTaskId)
       trackedPaths.delete(fromTaskId)
+      lastDiffs.delete(fromTaskId)
       await volumes.release(dirOf(fromTaskId))
       try {
         await rename(dirOf(fromTaskId), dirOf(toTaskId))
@@ -608,6 +639,7 @@ export function createWorkspaces(options: WorkspacesOptions) {
       baseCommits.delete(taskId)
       blobCaches.delete(taskId)
       trackedPaths.delete(taskId)
+      lastDiffs.delete(taskId)
       queues.delete(taskId)
       await volumes.release(dirOf(taskId))
       await rm(dirOf(taskId), { recursive: true, force: true }).catch((err) => logger.warn('agent workspace not removed', { err, taskId }))

@@ -89,6 +89,23 @@ describe('workspace limits and diff', () => {
     await expect(workspaces.commit(id, 'agent/change', 'Again')).rejects.toThrow('exists already')
   })
 
+  test('a diff of a tree unchanged since the last one is that diff again, with no new snapshot commit', async () => {
+    const id = taskId()
+    await workspaces.create(id, [{ path: 'a.txt', bytes: text('a\n') }])
+    await workspaces.write(id, 'a.txt', 'b\n')
+    const gitdir = join(root, 'ws', id, 'git')
+    const snapshotCommit = () => Bun.spawnSync(['git', `--git-dir=${gitdir}`, 'rev-parse', 'refs/agent/snapshot']).stdout.toString().trim()
+    const first = await workspaces.diff(id)
+    const commit = snapshotCommit()
+    // A commit made a second later would have another id.
+    await Bun.sleep(1100)
+    expect(await workspaces.diff(id)).toEqual(first)
+    expect(snapshotCommit()).toBe(commit)
+    await workspaces.write(id, 'a.txt', 'c\n')
+    expect((await workspaces.diff(id)).diff).toContain('+c')
+    expect(snapshotCommit()).not.toBe(commit)
+  })
+
   test('a nested .git a command made is left out of the diff with a note, never followed, and no repository elsewhere is read', async () => {
     const id = taskId()
     const { tree } = await workspaces.create(id, [{ path: 'a.txt', bytes: text('a\n') }])
