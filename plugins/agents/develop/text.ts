@@ -90,9 +90,7 @@ export function describeChange(path: string, before: string, after: string, done
 
 /** Keeps the head and the tail of a long text: an error is usually at the end of a command's output. */
 export function clip(text: string, max: number): string {
-  if (text.length <= max) return text
-  const head = Math.floor(max * 0.3)
-  return `${text.slice(0, head)}\n[… ${count(text.length - max)} characters left out …]\n${text.slice(text.length - (max - head))}`
+  return cutMiddle(text, max).text
 }
 
 /**
