@@ -177,6 +177,11 @@ export const publicBase = (env: Env) => env.PUBLIC_BASE_URL?.replace(/\/+$/, '')
 const serverVariables = {
   PORT: { doc: 'TCP port the server listens on', parse: integer(0, 65535), fallback: 3000 },
   HOST: { doc: 'Interface the server binds to', parse: text, fallback: '0.0.0.0' },
+  PORT_SHARED: {
+    doc: 'true lets several processes listen on PORT together (SO_REUSEPORT: the kernel spreads new connections over them), for several processes on one host with no proxy in front; they must share DATABASE_URL, REDIS_URL and DATA_DIR. Unset, a PORT already in use stops start-up with exit status 78',
+    parse: boolean,
+    fallback: false,
+  },
   PUBLIC_BASE_URL: {
     doc: 'Public URL of the service, used in links it hands out',
     parse: url('http:', 'https:'),
@@ -365,6 +370,7 @@ const server = defineSettings({
   build: (v) => ({
     port: v.PORT,
     host: v.HOST,
+    portShared: v.PORT_SHARED,
     publicBaseUrl: v.PUBLIC_BASE_URL,
     bodyLimitBytes: v.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: v.SHUTDOWN_TIMEOUT_MS,

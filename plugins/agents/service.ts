@@ -140,8 +140,9 @@ export function createAgentService(options: AgentServiceOptions) {
    * by the one process that claims it; the others wait until it is in the shared log, so their clients, told to
    * subscribe to it as the task ends, find it.
    */
-  log.onInterrupted(async (meta) => {
-    if (!RESUMED_COMMANDS.includes(meta.command)) return
+  log.onInterrupted(async (meta, cause) => {
+    // A task stopped because Redis was unreachable is not claimed by anyone: its client is told to `continue` it.
+    if (cause !== 'producer_gone' || !RESUMED_COMMANDS.includes(meta.command)) return
     const resumedAs = resumedTaskId(meta.taskId)
     if (await log.claimResumption(meta.taskId)) {
       try {
@@ -177,6 +178,8 @@ export function createAgentService(options: AgentServiceOptions) {
         throw Object.assign(refusal, { cause: err })
       })
       recorded.catch(() => undefined)
+      // Its log taken from this process (Redis unreachable, or a follower ended it), no one can follow the task: it stops.
+      writer.lost.addEventListener('abort', () => controller.abort(new TaskError('task_interrupted', 'The task log could not be reached; the task stopped')), { once: true })
       const unregister = cancels.register(taskId, () => void abortLocal(taskId, new TaskError('task_cancelled', 'The task was cancelled')))
       options.meter?.record({ ...caller, kind: 'agent_run' })
       runningByUser.set(caller.userId, count + 1)

@@ -5,7 +5,7 @@
  * the agents' own: the JSON envelope (`type`, `taskId`, `seq` first), the task's state (status, step, percent)
  * and each user's recent tasks, and the `task_interrupted` error that ends a task whose process died.
  */
-import { createMemoryEventLog, createRedisEventLog, type EventLog, type LoggedEvent } from '../../src/event-log/index.ts'
+import { createMemoryEventLog, createRedisEventLog, type EventLog, type InterruptionCause, type LoggedEvent } from '../../src/event-log/index.ts'
 import type { Logger } from '../../src/log.ts'
 import { createRedisManager, type RedisManager } from '../../src/redis.ts'
 import { FINISHED_STATUSES, type TaskStatus } from './model.ts'
@@ -35,6 +35,8 @@ export interface TaskWriter {
   update(state: Partial<Pick<TaskMeta, 'status' | 'step' | 'percent'>>): void
   /** Resolves once every message appended so far can be read by other processes; rejects if it cannot be. */
   written(): Promise<void>
+  /** Aborted when the log was taken from this process: the task cannot be followed any more and should stop. */
+  readonly lost: AbortSignal
 }
 
 export interface TaskLog {
@@ -49,9 +51,10 @@ export interface TaskLog {
   follow(taskId: string, afterSeq: number, listener: TaskListener): Promise<(() => void) | undefined>
   /**
    * Calls `handler` with the state of a task whose process died, in each process that finds the interruption, before
-   * that process's followers see the task end.
+   * that process's followers see the task end; and in the task's own process when it ended the task's log there
+   * because Redis was unreachable (`cause` says which).
    */
-  onInterrupted(handler: (meta: TaskMeta) => Promise<void> | void): void
+  onInterrupted(handler: (meta: TaskMeta, cause: InterruptionCause) => Promise<void> | void): void
   /** True for the one caller, among every process, that is to resume the task. */
   claimResumption(taskId: string): Promise<boolean>
   close(): Promise<void>
@@ -107,6 +110,13 @@ function interruption(info: string): string[] {
   ]
 }
 
+/** The end of a task whose log could not be stored (Redis unreachable, or it lost the log): the task stopped. */
+function unavailable(info: string): string[] {
+  const meta = JSON.parse(info) as Pick<TaskMeta, 'taskId' | 'command'>
+  const goOn = RESUMED_COMMANDS.includes(meta.command) ? `; send \`continue\` with taskId ${meta.taskId} to go on from its last completed step` : '; send the command again'
+  return [logged({ ...INTERRUPTED, message: `The task log could not be reached (Redis), so the task stopped${goOn} once the service is available again` })]
+}
+
 /** Finished tasks kept per user in one process by default, however long their retention has still to run. */
 export const DEFAULT_TASKS_KEPT_PER_USER = 1000
 
@@ -148,6 +158,7 @@ function createTaskLog(events: EventLog, directory: TaskDirectory): TaskLog {
           directory.save(meta, !isFinished(meta.status))
         },
         written: () => producer.written(),
+        lost: producer.lost,
       }
     },
     async meta(taskId) {
@@ -156,8 +167,8 @@ function createTaskLog(events: EventLog, directory: TaskDirectory): TaskLog {
     },
     recent: (userId, limit) => directory.recent(userId, limit),
     onInterrupted(handler) {
-      events.onInterrupted(async (_taskId, info) => {
-        await handler(JSON.parse(info) as TaskMeta)
+      events.onInterrupted(async (_taskId, info, _events, cause) => {
+        await handler(JSON.parse(info) as TaskMeta, cause)
       })
     },
     claimResumption: (taskId) => directory.claimResumption(taskId),
@@ -272,6 +283,7 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
     logger: options.logger,
     keyPrefix: prefix,
     interruption,
+    unavailable,
     retentionMs,
     maxLifeMs: runningTtlMs,
     leaseMs: options.leaseMs,

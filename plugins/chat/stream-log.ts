@@ -2,7 +2,8 @@
  * Each generation's chunks in the core event log (src/event-log), so a client that lost its connection gets
  * exactly what it missed, from any process. What is chat's own: the SSE framing (`id: <generationId>:<seq>`,
  * seq from 1, closed by `data: [DONE]`), the generation's details kept as the log's info, the pointer from a chat
- * to its running generation, and the interruption (a `generation_interrupted` error chunk, then `[DONE]`).
+ * to its running generation, and the interruption (a `generation_interrupted` error chunk, then `[DONE]`; an
+ * `unavailable` one when the process holding the client ends the stream itself because Redis is unreachable).
  */
 import { createMemoryEventLog, createRedisEventLog, followMapped, type EventLog, type LoggedEvent } from '../../src/event-log/index.ts'
 import type { Logger } from '../../src/log.ts'
@@ -64,6 +65,12 @@ export const INTERRUPTED_CHUNK = JSON.stringify({
   errorText: 'generation_interrupted: the server producing this answer stopped before it finished; send the message again',
 })
 
+/** Ends the streams a process holds when the stream store (Redis) cannot be reached, or lost the answer's log. */
+export const UNAVAILABLE_CHUNK = JSON.stringify({
+  type: 'error',
+  errorText: 'unavailable: the stream store could not be reached, so this answer stopped here; the chat keeps it, marked interrupted; send the message again in a few seconds',
+})
+
 /** Where each chat's running generation is named. */
 interface ActivePointers {
   set(chatId: string, generationId: string): Promise<unknown>
@@ -77,9 +84,10 @@ function createStreamLog(events: EventLog, pointers: ActivePointers, logger?: Lo
   const parse = (info: string | undefined) => (info ? (JSON.parse(info) as GenerationMeta) : undefined)
   events.onInterrupted(async (_logId, info, logged) => {
     const meta = parse(info)!
-    await pointers.release(meta.chatId, meta.generationId)
-    const chunks = logged.filter((e) => e.data !== DONE && e.data !== INTERRUPTED_CHUNK).map((e) => e.data)
+    const chunks = logged.filter((e) => e.data !== DONE && e.data !== INTERRUPTED_CHUNK && e.data !== UNAVAILABLE_CHUNK).map((e) => e.data)
     for (const handler of handlers) await handler(meta, chunks)
+    // Stored first: with Redis unreachable the pointer stays until it expires, and the answer is kept regardless.
+    await pointers.release(meta.chatId, meta.generationId).catch((err) => logger?.warn('chat stream log: releasing an interrupted generation failed', { err }))
   })
   const meta = async (generationId: string) => parse(await events.info(generationId))
 
@@ -121,6 +129,7 @@ function createStreamLog(events: EventLog, pointers: ActivePointers, logger?: Lo
 }
 
 const interruption = () => [INTERRUPTED_CHUNK, DONE]
+const unavailable = () => [UNAVAILABLE_CHUNK, DONE]
 
 export function createMemoryStreamLog(options: { ttlSeconds: number }): StreamLog {
   const active = new Map<string, string>()
@@ -159,6 +168,7 @@ export function createRedisStreamLog(options: RedisStreamLogOptions): StreamLog 
     logger: options.logger,
     keyPrefix: prefix,
     interruption,
+    unavailable,
     retentionMs: options.ttlSeconds * 1000,
     maxLifeMs: (options.maxGenerationSeconds + options.ttlSeconds) * 1000,
     leaseMs: options.leaseMs,

@@ -47,18 +47,32 @@ export interface EventLog {
   follow(logId: string, afterSeq: number, listener: EventListener): Promise<(() => void) | undefined>
   /**
    * Calls `handler` with a log's info and all its events in each process that reads the log's interruption (the
-   * one that wrote it first), before its followers there see the end. What it records must be idempotent.
+   * one that wrote it first), before its followers there see the end; and in a producing process that ends its
+   * log by itself because the shared store is unreachable or lost the log (`cause` says which). What it records
+   * must be idempotent.
    */
   onInterrupted(handler: InterruptionHandler): void
   /** Stops this instance: producers stop without ending their logs, followers get nothing more. */
   close(): Promise<void>
 }
 
-export type InterruptionHandler = (logId: string, info: string, events: LoggedEvent[]) => Promise<void> | void
+/**
+ * `producer_gone`: the producer stopped renewing its lease (its process died) and a follower ended the log.
+ * `unreachable`: the shared store could not be written or read in time, or lost the log; the process holding the
+ * producer or follower ended it by itself, so its clients are not left waiting.
+ */
+export type InterruptionCause = 'producer_gone' | 'unreachable'
+
+export type InterruptionHandler = (logId: string, info: string, events: LoggedEvent[], cause: InterruptionCause) => Promise<void> | void
 
 export interface EventLogOptions {
   /** The events ending a log whose producer is gone, built from its info; the last one is final. */
   interruption: (info: string) => string[]
+  /**
+   * The events a process ends a log with by itself when the shared store cannot be reached for a lease's time, or
+   * lost the log; the last one is final. Default: `interruption`.
+   */
+  unavailable?: (info: string) => string[]
   /** How long a log is kept after its end. */
   retentionMs: number
   /** Longest a log may run; bounds how long a running log's keys live. */

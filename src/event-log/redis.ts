@@ -10,7 +10,7 @@
  */
 import type { Logger } from '../log.ts'
 import type { RedisManager } from '../redis.ts'
-import type { EventLog, EventLogOptions, InterruptionHandler, LoggedEvent, Producer } from './index.ts'
+import type { EventLog, EventLogOptions, InterruptionCause, InterruptionHandler, LoggedEvent, Producer } from './index.ts'
 import { LocalLog, interruptionEvents, newFollower, stopper, type Follower } from './local.ts'
 
 export interface RedisEventLogOptions extends EventLogOptions {
@@ -32,11 +32,14 @@ if top then
 end`
 
 // KEYS: log, lease, info. ARGV: previous seq, last seq, final, events, lease ms, ttl ms.
-// 1 appended, 2 already there (a retry after a lost reply), 0 fenced out (ended by someone else, or the log lost).
+// 1 appended, 2 already there (a retry after a lost reply), 0 fenced out (ended by someone else), -1 the log is
+// lost (Redis restarted empty, or evicted it: events it had acknowledged are gone).
 const APPEND = `${TOP}
 if interrupted then return 0 end
 if topSeq == tonumber(ARGV[2]) then return 2 end
-if ended or topSeq ~= tonumber(ARGV[1]) then return 0 end
+if ended then return 0 end
+if topSeq < tonumber(ARGV[1]) or redis.call('EXISTS', KEYS[3]) == 0 then return -1 end
+if topSeq ~= tonumber(ARGV[1]) then return 0 end
 if ARGV[3] == '1' then
   redis.call('XADD', KEYS[1], '0-' .. ARGV[2], 'e', ARGV[4], 'd', '1')
   redis.call('DEL', KEYS[2])
@@ -83,6 +86,7 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
   const { redis, keyPrefix: prefix } = options
   const leaseMs = options.leaseMs ?? 6000
   const pollMs = options.pollMs ?? 1000
+  const unavailable = options.unavailable ?? options.interruption
   const keys = {
     log: (id: string) => `${prefix}log:${id}`,
     lease: (id: string) => `${prefix}lease:${id}`,
@@ -139,11 +143,17 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     const opened = redis.run((client) =>
       Promise.all([client.send('SET', [keys.lease(logId), '1', 'PX', String(leaseMs)]), client.send('SET', [keys.info(logId), info, 'PX', String(options.maxLifeMs)])]),
     ).then(() => undefined)
-    opened.catch((err) => lose('its lease could not be written', err))
+    opened.catch((err) => lose('its lease could not be written', err, 'unreachable'))
+    let renewFailingSince = 0
     const renew = setInterval(() => {
       void redis.send('SET', [keys.lease(logId), '1', 'PX', String(leaseMs)]).then(
-        () => undefined,
-        (err) => warn('lease renewal failed', err),
+        () => void (renewFailingSince = 0),
+        (err) => {
+          renewFailingSince ||= Date.now()
+          // A producer with nothing to append learns of an outage here: past the lease it ends its log itself.
+          if (Date.now() - renewFailingSince >= leaseMs) lose('its lease could not be renewed', err, 'unreachable')
+          else warn('lease renewal failed', err)
+        },
       )
     }, leaseMs / 3)
 
@@ -155,19 +165,25 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
       }
     }
 
-    /** Gives the log up: what was not stored is dropped, and the followers here go on from the shared log. */
-    function lose(reason: string, err?: unknown) {
+    /**
+     * Gives the log up. Fenced out by a follower that ended it: the followers here go on from the shared log, which
+     * holds that end. The store unreachable or the log lost: the log ends here, with what was not stored and the
+     * `unavailable` events, so no client here waits for a store that may not come back.
+     */
+    function lose(reason: string, err?: unknown, how: 'fenced' | 'unreachable' = 'fenced') {
       if (lost.signal.aborted) return
-      if (err) warn(`producer of ${logId} gave up: ${reason}`, err)
+      if (err || how === 'unreachable') warn(`producer of ${logId} gave up: ${reason}`, err)
       lost.abort(new Error(reason))
       clearInterval(renew)
       clearTimeout(retry)
       stops.delete(halt)
+      const unstored = [...(inflight ?? []), ...pending]
       pending = []
       inflight = undefined
       for (const w of waiters.splice(0)) w.reject(new Error(`log ${logId} was lost: ${reason}`))
-      if (produced.get(logId) === log) produced.delete(logId)
       if (closed) return
+      if (how === 'unreachable') return void endHere(log, unstored)
+      if (produced.get(logId) === log) produced.delete(logId)
       for (const follower of [...log.followers]) {
         follower.detach?.()
         followShared(logId, follower, info)
@@ -198,7 +214,8 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
       script('append', logKeys(logId), args).then(
         (result) => {
           if (inflight !== batch) return
-          if (result === 0) return lose('a follower ended the log (its lease had lapsed), or the log was lost')
+          if (result === 0) return lose('a follower ended the log (its lease had lapsed)')
+          if (result === -1) return lose('Redis lost the log', undefined, 'unreachable')
           failingSince = 0
           inflight = undefined
           log.commit(batch)
@@ -210,7 +227,7 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
           if (inflight !== batch) return
           failingSince ||= Date.now()
           // Past the lease, a follower may already have ended the log: the producer stops here.
-          if (Date.now() - failingSince > leaseMs) return lose('its events could not be stored', err)
+          if (Date.now() - failingSince > leaseMs) return lose('its events could not be stored', err, 'unreachable')
           retry = setTimeout(() => send(batch), RETRY_MS)
         },
       )
@@ -219,9 +236,7 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     function finish() {
       clearInterval(renew)
       stops.delete(halt)
-      keepFor(Math.min(options.retentionMs, LOCAL_KEEP_MS), () => {
-        if (produced.get(logId) === log) produced.delete(logId)
-      })
+      keepLocal(log)
     }
 
     function push(data: string, final: boolean): number {
@@ -266,6 +281,26 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     }
   }
 
+  /** Keeps a log that ended here for clients resuming at once, then forgets it. */
+  function keepLocal(log: LocalLog) {
+    keepFor(Math.min(options.retentionMs, LOCAL_KEEP_MS), () => {
+      if (produced.get(log.id) === log) produced.delete(log.id)
+    })
+  }
+
+  /**
+   * Ends a produced log in this process only, its store unreachable or its shared copy lost: the followers here
+   * get what was never stored, then the `unavailable` events (nothing more when the final event was among the
+   * unstored); the handlers record it first. Followers elsewhere end by themselves the same way.
+   */
+  async function endHere(log: LocalLog, unstored: LoggedEvent[]) {
+    const complete = unstored.at(-1)?.final === true
+    const ending = complete ? [] : interruptionEvents(unavailable(log.info), unstored.at(-1)?.seq ?? log.lastSeq)
+    if (!complete) await interrupted(log, [...log.events, ...unstored, ...ending], 'unreachable')
+    log.commit([...unstored, ...ending])
+    keepLocal(log)
+  }
+
   /** Feeds `follower` from the shared log, through this process's one reader of that log. */
   function followShared(logId: string, follower: Follower, info?: string) {
     let mirror = mirrors.get(logId)
@@ -294,12 +329,14 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     }
     let connection: Awaited<ReturnType<RedisManager['blocking']>> | undefined
     let pause = RETRY_MS
+    let failingSince = 0
     while (!mirror.stopped && !closed) {
       try {
         connection ??= await redis.blocking()
         const seq = mirror.log.lastSeq
         const reply = await connection.send('XREAD', ['BLOCK', String(pollMs), 'COUNT', '100', 'STREAMS', keys.log(logId), `0-${seq}`], pollMs + 1000)
         pause = RETRY_MS
+        failingSince = 0
         const entries = streamEntries(reply)
         if (entries.length > 0) {
           for (const entry of entries) {
@@ -328,9 +365,16 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
           break
         }
       } catch (err) {
-        warn(`reading ${logId} failed; retrying`, err)
         connection?.release(true)
         connection = undefined
+        failingSince ||= Date.now()
+        // As long as a producer keeps trying to store (a lease), and no longer: then the follower ends here.
+        if (Date.now() - failingSince >= leaseMs) {
+          warn(`reading ${logId} failed for ${leaseMs} ms; its followers here end with the unavailable events`, err)
+          endLocally(mirror)
+          break
+        }
+        warn(`reading ${logId} failed; retrying`, err)
         await Bun.sleep(pause)
         pause = Math.min(pause * 2, 1000)
       }
@@ -339,13 +383,14 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     done()
   }
 
+  /** Ends a followed log here: the shared log lost part of it, or cannot be read. Its producer records its own end. */
   function endLocally(mirror: Mirror) {
-    mirror.log.commit(interruptionEvents(options.interruption(mirror.log.info), mirror.log.lastSeq))
+    mirror.log.commit(interruptionEvents(unavailable(mirror.log.info), mirror.log.lastSeq))
   }
 
-  async function interrupted(log: LocalLog, events: LoggedEvent[]) {
+  async function interrupted(log: LocalLog, events: LoggedEvent[], cause: InterruptionCause = 'producer_gone') {
     for (const handler of handlers)
-      await Promise.resolve(handler(log.id, log.info, events)).catch((err) => warn(`interruption handler for ${log.id} failed`, err))
+      await Promise.resolve(handler(log.id, log.info, events, cause)).catch((err) => warn(`interruption handler for ${log.id} failed`, err))
   }
 
   async function infoOf(logId: string): Promise<string | undefined> {

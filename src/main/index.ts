@@ -2,7 +2,7 @@ import { createApp } from './app.ts'
 import { EXIT, VERSION_TEXT, configurationFailure, parseServerArgs, serverUsage } from '../command-line.ts'
 import { describeVariables, loadConfig } from './config.ts'
 import { buildDependencies } from './dependencies.ts'
-import { startServer } from './server.ts'
+import { PortInUseError, startServer } from './server.ts'
 import { announceSetupCode, setupUrl } from '../../plugins/setup/index.ts'
 
 /** load config -> build dependencies -> createApp -> listen; SIGTERM/SIGINT -> drain and stop. */
@@ -17,7 +17,16 @@ async function main() {
     console.error(message)
     process.exit(EXIT.config)
   }
-  const running = startServer(createApp(deps), deps)
+  let running
+  try {
+    running = startServer(createApp(deps), deps)
+  } catch (err) {
+    if (!(err instanceof PortInUseError)) throw err
+    deps.logger.error('port in use', { error: err.message })
+    await deps.close()
+    console.error(err.message)
+    process.exit(EXIT.config)
+  }
   for (const part of config.unconfigured) deps.logger.warn('not configured', { part })
   for (const name of config.generatedSecrets)
     deps.logger.warn('secret generated into DATA_DIR/secrets.json; set it in production', { variable: name })

@@ -6,6 +6,13 @@ import { startMetricsListener } from '../../plugins/metrics/index.ts'
 // How long shutdown waits for a pause in arriving requests before it closes the listener regardless.
 const LISTENER_QUIET_WAIT_MS = 200
 
+/** Another process listens on the port (and PORT_SHARED does not ask to share it): a configuration error. */
+export class PortInUseError extends Error {
+  constructor(hostname: string, port: number) {
+    super(`${hostname}:${port} is already in use by another process; choose another PORT, stop that process, or set PORT_SHARED=true to share the port on purpose`)
+  }
+}
+
 export interface RunningServer {
   readonly server: Server<unknown>
   readonly url: string
@@ -23,11 +30,20 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
   // Bun's own refusal of a large body is an empty 413 before the app sees it; the request pipeline counts the
   // body itself (BODY_LIMIT_BYTES) after the route's guards, so every refusal is a problem body and an
   // anonymous caller of a guarded route gets its 401 first.
-  app.listen({
-    port: overrides.port ?? config.port,
-    hostname: overrides.hostname ?? config.host,
-    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-  })
+  const port = overrides.port ?? config.port
+  const hostname = overrides.hostname ?? config.host
+  try {
+    app.listen({
+      port,
+      hostname,
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+      // Elysia shares ports by default; a second process on a taken port would then answer half the connections.
+      reusePort: config.portShared,
+    })
+  } catch (err) {
+    if ((err as { code?: string }).code === 'EADDRINUSE') throw new PortInUseError(hostname, port)
+    throw err
+  }
   const server = app.server!
   const url = `http://${server.hostname}:${server.port}`
   const metricsListener =
