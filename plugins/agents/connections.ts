@@ -3,6 +3,7 @@
  * tasks each follows, the heartbeat that pings them all and closes the silent ones, and the handling of every
  * client message. Kept small per connection: 10,000 idle ones must fit in a few KB each.
  */
+import type { Lifecycle } from '../../src/lifecycle.ts'
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/index.ts'
@@ -75,6 +76,8 @@ export interface ConnectionHubOptions {
   standing?: ConnectionStanding
   /** How often `standing` is asked, while connections are open. Default 500 ms. */
   standingIntervalMs?: number
+  /** Refuses new agent connections and commands while the process drains: the client is sent elsewhere. */
+  admission?: Pick<Lifecycle, 'admitLongWork'>
 }
 
 /** A connection slot held from the upgrade request to the open socket; it ends exactly once. */
@@ -341,6 +344,7 @@ export function createConnectionHub(options: ConnectionHubOptions) {
   }
 
   async function command(connection: AgentConnection, message: Extract<ClientMessage, { type: 'agent_command' }>) {
+    options.admission?.admitLongWork('agent tasks')
     const checked = checkCommand(message.id, message.command, message.params)
     if (!checked.ok) return refuse(connection, checked.error)
     const problem = paramsProblem(checked.command, checked.params)
@@ -403,6 +407,11 @@ export function createConnectionHub(options: ConnectionHubOptions) {
      * One more connection slot for the user, or undefined when they hold the most allowed. The caller claims it when
      * the socket opens or releases it when the upgrade fails; left alone, it is given back after the timeout.
      */
+    /** Throws 503 `unavailable` while the process drains: a client upgrading now is sent to another process. */
+    admit(): void {
+      options.admission?.admitLongWork('agent connections')
+    },
+
     reserve(userId: string): SlotReservation | undefined {
       const count = perUser.get(userId) ?? 0
       if (count >= settings.maxConnectionsPerUser) return undefined

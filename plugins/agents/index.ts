@@ -89,7 +89,7 @@ export function agentsPlugin(options: AgentsPluginOptions) {
       () => {
         throw new AppError('upgrade_required', 'GET /ws/agent is a WebSocket endpoint; connect with Upgrade: websocket', { headers: { upgrade: 'websocket' } })
       },
-      { response: { 400: problem, 401: problem, 403: problem, 426: problem, 429: problem }, detail: upgradeDetail },
+      { response: { 400: problem, 401: problem, 403: problem, 426: problem, 429: problem, 503: problem }, detail: upgradeDetail },
     )
     .ws('/ws/agent', {
       async beforeHandle({ request, set }) {
@@ -103,6 +103,7 @@ export function agentsPlugin(options: AgentsPluginOptions) {
           throw new AppError('forbidden', `Pages on ${request.headers.get('origin')} may not open agent connections; list the origin in CORS_ORIGINS`)
         const principal = await authenticateRequest(access, request)
         requireScope(principal, 'agents:run')
+        hub.admit()
         const slot = hub.reserve(principal.userId)
         if (!slot) throw new AppError('too_many_connections', 'You already hold the most agent connections allowed to this server; close one first')
         const bearer = bearerFrom(request.headers)

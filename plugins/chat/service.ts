@@ -2,6 +2,7 @@
  * Chat as a service: stores the conversation, starts the generation that answers it, and lets
  * clients follow, resume and cancel it. Enhanced chat starts its own kind of turn through it.
  */
+import type { Lifecycle } from '../../src/lifecycle.ts'
 import type { CancelChannel } from '../../src/event-log/cancel.ts'
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
@@ -26,6 +27,8 @@ import type { Caller } from '../../src/auth/caller.ts'
 export interface ChatServiceOptions {
   db: Database
   logger: Logger
+  /** Refuses new long work while the process drains (503 with Retry-After, so a proxy sends it elsewhere). */
+  admission?: Pick<Lifecycle, 'admitLongWork'>
   /** Undefined when no model provider is configured: starting a turn answers 503 not_configured. */
   provider: ModelProvider | undefined
   webSearch: Pick<WebSearchService, 'search' | 'configured'>
@@ -93,6 +96,7 @@ export function createChatService(options: ChatServiceOptions) {
       request: Pick<ChatRequest, 'id' | 'messages'> & { turn?: Partial<Turn> },
       produce?: (turn: Turn, emit: Emit, signal: AbortSignal) => Promise<UiMessage>,
     ): Promise<{ chatId: string; generationId: string; done: Promise<void> }> {
+      options.admission?.admitLongWork('chat turns')
       const turnServices = services()
       // A chat id made here is new: there is nothing to look up.
       const chatId = request.id ?? newChatId()

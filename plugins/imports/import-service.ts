@@ -7,6 +7,7 @@
  * periodically, and whenever it is read; importing again resumes from what the workspace already holds (the
  * fetched objects and, when it is consistent, the checked-out tree), so nothing is downloaded twice.
  */
+import type { Lifecycle } from '../../src/lifecycle.ts'
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { Database } from '../../src/storage/database.ts'
@@ -28,6 +29,8 @@ export type { TokenSource } from './import-job.ts'
 
 export interface ImportServiceOptions {
   db: Database
+  /** Refuses new long work while the process drains (503 with Retry-After, so a proxy sends it elsewhere). */
+  admission?: Pick<Lifecycle, 'admitLongWork'>
   /** Receives the files of every import (plugins/search). */
   codeIndex: CodeIndex
   /** Workspaces live under `<dataDir>/imports`. */
@@ -303,6 +306,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
 
     async start(caller, request) {
       if (closed) throw new AppError('unavailable', 'The service is shutting down')
+      options.admission?.admitLongWork('imports')
       const location = locateRepository(request.repository, settings.codehostUrl)
       const { address } = await guardRepositoryUrl(location.cloneUrl, policy)
       const repository = await store.upsertRepository(caller.orgId, location)

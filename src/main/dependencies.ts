@@ -108,6 +108,7 @@ export interface DependencyOverrides {
 }
 
 export async function buildDependencies(config: Config, overrides: DependencyOverrides = {}): Promise<Dependencies> {
+  const lifecycle = createLifecycle()
   const logger = overrides.logger ?? createLogger(config.log)
   const { databaseUrl, redisUrl } = config
   const openStorage = () => openDatabase({ databaseUrl, dataDir: config.dataDir, sqliteFile: overrides.sqliteFile })
@@ -199,6 +200,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const chat = createChatService({
     db,
     logger,
+    admission: lifecycle,
     provider: modelProvider,
     webSearch,
     codeIndex,
@@ -249,6 +251,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   closers.push(() => codeIndex.close())
   const imports = createImportService({
     db,
+    admission: lifecycle,
     codeIndex,
     dataDir: config.dataDir,
     settings: config.imports,
@@ -339,7 +342,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   closers.push(() => agents.close())
   // Agent commands spend what POST /api/chat spends, failing closed or open as its class is configured.
   const commandPolicies = classPolicies({ policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }, 'chat').all
-  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: { limiter, policies: commandPolicies }, standing: connectionStanding(access) })
+  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: { limiter, policies: commandPolicies }, standing: connectionStanding(access), admission: lifecycle })
   metrics?.watch({
     sseStreams: openSseStreams,
     webSockets: () => agentConnections.size,
@@ -353,7 +356,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     config,
     logger,
     db,
-    lifecycle: createLifecycle(),
+    lifecycle,
     accounts,
     access,
     plans,

@@ -205,7 +205,7 @@ export function renderNginx(options: { upstreams: string[]; listen: string; extr
   })
   if (servers !== options.upstreams.length) throw new Error(`nginx.conf has ${servers} upstream servers, ${options.upstreams.length} given`)
   conf = conf.replace(/^(\s*)listen\s+\d+;/m, `$1listen ${options.listen};`)
-  const httpDirectives = [...tempPaths(dir.path), `access_log ${join(dir.path, 'logs', 'access.log')};`, ...(options.extraHttp ?? [])]
+  const httpDirectives = [...tempPaths(dir.path), `log_format upstreams '$request_method $uri $status upstream=$upstream_status';`, `access_log ${join(dir.path, 'logs', 'access.log')} upstreams;`, ...(options.extraHttp ?? [])]
   conf = conf.replace(/^http \{$/m, ['http {', ...httpDirectives.map((d) => `    ${d}`)].join('\n'))
   if (options.edit) conf = options.edit(conf)
   const file = join(dir.path, 'nginx.conf')
@@ -229,6 +229,8 @@ export interface RunningNginx {
   readonly port: number
   /** nginx's error log so far (upstream failures, retries on the next server). */
   errorLog(): string
+  /** nginx's access log so far: `METHOD URI STATUS upstream=<each upstream's status, comma-separated>` a line. */
+  accessLog(): string
   stop(): Promise<void>
 }
 
@@ -265,6 +267,7 @@ export async function startNginx(options: { upstreams: string[]; extraHttp?: str
     url,
     port,
     errorLog: () => readFileSync(join(rendered.dir, 'logs', 'error.log'), 'utf8'),
+    accessLog: () => readFileSync(join(rendered.dir, 'logs', 'access.log'), 'utf8'),
     async stop() {
       proc.kill('SIGTERM')
       await proc.exited

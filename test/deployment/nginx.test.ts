@@ -47,9 +47,14 @@ describe.skipIf(!nginxBinary)('nginx -t', () => {
 })
 if (!nginxBinary) console.warn('[skip] nginx -t on docs/deployment/nginx.conf: nginx is not installed')
 
+/** Every regex `location` block, in order: nginx uses the first whose pattern matches. */
+const regexLocations = [...conf.matchAll(/^\s*location\s+~\s*([^{]+?)\s*\{([^}]*)\}/gm)].map((m) => ({ matcher: new RegExp(m[1]!), body: m[2]! }))
+const locationFor = (path: string) => regexLocations.find((l) => l.matcher.test(path))
+
 describe('streaming routes', () => {
-  const sse = locationBlock(/^~/)
-  const matcher = new RegExp(sse.pattern.replace(/^~\s*/, ''))
+  const sse = locationBlock(/^~ \^\/\(api\/chat\|api\/chat\//)
+  const longWork = locationBlock(/^~ \^\/\(api\/chat\|api\/enhanced-chat\|api\/codehost\/import\)\$$/)
+  const matcher = { test: (path: string) => locationFor(path) !== undefined }
 
   // Every route whose OpenAPI answer is an event stream, plus those that stream on Accept: text/event-stream.
   const app = makeApp()
@@ -69,11 +74,22 @@ describe('streaming routes', () => {
     expect(['/api/chats', '/api/chat/some-id', '/api/chat/some-id/cancel', '/api/codehost/imports', '/health'].filter((p) => matcher.test(p))).toEqual([])
   })
 
-  test('the SSE location passes each event on at once and keeps the stream open for long answers', () => {
-    expect(directive(sse.body, 'proxy_buffering')).toBe('off')
-    expect(directive(sse.body, 'proxy_cache')).toBe('off')
-    expect(directive(sse.body, 'gzip')).toBe('off')
-    expect(seconds(directive(sse.body, 'proxy_read_timeout'))).toBeGreaterThanOrEqual(600)
+  test('the SSE locations pass each event on at once and keep the stream open for long answers', () => {
+    for (const block of [sse, longWork]) {
+      expect(directive(block.body, 'proxy_buffering')).toBe('off')
+      expect(directive(block.body, 'proxy_cache')).toBe('off')
+      expect(directive(block.body, 'gzip')).toBe('off')
+      expect(seconds(directive(block.body, 'proxy_read_timeout'))).toBeGreaterThanOrEqual(600)
+    }
+  })
+
+  test('new long work refused by a draining replica (503) goes to the other: chat turns and imports, and nothing else', () => {
+    const retry = directive(longWork.body, 'proxy_next_upstream')!.split(/\s+/)
+    expect(retry).toEqual(expect.arrayContaining(['error', 'timeout', 'http_503', 'non_idempotent']))
+    for (const path of ['/api/chat', '/api/enhanced-chat', '/api/codehost/import']) expect(locationFor(path)?.body).toBe(longWork.body)
+    for (const path of ['/api/publish-codehost-pages', '/api/chat/some-id/stream', '/mcp', '/api/payment/webhook']) expect(locationFor(path)?.body).not.toBe(longWork.body)
+    const ws = locationBlock(/^=\s*\/ws\/agent$/)
+    expect(directive(ws.body, 'proxy_next_upstream')!.split(/\s+/)).toEqual(['error', 'timeout', 'http_503'])
   })
 
   test('the agent WebSocket is upgraded over HTTP/1.1 and kept open', () => {
@@ -82,6 +98,7 @@ describe('streaming routes', () => {
     // Set once at server level; a location with its own proxy_set_header would drop them all.
     expect(ws.body).not.toContain('proxy_set_header')
     expect(sse.body).not.toContain('proxy_set_header')
+    expect(longWork.body).not.toContain('proxy_set_header')
     expect(directive(conf, 'proxy_http_version')).toBe('1.1')
     expect(directive(conf, 'proxy_set_header Upgrade')).toBe('$http_upgrade')
     expect(directive(conf, 'proxy_set_header Connection')).toBe('$connection_upgrade')

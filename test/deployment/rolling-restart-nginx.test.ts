@@ -1,12 +1,16 @@
 /**
  * The rolling restart of docs/deployment.mdx, behind docs/deployment/nginx.conf: each of two replicas is
- * restarted in turn, by the documented steps, while clients keep sending GET and POST requests (chat streams
- * among them) through nginx. No request may fail: nginx moves what a stopping replica cannot take to the other,
- * the stopping replica finishes what it took, and a cut chat stream resumes on the other replica.
+ * restarted in turn, by the documented steps, while clients keep sending GET and POST requests through nginx:
+ * short and 10-second chat streams, agent tasks over the WebSocket and repository imports among them. No request
+ * may fail: nginx moves what a stopping replica cannot take (new long work it refuses with 503 while it drains,
+ * a closed listener) to the other, the stopping replica finishes what it took, a cut chat stream resumes on the
+ * other replica, and an agent client told to go away (1001) reconnects and subscribes to its task again.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
+import { connectAgent, isFinal, type AgentMessage } from '../agents/helpers.ts'
+import { startGitServer, type GitServer } from '../fakes/git-server.ts'
+import { asking, startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { UNLIMITED_BUDGETS, announceSkip, postgresUrl, redisUrl } from '../helpers.ts'
 import { clusterAdmin, createCluster, type Cluster, type ServiceProcess } from '../scale-out/cluster.ts'
 import { composeFile, environmentOf, freePort, nginxBinary, replicas as composeReplicas, startNginx, type RunningNginx } from './files.ts'
@@ -18,6 +22,8 @@ else if (!redisUrl) announceSkip('rolling restart behind nginx', 'REDIS_URL')
 
 const PROXY_ADDRESS = '127.0.0.2'
 const ANSWER = Array.from({ length: 8 }, (_, i) => `w${i} `)
+/** About 10 s of answer: long work accepted just before a stop finishes within SHUTDOWN_TIMEOUT_MS. */
+const LONG_ANSWER = Array.from({ length: 100 }, (_, i) => `l${i} `)
 /** Requests the clients send at least, and at most; the restarts happen while they run. */
 const MIN_REQUESTS = 450
 const MAX_REQUESTS = 900
@@ -51,6 +57,7 @@ const textOf = (events: EventSourceMessage[]) =>
 
 describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
   let model: FakeOpenAi
+  let git: GitServer
   let cluster: Cluster
   let proxy: RunningNginx
   const ports = [freePort(), freePort()]
@@ -59,8 +66,11 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
 
   beforeAll(async () => {
     model = startFakeOpenAi()
-    model.fallback = () => ({ text: ANSWER, delayMs: 25 })
+    model.fallback = (body) => (asking('a long answer')(body) ? { text: LONG_ANSWER, delayMs: 100 } : { text: ANSWER, delayMs: 25 })
+    git = startGitServer()
     cluster = await createCluster(redisUrl!, {
+      IMPORT_CODEHOST_URL: git.url,
+      IMPORT_ALLOW_HOSTS: `127.0.0.1:${git.port}`,
       OPENAI_BASE_URL: model.baseUrl,
       CHAT_MODEL: 'fake-model',
       CHAT_SEARCH_AUGMENTATION: 'false',
@@ -77,6 +87,7 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
     await proxy?.stop()
     await cluster?.close()
     await model?.close()
+    await git?.close()
   })
 
   /** docs/deployment.mdx, "Rolling restarts", for replica `i`. */
@@ -102,18 +113,19 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
     const counts: Record<string, number> = {}
     const failures: Failure[] = []
     let sent = 0
+    let sentLong = 0
     let resumed = 0
     let restarting = true
 
     // Nothing to resume (204): the answer is no longer running, so it is, or is about to be, stored.
-    const storedAnswer = async (id: string) => {
+    const storedAnswer = async (id: string, answer: string[]) => {
       let text: string | undefined
-      for (let attempt = 0; attempt < 50 && text !== ANSWER.join(''); attempt++) {
+      for (let attempt = 0; attempt < 50 && text !== answer.join(''); attempt++) {
         if (attempt) await Bun.sleep(100)
         const stored = (await (await fetch(`${proxy.url}/api/chat/${id}`, { headers })).json()) as { messages: { role: string; parts: { type: string; text?: string }[] }[] }
         text = stored.messages.at(-1)?.role === 'assistant' ? stored.messages.at(-1)!.parts.find((p) => p.type === 'text')?.text : undefined
       }
-      return text === ANSWER.join('') ? undefined : `nothing to resume after a cut stream, and the stored answer is ${JSON.stringify(text)}`
+      return text === answer.join('') ? undefined : `nothing to resume after a cut stream, and the stored answer is ${JSON.stringify(text)}`
     }
 
     const requests: Record<string, () => Promise<string | undefined>> = {
@@ -132,12 +144,61 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
         await res.arrayBuffer()
         return res.status === 200 ? undefined : `status ${res.status}`
       },
-      'POST /api/chat': async () => {
+      'POST /api/chat': () => chatTurn('eight words', ANSWER),
+    }
+    // Long work, each kind sent one after the other by a client of its own for as long as the restarts last.
+    const longWork: Record<string, () => Promise<string | undefined>> = {
+      'POST /api/chat (10 s)': () => chatTurn('a long answer', LONG_ANSWER),
+      'agent task': async () => {
+        // The task runs where the socket is; a client told to go away (1001) reconnects through the proxy and
+        // subscribes again after the last message it has, as docs/agents.mdx says.
+        const wsUrl = `${proxy.url.replace('http', 'ws')}/ws/agent`
+        let client = await connectAgent(wsUrl, token)
+        client.send({ type: 'agent_command', id: 'c1', command: 'debug', params: { code: 'const total: number = "1"', error: 'TS2322' } })
+        const first = await client.next((m) => m.type === 'ack' || m.type === 'error', 20_000)
+        if (first.type === 'error') return `command refused: ${first.code} ${first.message}`
+        const taskId = first.taskId as string
+        const seen: AgentMessage[] = []
+        for (let reconnects = 0; ; reconnects++) {
+          const ended = await Promise.race([client.next(isFinal(taskId), 60_000).then((m) => ({ final: m })), client.closed.then((c) => ({ closed: c }))])
+          seen.push(...client.taskMessages(taskId).filter((m) => m.seq > (seen.at(-1)?.seq ?? 0)))
+          client.close()
+          if ('final' in ended) return ended.final.type === 'result' ? undefined : `task ended ${JSON.stringify(ended.final)}`
+          if (ended.closed.code !== 1001) return `socket closed with ${ended.closed.code} ${ended.closed.reason}`
+          if (reconnects === 5) return 'told to go away five times'
+          resumed++
+          client = await connectAgent(wsUrl, token)
+          client.send({ type: 'subscribe', id: 's1', taskId, afterSeq: seen.at(-1)?.seq ?? 0 })
+        }
+      },
+      'POST /api/codehost/import': async () => {
+        const name = `acme/repo-${crypto.randomUUID().slice(0, 8)}`
+        git.createRepository(name, { 'src/index.ts': `export const name = ${JSON.stringify(name)}\n` })
+        const res = await fetch(`${proxy.url}/api/codehost/import`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ repository: name }),
+        })
+        if (res.status !== 202) return `status ${res.status}: ${(await res.text()).slice(0, 200)}`
+        const { importId } = (await res.json()) as { importId: string }
+        for (let attempt = 0; attempt < 300; attempt++) {
+          const view = await fetch(`${proxy.url}/api/codehost/imports/${importId}`, { headers }).then((r) => r.json() as Promise<{ status: string; error?: unknown }>)
+          if (view.status === 'succeeded') return undefined
+          if (view.status === 'failed') return `import failed: ${JSON.stringify(view.error)}`
+          await Bun.sleep(100)
+        }
+        return 'import not finished within 30 s'
+      },
+    }
+
+    /** A chat turn through the proxy, resumed on the other replica when a stopping one cuts it. */
+    async function chatTurn(question: string, answer: string[]): Promise<string | undefined> {
+      {
         const id = crypto.randomUUID()
         const res = await fetch(`${proxy.url}/api/chat`, {
           method: 'POST',
           headers: { ...headers, 'content-type': 'application/json' },
-          body: JSON.stringify({ id, messages: [{ role: 'user', content: 'eight words' }] }),
+          body: JSON.stringify({ id, messages: [{ role: 'user', content: question }] }),
         })
         if (res.status !== 200) return `status ${res.status}: ${(await res.text()).slice(0, 200)}`
         let part = await readStream(res)
@@ -150,14 +211,14 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
           resumed++
           const lastId = events.at(-1)?.id
           const again = await fetch(`${proxy.url}/api/chat/${id}/stream`, { headers: lastId ? { ...headers, 'last-event-id': lastId } : headers })
-          if (again.status === 204) return storedAnswer(id)
+          if (again.status === 204) return storedAnswer(id, answer)
           if (again.status !== 200) return `resume answered ${again.status}`
           part = await readStream(again)
           events = [...events, ...part.events]
         }
         const text = textOf(events)
-        return text === ANSWER.join('') ? undefined : `answer ${JSON.stringify(text)}`
-      },
+        return text === answer.join('') ? undefined : `answer ${JSON.stringify(text)}`
+      }
     }
     const kinds = Object.keys(requests)
 
@@ -171,7 +232,16 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
         await Bun.sleep(150)
       }
     }
-    const clients = Array.from({ length: CLIENTS }, client)
+    const longClient = async (kind: string) => {
+      while (restarting) {
+        counts[kind] = (counts[kind] ?? 0) + 1
+        sentLong++
+        const problem = await longWork[kind]!().catch((err: Error) => `${err.name}: ${err.message}`)
+        if (problem) failures.push({ kind, detail: problem })
+        await Bun.sleep(150)
+      }
+    }
+    const clients = [...Array.from({ length: CLIENTS }, client), ...Object.keys(longWork).map(longClient)]
     // Some traffic before the first restart, so connections to both replicas are open and pooled.
     while (sent < 40) await Bun.sleep(20)
     try {
@@ -182,9 +252,11 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
     await Promise.all(clients)
 
     const upstreamErrors = proxy.errorLog().split('\n').filter((l) => l.includes('upstream'))
+    // Long work a draining replica refused (503) and nginx passed to the other one.
+    const refusedWhileDraining = proxy.accessLog().split('\n').filter((l) => /upstream=503, /.test(l)).length
     console.log(
-      `rolling restart behind nginx: ${sent} requests (${kinds.map((k) => `${counts[k]} ${k}`).join(', ')}), ` +
-        `${failures.length} failed, ${resumed} chat streams resumed on the other replica, ${upstreamErrors.length} upstream errors in nginx's log`,
+      `rolling restart behind nginx: ${sent + sentLong} requests (${[...kinds, ...Object.keys(longWork)].map((k) => `${counts[k]} ${k}`).join(', ')}), ` +
+        `${failures.length} failed, ${resumed} chat streams and agent tasks resumed on the other replica, ${upstreamErrors.length} upstream errors in nginx's log, ${refusedWhileDraining} requests refused by a draining replica and taken by the other`,
     )
     // What nginx met on the way (each one retried on the other replica unless a failure above says otherwise).
     const reasons: Record<string, number> = {}

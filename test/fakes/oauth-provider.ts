@@ -74,6 +74,8 @@ export interface FakeOAuthProvider {
   readonly apiCalls: number
   /** Every token string issued, for scanning logs, responses and tables. */
   readonly issuedTokens: string[]
+  /** The access tokens among them, in order (a refresh token's text cannot tell it from an access token's). */
+  readonly issuedAccessTokens: string[]
   /** Revocation requests received (each verified and applied). */
   readonly revocations: number
   /** The user revokes every grant at the provider. */
@@ -118,6 +120,7 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
     grants: { authorization_code: 0, refresh_token: 0 },
     apiCalls: 0,
     issuedTokens: [] as string[],
+    issuedAccessTokens: [] as string[],
     revocations: 0,
   }
 
@@ -139,6 +142,7 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
     const ttl = state.accessTokenTtlSeconds
     tokens.set(accessToken, { grant, kind: 'access', expiresAt: ttl === undefined ? undefined : Date.now() + ttl * 1000 })
     state.issuedTokens.push(accessToken)
+    state.issuedAccessTokens.push(accessToken)
     const body: Record<string, unknown> = {
       access_token: accessToken,
       token_type: 'bearer',
@@ -323,6 +327,7 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
       return state.apiCalls
     },
     issuedTokens: state.issuedTokens,
+    issuedAccessTokens: state.issuedAccessTokens,
     get revocations() {
       return state.revocations
     },
