@@ -7,7 +7,7 @@ import { AppError } from '../../src/errors.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 import type { PublishAnswer, PublishJob } from '../publish/index.ts'
 import { developCommand, type DevelopDependencies } from './develop.ts'
-import type { BuildSiteParams } from './model.ts'
+import type { BuildSiteParams } from './schemas.ts'
 import { TaskError, type CommandHandler } from './service.ts'
 
 // parse5 loads with the first site checked, not at start-up.

@@ -8,7 +8,7 @@ import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/index.ts'
 import { checkCommand, decodeClientMessage, type ProtocolError } from './protocol.ts'
-import type { ClientMessage } from './model.ts'
+import type { ClientMessage } from './schemas.ts'
 import { TaskError, type AgentCaller, type AgentService } from './service.ts'
 import { paramsProblem } from './commands.ts'
 

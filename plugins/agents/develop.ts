@@ -16,7 +16,7 @@ import { REPEAT_STOP_AT, REPEAT_WARN_AT, RepeatGuard, repeatWarning, stuckAnswer
 import { count } from './develop/text.ts'
 import { loopStepsAhead, StepPace, type StepClock } from './eta.ts'
 import { answerEveryCall, condenseConversation } from './develop/condense.ts'
-import { FINISHED_STATUSES, type ContinueParams, type DevelopParams, type TaskStatus } from './model.ts'
+import { FINISHED_STATUSES, type ContinueParams, type DevelopParams, type TaskStatus } from './schemas.ts'
 import { TaskError, type CommandContext, type CommandHandler } from './service.ts'
 import type { TaskWorkspace, WorkspaceCommit, Workspaces } from './workspaces.ts'
 import type { Models } from '../../src/llm/models.ts'

@@ -4,11 +4,11 @@ import { bearerFrom } from '../../src/auth/bearer.ts'
 import { authenticateRequest, requireScope } from '../../src/auth/plugin.ts'
 import { upgradeOriginAllowed, type OriginPolicy } from '../../src/cors.ts'
 import { AppError } from '../../src/errors.ts'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
 import { CLOSE_POLICY, type AgentConnection, type AgentSocket, type ConnectionGrant, type ConnectionHub, type SlotReservation } from './connections.ts'
 import { handshakeProblem, refusedHandshake } from './handshake.ts'
-import { protocolSchema } from './model.ts'
+import { protocolSchema } from './schemas.ts'
 export { agentsSettings } from './settings.ts'
 
 export { createAgentService, type AgentService } from './service.ts'
@@ -20,7 +20,7 @@ export { createWorkspaces, type Workspaces } from './workspaces.ts'
 export { developCommand } from './develop.ts'
 export { createAgentRunner, type AgentRunner } from './runner.ts'
 export { workspaceRoutes } from './workspace-routes.ts'
-export { CLIENT_MESSAGES, COMMAND_PARAMS, commandParamsSchema, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from './model.ts'
+export { CLIENT_MESSAGES, COMMAND_PARAMS, commandParamsSchema, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from './schemas.ts'
 
 export interface AgentsPluginOptions {
   hub: ConnectionHub

@@ -5,7 +5,7 @@
 import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/index.ts'
 import type { AgentCaller, AgentService } from './service.ts'
 import { paramsProblem } from './commands.ts'
-import { commandParamsSchema } from './model.ts'
+import { commandParamsSchema } from './schemas.ts'
 import { checkCommand } from './protocol.ts'
 
 export interface AgentRunnerOptions {

@@ -8,7 +8,7 @@ import { createCancelChannel, type CancelChannel } from '../../src/event-log/can
 import type { Logger } from '../../src/log.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { StepProgress } from './eta.ts'
-import { FINISHED_STATUSES, type CommandName } from './model.ts'
+import { FINISHED_STATUSES, type CommandName } from './schemas.ts'
 import { RESUMED_COMMANDS, resumedTaskId, type TaskListener, type TaskLog, type TaskMeta, type TaskWriter } from './task-log.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 

@@ -8,7 +8,7 @@
 import { createMemoryEventLog, createRedisEventLog, type EventLog, type InterruptionCause, type LoggedEvent } from '../../src/event-log/index.ts'
 import type { Logger } from '../../src/log.ts'
 import { createRedisManager, type RedisManager } from '../../src/redis.ts'
-import { FINISHED_STATUSES, type TaskStatus } from './model.ts'
+import { FINISHED_STATUSES, type TaskStatus } from './schemas.ts'
 
 export interface TaskMeta {
   taskId: string

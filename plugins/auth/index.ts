@@ -3,12 +3,12 @@ import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
 import { AppError } from '../../src/errors.ts'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
-import { loginBody, me, refreshBody, registerBody, tokenPair } from './model.ts'
+import { loginBody, me, refreshBody, registerBody, tokenPair } from './schemas.ts'
 
-export { tokenPair } from './model.ts'
+export { tokenPair } from './schemas.ts'
 
 export interface AuthPluginOptions {
   access: AccessService

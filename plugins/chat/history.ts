@@ -1,7 +1,7 @@
 /** Conversation history: merging what a client sends with what is stored. */
 import { messageText, newMessageId } from '../../src/llm/ui-messages.ts'
 import type { UiMessage, UiPart } from '../../src/llm/ui-stream.ts'
-import type { IncomingMessage } from './model.ts'
+import type { IncomingMessage } from './schemas.ts'
 
 /** A plain `{ role, content }` becomes a UI message with one text part. */
 export function toUiMessage(message: IncomingMessage): UiMessage {

@@ -5,6 +5,6 @@
 export { chatPlugin, type ChatPluginOptions } from './routes.ts'
 export { createChatService, type ChatService, type ChatServiceOptions } from './service.ts'
 export type { ChatSettings, Turn } from './turn.ts'
-export { chatRequest, type ChatRequest } from './model.ts'
+export { chatRequest, type ChatRequest } from './schemas.ts'
 export { createMemoryStreamLog, createRedisStreamLog, type StreamLog } from './stream-log.ts'
 export { chatSettings } from './settings.ts'

@@ -12,7 +12,7 @@ import { meterModelCall, textPart as sharedTextPart } from '../../src/llm/model-
 import { StreamError, upstreamFailure, type ModelMessage, type ModelProvider, type ModelTool } from '../../src/llm/provider.ts'
 import { messageText, toModelMessages } from '../../src/llm/ui-messages.ts'
 import type { Emit, UiMessage } from '../../src/llm/ui-stream.ts'
-import type { ClientTool } from './model.ts'
+import type { ClientTool } from './schemas.ts'
 import { generateImage, serverTools, type ServerToolDependencies, type ServerToolName } from './tools.ts'
 
 export interface ChatSettings {

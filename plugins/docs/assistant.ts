@@ -6,7 +6,7 @@
 import { Elysia, t } from 'elysia'
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
-import { problem, strictObject } from '../../src/models.ts'
+import { problem, strictObject } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { sseResponse, type SseEvent } from '../../src/sse.ts'
 import type { Models } from '../../src/llm/models.ts'

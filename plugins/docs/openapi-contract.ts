@@ -14,7 +14,7 @@
  * Pure: the same input gives the same document.
  */
 import { OptionalKind, type TSchema } from '@sinclair/typebox'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import { MAX_HEADER_BYTES, MAX_URL_BYTES } from '../../src/request-pipeline.ts'
 
 type Json = Record<string, any>

@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
 import type { Lifecycle } from '../../src/lifecycle.ts'
 import type { Database } from '../../src/storage/database.ts'
-import { liveness, readiness } from './model.ts'
+import { liveness, readiness } from './schemas.ts'
 
 export interface HealthOptions {
   db: Database

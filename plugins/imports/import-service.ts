@@ -17,7 +17,7 @@ import { readImportFiles, type ImportFiles, type ImportFilesRequest } from './im
 import { isIndexable, runImport, type ImportSettings, type TokenSource } from './import-job.ts'
 import { isBinary, languageOf } from './analysis/languages.ts'
 import { ImportStore, type ImportRecord, type RepositoryRecord } from './import-store.ts'
-import { ACTIVE_STATUSES, type ImportBody, type ImportStatus, type ImportView } from './model.ts'
+import { ACTIVE_STATUSES, type ImportBody, type ImportStatus, type ImportView } from './schemas.ts'
 import { followEvents } from '../../src/event-log/index.ts'
 import { createProgressLog, progressText, ProgressReporter, type ProgressEvent } from './progress-log.ts'
 import { guardRepositoryUrl, locateRepository, type UrlPolicy } from './repository-url.ts'

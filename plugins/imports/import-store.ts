@@ -4,7 +4,7 @@
  */
 import type { Database } from '../../src/storage/database.ts'
 import { toNullableNumber, toNumber } from '../../src/storage/database.ts'
-import { ACTIVE_STATUSES, type ImportStatus, type ImportSummary, type RepositoryAnalysis } from './model.ts'
+import { ACTIVE_STATUSES, type ImportStatus, type ImportSummary, type RepositoryAnalysis } from './schemas.ts'
 import type { RepositoryLocation } from './repository-url.ts'
 
 export interface RepositoryRecord {

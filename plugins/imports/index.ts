@@ -3,18 +3,18 @@ import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
 import { AppError } from '../../src/errors.ts'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { sseResponse, type SseEvent } from '../../src/sse.ts'
 import type { ImportEvent, ImportService } from './import-service.ts'
-import { importAccepted, importBody, importParams, importView, progressStreamDescription, type ImportView } from './model.ts'
+import { importAccepted, importBody, importParams, importView, progressStreamDescription, type ImportView } from './schemas.ts'
 export { importsSettings } from './settings.ts'
 
 export { createImportService, type ImportEvent, type ImportService } from './import-service.ts'
 export { normaliseDirectory } from './import-files.ts'
-export type { ImportView } from './model.ts'
+export type { ImportView } from './schemas.ts'
 
-export interface CodehostPluginOptions {
+export interface ImportsPluginOptions {
   imports: ImportService
   access: AccessService
   plans: PlanDirectory
@@ -63,7 +63,7 @@ const notFound = () => new AppError('not_found', 'No such import in this organis
  * GET /api/codehost/imports/:id reads it, or follows it by SSE. Imports are per organisation: another
  * organisation's import is 404.
  */
-export function importsPlugin(options: CodehostPluginOptions) {
+export function importsPlugin(options: ImportsPluginOptions) {
   const { imports } = options
   const stream = async (orgId: string, importId: string, request: Request, headers: Record<string, string> = {}) => {
     const events = await imports.follow(orgId, importId, { after: lastEventId(request), signal: request.signal })

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import {
   callbackQuery,
@@ -14,7 +14,7 @@ import {
   integrationStatus,
   providerParams,
   statusQuery,
-} from './model.ts'
+} from './schemas.ts'
 import type { IntegrationsService } from './service.ts'
 export { integrationsSettings } from './settings.ts'
 

@@ -3,7 +3,7 @@ import pkg from '../../package.json' with { type: 'json' }
 import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { AppError, type ErrorCode } from '../../src/errors.ts'
-import { integer, problem } from '../../src/models.ts'
+import { integer, problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { lazily } from '../../src/lazy.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'

@@ -10,7 +10,7 @@ import { openApiExtension } from '../../src/auth/plugin.ts'
 import { bearerFrom } from '../../src/auth/bearer.ts'
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import type { ServiceMetrics } from '../../src/observability/metrics.ts'
 import { guard } from '../../src/guards.ts'
 

@@ -1,10 +1,10 @@
 import { Elysia } from 'elysia'
 import { accessControl, type AccessControlOptions } from '../../src/auth/plugin.ts'
 import { AppError } from '../../src/errors.ts'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { AuditEntry } from './audit-log.ts'
-import { auditPage, auditQuery, auditVerification } from './model.ts'
+import { auditPage, auditQuery, auditVerification } from './schemas.ts'
 import type { PaymentsService } from './service.ts'
 
 const invalid = (field: string, message: string) => new AppError('validation_failed', `${field}: ${message}`, { errors: [{ field, message }] })

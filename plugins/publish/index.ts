@@ -4,16 +4,16 @@ import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
 import { AppError, problemBody } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
 import { sseResponse, type SseEvent } from '../../src/sse.ts'
-import { publishAnswer, publishBody, streamDescription, type PublishAnswer } from './model.ts'
+import { publishAnswer, publishBody, streamDescription, type PublishAnswer } from './schemas.ts'
 import type { PublishJob, Publisher } from './service.ts'
 export { publishSettings } from './settings.ts'
 
 export { createPublisher, type ChangeProposal, type FileChange, type ProposedChange, type Publisher, type PublishJob } from './service.ts'
-export type { PublishAnswer } from './model.ts'
+export type { PublishAnswer } from './schemas.ts'
 
 export interface PublishPluginOptions {
   publisher: Publisher

@@ -2,10 +2,10 @@ import { Elysia, t } from 'elysia'
 import pkg from '../../package.json' with { type: 'json' }
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
 import { tokenPair } from '../auth/index.ts'
-import { htmlPage, landing, setupBody, type Landing } from './model.ts'
+import { htmlPage, landing, setupBody, type Landing } from './schemas.ts'
 import { LINKS, PAGE_CSP, SIGN_IN_PAGE_CSP, SITE_NAME, landingPage, setupClosedPage, setupDonePage, setupFormPage } from './page.ts'
 import { SETUP_LOG_MESSAGE, setupDone, type SetupService } from './service.ts'
 

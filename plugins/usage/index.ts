@@ -3,11 +3,11 @@ import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
 import { AppError } from '../../src/errors.ts'
-import { problem } from '../../src/models.ts'
+import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { Database } from '../../src/storage/database.ts'
 import { queryUsage, type UsageMeter } from '../../src/usage/meter.ts'
-import { usageQuery, usageReport } from './model.ts'
+import { usageQuery, usageReport } from './schemas.ts'
 
 export interface UsagePluginOptions {
   db: Database

@@ -8,7 +8,7 @@ import { WEB_SEARCH_PROVIDER_VARIABLES, WEB_SEARCH_PROVIDERS, type WebSearchProv
 import { AppError } from '../../src/errors.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { createMemorySearchCache, type SearchCache } from './cache.ts'
-import { DEFAULT_RESULTS, MAX_RESULTS, type SafeSearch, type WebResult } from './model.ts'
+import { DEFAULT_RESULTS, MAX_RESULTS, type SafeSearch, type WebResult } from './schemas.ts'
 import type { ProviderQuery, SearchProvider } from './providers/index.ts'
 
 export interface WebSearchServiceOptions {

@@ -4,7 +4,7 @@
  */
 import type { TProperties } from '@sinclair/typebox'
 import { t, type Static } from 'elysia'
-import { integer, oneOf } from '../models.ts'
+import { integer, oneOf } from '../schemas.ts'
 import { sseResponse, type SseOptions } from '../sse.ts'
 
 /** A UI message part as stored with a chat. */

@@ -4,7 +4,7 @@
  */
 import { expect } from 'bun:test'
 import { TypeCompiler } from 'elysia/type-system'
-import { SERVER_MESSAGES } from '../../plugins/agents/model.ts'
+import { SERVER_MESSAGES } from '../../plugins/agents/schemas.ts'
 import { startFakeOpenAi, type CompletionScript, type FakeOpenAi } from '../fakes/openai.ts'
 import { makeApp, userWithRole, type TestApp } from '../helpers.ts'
 

@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'bun:test'
 import { t } from 'elysia'
 import { completeDocument, wireValue, type RouteEntry } from '../../plugins/docs/openapi-contract.ts'
-import { integer, problem } from '../../src/models.ts'
+import { integer, problem } from '../../src/schemas.ts'
 
 const body = t.Object({ name: t.String(), count: integer() })
 const json = (value: unknown) => JSON.parse(JSON.stringify(value))

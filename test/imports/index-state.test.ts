@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { createCodeIndex, createFileSnapshotStore, createHashedEmbeddings, type CodeIndex } from '../../plugins/code-search/index.ts'
 import { createImportService } from '../../plugins/imports/import-service.ts'
-import type { ImportSummary } from '../../plugins/imports/model.ts'
+import type { ImportSummary } from '../../plugins/imports/schemas.ts'
 import { startGitServer } from '../fakes/git-server.ts'
 import { makeApp, userWithRole } from '../helpers.ts'
 

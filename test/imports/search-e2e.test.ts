@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import type { ImportView } from '../../plugins/imports/model.ts'
+import type { ImportView } from '../../plugins/imports/schemas.ts'
 import { startGitServer } from '../fakes/git-server.ts'
 import { bearer, makeApp, userWithRole } from '../helpers.ts'
 

@@ -1,7 +1,7 @@
 /** Pushes that do not go through, and failures after the push: never answered as a success. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { AppError } from '../../src/errors.ts'
-import type { ProgressEvent } from '../../plugins/publish/model.ts'
+import type { ProgressEvent } from '../../plugins/publish/schemas.ts'
 import { LOGIN, sampleSite, startWorld, text, type Member, type PublishWorld } from './support.ts'
 
 describe('rejected and half-done publishes', () => {

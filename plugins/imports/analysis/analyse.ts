@@ -11,7 +11,7 @@
 import { constants } from 'node:fs'
 import { lstat, readFile, readdir, readlink, realpath } from 'node:fs/promises'
 import { join, sep } from 'node:path'
-import type { RepositoryAnalysis } from '../model.ts'
+import type { RepositoryAnalysis } from '../schemas.ts'
 import { detectLicense, isLicenseFile, isReadmeFile, summariseReadme } from './documents.ts'
 import { countLines, isBinary, languageOf } from './languages.ts'
 import { isManifestFile, isParsedManifest, readManifest, type ManifestFinding } from './manifests.ts'

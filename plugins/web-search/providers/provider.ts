@@ -1,7 +1,7 @@
 /** What every search engine adapter offers, and the handling of upstream answers they share. */
 import type { WebSearchProviderName } from '../settings.ts'
 import { AppError } from '../../../src/errors.ts'
-import type { SafeSearch, WebResult } from '../model.ts'
+import type { SafeSearch, WebResult } from '../schemas.ts'
 
 export interface ProviderQuery {
   query: string

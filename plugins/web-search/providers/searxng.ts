@@ -1,5 +1,5 @@
 import type { HttpClient } from '../../../src/http.ts'
-import type { SafeSearch } from '../model.ts'
+import type { SafeSearch } from '../schemas.ts'
 import { providerJson, publishedAt, resultList, textOf, type SearchProvider, type Upstream } from './provider.ts'
 
 export interface SearxngOptions {

@@ -3,7 +3,7 @@
  * clients send, describe what the server sends, and are served as one JSON Schema document.
  */
 import { t, type Static, type TSchema } from 'elysia'
-import { integer, oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/schemas.ts'
 
 export const PROTOCOL_VERSION = 'agent.v1'
 

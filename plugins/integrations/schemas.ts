@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { oneOf, strictObject } from '../../src/models.ts'
+import { oneOf, strictObject } from '../../src/schemas.ts'
 import { CALLBACK_ERRORS } from './flow.ts'
 import { DISCONNECTED_REASONS } from './status.ts'
 

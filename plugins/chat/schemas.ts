@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { integer, oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/schemas.ts'
 
 /** Chat ids come from clients (the AI SDK generates them) and end up in URLs and Redis keys. */
 const chatId = t.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$', description: 'Chat id; generated when absent' })

@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { integer, oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/schemas.ts'
 
 export const BILLING_INTERVALS = ['month', 'year'] as const
 export type BillingInterval = (typeof BILLING_INTERVALS)[number]

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { integer, oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/schemas.ts'
 
 export const DEFAULT_BRANCH = 'gh-pages'
 export const DEFAULT_MESSAGE = 'Publish site'

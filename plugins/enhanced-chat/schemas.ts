@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { integer, strictObject } from '../../src/models.ts'
+import { integer, strictObject } from '../../src/schemas.ts'
 import { chatRequest } from '../chat/index.ts'
 
 export const enhancedOptions = strictObject(

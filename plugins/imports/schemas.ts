@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { integer, strictObject } from '../../src/models.ts'
+import { integer, strictObject } from '../../src/schemas.ts'
 
 export const IMPORT_STATUSES = ['queued', 'cloning', 'analysing', 'indexing', 'succeeded', 'failed'] as const
 export type ImportStatus = (typeof IMPORT_STATUSES)[number]

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { WEB_SEARCH_PROVIDERS } from './settings.ts'
-import { integer, oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/schemas.ts'
 
 export const SAFE_SEARCH_LEVELS = ['off', 'moderate', 'strict'] as const
 export type SafeSearch = (typeof SAFE_SEARCH_LEVELS)[number]

@@ -1,5 +1,5 @@
 import { t, type Static } from 'elysia'
-import { integer, oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/schemas.ts'
 import { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, SEARCH_MODES } from './service.ts'
 
 export const codeSearchBody = strictObject({

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { ROLES, SCOPES } from '../../src/auth/roles.ts'
-import { integer, oneOf, strictObject } from '../../src/models.ts'
+import { integer, oneOf, strictObject } from '../../src/schemas.ts'
 
 const email = t.String({ format: 'email', maxLength: 254, description: 'Account email (case-insensitive)' })
 

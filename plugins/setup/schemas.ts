@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { strictObject } from '../../src/models.ts'
+import { strictObject } from '../../src/schemas.ts'
 
 /** POST /setup, as JSON or as the setup page's form posts it (every field a string either way). */
 export const setupBody = strictObject({

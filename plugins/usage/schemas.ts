@@ -1,5 +1,5 @@
 import { t } from 'elysia'
-import { oneOf } from '../../src/models.ts'
+import { oneOf } from '../../src/schemas.ts'
 import { USAGE_KINDS } from '../../src/usage/meter.ts'
 
 const kind = oneOf(USAGE_KINDS)
