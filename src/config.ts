@@ -1,6 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { PRIVILEGED_SCOPES, ROLES, SCOPES, isRole, isScope, type Role, type Scope } from './auth/roles.ts'
+import { ROUTE_CLASSES } from './rate-limit/route-classes.ts'
 
 /**
  * The only reader of the environment. Settings come in slices: the core's below, and one per domain plugin
@@ -283,9 +284,6 @@ const accountVariables = {
   LOGIN_LOCK_SECONDS: { doc: 'How long a locked account or address waits', parse: integer(1, 86_400), fallback: 900 },
 } satisfies Variables
 
-/** Route classes a rate limit belongs to, as RATE_LIMIT_FAIL_CLOSED names them. */
-const ROUTE_CLASSES = ['chat', 'integrations', 'search', 'assistant', 'default']
-
 const planVariables = {
   PLANS: { doc: 'Plan ids organisations can have; the first is the default for new ones', parse: list, fallback: ['free', 'pro', 'team', 'enterprise'] },
   ENTERPRISE_PLANS: { doc: 'Plans that unlock /api/usage and unlimited /api/search', parse: list, fallback: ['enterprise'] },
@@ -468,7 +466,7 @@ const plans = defineSettings({
     if (v.PLANS.length === 0) report.problem('PLANS must name at least one plan')
     for (const plan of v.ENTERPRISE_PLANS) if (!v.PLANS.includes(plan)) report.problem(`ENTERPRISE_PLANS names plan "${plan}", which is not in PLANS`)
     for (const c of v.RATE_LIMIT_FAIL_CLOSED)
-      if (!ROUTE_CLASSES.includes(c)) report.problem(`RATE_LIMIT_FAIL_CLOSED names "${c}"; known classes are ${ROUTE_CLASSES.join(', ')}`)
+      if (!(ROUTE_CLASSES as readonly string[]).includes(c)) report.problem(`RATE_LIMIT_FAIL_CLOSED names "${c}"; known classes are ${ROUTE_CLASSES.join(', ')}`)
     return {
       plans: { ids: v.PLANS, enterprise: v.ENTERPRISE_PLANS },
       rateLimits: {

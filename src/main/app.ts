@@ -1,6 +1,5 @@
 import { Elysia, type AnyElysia } from 'elysia'
 import type { Dependencies } from './dependencies.ts'
-import { policiesFromConfig, type RateLimitingOptions } from '../rate-limit/plugin.ts'
 import { RouteGuards } from '../guards.ts'
 import { RouteIndex, requestPipeline } from '../request-pipeline.ts'
 import { corsPlugin } from '../cors.ts'
@@ -25,17 +24,12 @@ import { playgroundPlugin } from '../../plugins/playground/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
-  const { config, logger, access, plans } = deps
+  const { config, logger, access, plans, rateLimits } = deps
   const origins = { origins: config.corsOrigins, publicBaseUrl: config.publicBaseUrl }
   const routeIndex = new RouteIndex()
   const routeGuards = new RouteGuards()
-  const rateLimits: RateLimitingOptions = {
-    limiter: deps.limiter,
-    access,
-    plans,
-    policies: policiesFromConfig(config.rateLimits),
-    failClosed: config.rateLimits.failClosed,
-  }
+  // What every guarded plugin is handed: who the caller is and may do, their plan, and what their requests spend.
+  const guardServices = { access, plans, rateLimits }
   // With a shared stream log another process can take over a chat stream, so shutdown hands clients over.
   const streamDrain = config.redisUrl ? { signal: deps.lifecycle.drain, retryMs: 1000 } : undefined
   // The app once built: the request pipeline asks the server it listens on for each request's peer address.
@@ -82,22 +76,20 @@ export function createApp(deps: Dependencies) {
     .use(playgroundPlugin())
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle, checks: deps.readinessChecks }))
     .use(metricsPlugin({ metrics: deps.metrics, token: config.metrics.token }))
-    .use(authPlugin({ access, plans, rateLimits, allowRegistration: config.allowRegistration }))
-    .use(usagePlugin({ db: deps.db, meter: deps.meter, access, plans, rateLimits }))
-    .use(webSearchPlugin({ webSearch: deps.webSearch, access, plans, rateLimits }))
-    .use(codeSearchPlugin({ codeIndex: deps.codeIndex, meter: deps.meter, access, plans, rateLimits }))
-    .use(paymentsPlugin({ payments: deps.payments, access, plans, rateLimits }))
+    .use(authPlugin({ ...guardServices, allowRegistration: config.allowRegistration }))
+    .use(usagePlugin({ db: deps.db, meter: deps.meter, ...guardServices }))
+    .use(webSearchPlugin({ webSearch: deps.webSearch, ...guardServices }))
+    .use(codeSearchPlugin({ codeIndex: deps.codeIndex, meter: deps.meter, ...guardServices }))
+    .use(paymentsPlugin({ payments: deps.payments, ...guardServices }))
     .use(
       integrationsPlugin({
         integrations: deps.integrations,
-        access,
-        plans,
-        rateLimits,
+        ...guardServices,
         publicBaseUrl: config.publicBaseUrl,
         stateTtlSeconds: config.integrations.stateTtlSeconds,
       }),
     )
-    .use(chatPlugin({ chat: deps.chat, access, plans, rateLimits, drain: streamDrain }))
+    .use(chatPlugin({ chat: deps.chat, ...guardServices, drain: streamDrain }))
     .use(
       enhancedChatPlugin({
         chat: deps.chat,
@@ -105,21 +97,17 @@ export function createApp(deps: Dependencies) {
         meter: deps.meter,
         checker: deps.sandbox,
         limits: config.enhancedChat,
-        access,
-        plans,
-        rateLimits,
+        ...guardServices,
         drain: streamDrain,
       }),
     )
-    .use(publishPlugin({ publisher: deps.publisher, access, plans, rateLimits, logger }))
-    .use(importsPlugin({ imports: deps.imports, access, plans, rateLimits }))
+    .use(publishPlugin({ publisher: deps.publisher, ...guardServices, logger }))
+    .use(importsPlugin({ imports: deps.imports, ...guardServices }))
     .use(agentsPlugin({ hub: deps.agentConnections, access, origins }))
-    .use(workspaceRoutes({ agents: deps.agents, workspaces: deps.workspaces, access, plans, rateLimits }))
+    .use(workspaceRoutes({ agents: deps.agents, workspaces: deps.workspaces, ...guardServices }))
     .use(
       mcpPlugin({
-        access,
-        plans,
-        rateLimits,
+        ...guardServices,
         codeIndex: deps.codeIndex,
         docs: deps.docsIndex,
         meter: deps.meter,

@@ -32,7 +32,7 @@ import { createImportService, type ImportService } from '../../plugins/imports/i
 import { connectionStanding, createAgentRunner, createAgentService, createCommands, createConnectionHub, type AgentService, type ConnectionHub } from '../../plugins/agents/index.ts'
 import { createMemoryTaskLog, createRedisTaskLog, createWorkspaces, type Workspaces } from '../../plugins/agents/index.ts'
 import { join } from 'node:path'
-import { classPolicies, policiesFromConfig } from '../rate-limit/plugin.ts'
+import { classPolicies, policiesFromConfig, type RateLimitingOptions } from '../rate-limit/plugin.ts'
 import type { ServiceMetrics } from '../observability/metrics.ts'
 import { combineModelCallObservers } from '../observability/observers.ts'
 import type { Tracing } from '../observability/tracing.ts'
@@ -53,6 +53,8 @@ export interface Dependencies {
   readonly access: AccessService
   readonly plans: PlanDirectory
   readonly limiter: RateLimiter
+  /** What every guarded route spends: the limiter, the configured policies per route class, fail-open or closed. */
+  readonly rateLimits: RateLimitingOptions
   readonly meter: UsageMeter
   /** Also handed to chat for its web_search tool, `!search` and search augmentation. */
   readonly webSearch: WebSearchService
@@ -163,6 +165,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     overrides.limiter ??
     (redis ? createRedisRateLimiter({ redis, keyPrefix: 'rl:', onStoreError: 'open', logger }) : createMemoryRateLimiter())
   const limiter = metrics ? metrics.countRefusals(baseLimiter) : baseLimiter
+  const rateLimitPolicies = { policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }
+  // Agent commands and the chat's run_agent tool spend what POST /api/chat spends, failing closed or open as its class is configured.
+  const chatPolicies = classPolicies(rateLimitPolicies, 'chat').all
   const meter = createUsageMeter({ db, logger })
   const searchProvider = config.webSearch.provider
   const webSearch = createWebSearchService({
@@ -207,7 +212,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     // The agents are made later; the chat reaches them only once a turn runs.
     agents: createAgentRunner({
       agents: () => agents,
-      rateLimit: { limiter, policies: classPolicies({ policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }, 'chat').all },
+      rateLimit: { limiter, policies: chatPolicies },
     }),
     meter,
     settings: chatConfig,
@@ -243,6 +248,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   // Closed last, so the spans of everything closed before it are sent.
   if (tracing) closers.unshift(() => tracing.shutdown())
   const plans = createPlanDirectory(accounts, { enterprise: config.plans.enterprise, fallbackPlan: config.plans.ids[0] })
+  const rateLimits: RateLimitingOptions = { limiter, access, plans, ...rateLimitPolicies }
   const payments = createPaymentsService({ db, accounts, plans, logger, settings: config.payments, planIds: config.plans.ids })
   // Applies payment events a crash left stored but unapplied, and plans that lapsed while down.
   await payments.start()
@@ -340,9 +346,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     return workspaces.close()
   })
   closers.push(() => agents.close())
-  // Agent commands spend what POST /api/chat spends, failing closed or open as its class is configured.
-  const commandPolicies = classPolicies({ policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }, 'chat').all
-  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: { limiter, policies: commandPolicies }, standing: connectionStanding(access), admission: lifecycle })
+  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: { limiter, policies: chatPolicies }, standing: connectionStanding(access), admission: lifecycle })
   metrics?.watch({
     sseStreams: openSseStreams,
     webSockets: () => agentConnections.size,
@@ -360,6 +364,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     accounts,
     access,
     plans,
+    rateLimits,
     payments,
     limiter,
     meter,

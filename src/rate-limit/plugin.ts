@@ -8,8 +8,9 @@ import { guard } from '../guards.ts'
 import { requestMeta } from '../request-pipeline.ts'
 import { definePolicy, rateLimitHeaders, type RateCheck, type RateDecision, type RateLimiter, type RatePolicy } from './index.ts'
 
-/** Route classes a route names in `{ rateLimit: ... }`; `default` is the burst ceiling alone. */
-export type RouteClass = 'chat' | 'integrations' | 'search' | 'assistant' | 'default'
+import type { RouteClass } from './route-classes.ts'
+
+export type { RouteClass }
 
 export interface RateLimitingOptions {
   limiter: RateLimiter
