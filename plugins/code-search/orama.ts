@@ -14,6 +14,7 @@
 import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
 import { weightedQueryTerms } from './query.ts'
 import { countedTermsOf, queryTerms } from './terms.ts'
+import { COMMON_SYNONYM } from './tuning.ts'
 
 export const chunkSchema = {
   repositoryId: 'enum',
@@ -105,15 +106,14 @@ type SavedPostings = Record<string, [string, number[]][]>
 
 // Matches beyond this many are not ranked: the service never asks for more than 150.
 const MAX_MATCHES = 1000
-const SYNONYM_MAX_MATCHES = 1000
 let scratch = new Float64Array(1024)
 
 /** BM25's idf (Orama's formula) of a term held by `documents` of `docsCount` chunks. */
 const inverseFrequency = (documents: number, docsCount: number) => Math.log(1 + (docsCount - documents + 0.5) / (documents + 0.5))
 
-/** A synonym in thousands of chunks, more than one in twenty, adds little (its idf is low) and costs a long walk. */
+/** A synonym in thousands of chunks and a good share of them adds little (its idf is low) and costs a long walk. */
 const tooCommonSynonym = (termWeight: number, documents: number, docsCount: number) =>
-  termWeight < 1 && documents > SYNONYM_MAX_MATCHES && documents > docsCount / 20
+  termWeight < 1 && documents > COMMON_SYNONYM.chunks && documents > docsCount / COMMON_SYNONYM.oneIn
 
 /**
  * Orama's BM25 (the same formula and parameters) summed over the query's terms and the searched

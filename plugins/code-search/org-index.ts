@@ -8,6 +8,7 @@ import { createChunkDatabase, wholeFileScores, type ChunkDatabase, type ChunkDoc
 import { weightedQueryTerms } from './query.ts'
 import { embedCountedInTermSpace, embedInTermSpace, type TermSpace } from './term-space.ts'
 import { countedTermsOf, primeCountedTerms, type CountedTerms } from './terms.ts'
+import { CHUNK_BM25, FIELD_BOOST, FILE_BM25, MEANING_SHARE } from './tuning.ts'
 import { nearestOf, VectorStore, type ScoredSlot, type VectorQuery } from './vectors.ts'
 
 /** A chunk ready to store: its place, its text and its vector. */
@@ -49,22 +50,6 @@ export interface ChunkFilter {
   languages?: ReadonlySet<string>
   pathPrefix?: string
 }
-
-// Field weights in BM25: a declared name or a path word says more about a chunk than a word in its body.
-const BOOST = { symbols: 2, pathText: 2, content: 1 }
-// BM25's length normalisation, b, at 0.5 rather than the usual 0.75: chunks are already cut to one declaration,
-// so a long one is long because the code is, and a one-line chunk naming a word should not outrank the function
-// that does the work. Chosen on the tuning repositories of bench/search-quality.bench.ts (0.4 to 0.6 score alike).
-const RELEVANCE = { k: 1.2, b: 0.5, d: 0.5 }
-// Whole files: BM25's usual parameters, and the names a file declares at half a word of its content: the file that
-// defines what the question names holds the answer more often than the files that only use it. Chosen on the
-// tuning repositories of bench/search-quality.bench.ts (0.5, 0.75 and 1 tried, each with full-text shares of 0.5
-// to 0.6): the best file and chunk MRR there among the settings where hybrid ranks at least as well as the better
-// of text and vector in each of them.
-const FILE_RELEVANCE = { k: 1.2, b: 0.75, symbols: 0.5 }
-// A vector score is this share of the similarity in the learnt term space (term-space.ts) and the rest of the
-// embeddings' own, when a space is learnt. Chosen on the tuning repositories of bench/search-quality.bench.ts.
-const MEANING_SHARE = 0.25
 
 /** The learnt term space and every chunk's vector in it, by slot. */
 export interface Meaning {
@@ -265,8 +250,8 @@ export class OrgIndex {
     const results = search(this.db, {
       term: query,
       properties: ['symbols', 'pathText', 'content'],
-      boost: BOOST,
-      relevance: RELEVANCE,
+      boost: FIELD_BOOST,
+      relevance: CHUNK_BM25,
       limit: k,
       ...(where ? { where } : {}),
     }) as { hits: { document: ChunkDocument; score: number }[] }
@@ -296,7 +281,7 @@ export class OrgIndex {
     for (const paths of this.files.values()) files += paths.size
     const index = (this.db.data.index as unknown as { avgFieldLength: Record<string, number | undefined> }).avgFieldLength
     const averageFileLength = ((index.content ?? 0) * this.chunkCount) / Math.max(1, files)
-    const scores = wholeFileScores(this.db, query, candidates, fileNumbers.size, averageFileLength, FILE_RELEVANCE)
+    const scores = wholeFileScores(this.db, query, candidates, fileNumbers.size, averageFileLength, FILE_BM25)
     const best = Math.max(0, ...scores)
     const scaled = new Map<number, number>()
     for (const [slot, file] of fileOfSlot) scaled.set(slot, best > 0 ? scores[file]! / best : 0)

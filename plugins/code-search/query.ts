@@ -5,6 +5,7 @@
  * and abbreviations) at a lower weight, so an exact word still ranks first.
  */
 import { forEachWord, stem } from './terms.ts'
+import { FILE_PRIOR, SYNONYM_WEIGHT } from './tuning.ts'
 
 /** Words that say little in a question about code, beyond the stop words every text drops. */
 const QUESTION_WORDS = new Set([
@@ -79,9 +80,6 @@ const SYNONYM_GROUPS: string[][] = [
   ['info', 'information', 'details', 'metadata'],
 ]
 
-/** Weight of a synonym against the word the question used. */
-export const SYNONYM_WEIGHT = 0.4
-
 // Looked up by the word as written (stems collide: "settings" and "set" share one), answering the index's
 // terms (stemmed); a word in several groups gets all of them.
 const synonymsByWord = new Map<string, Set<string>>()
@@ -138,12 +136,12 @@ const GENERATED_SITE = /(^|\/)(site|_site|_build)\//i
 
 /** How much a file's kind weighs on its chunks' scores: 1 for source code, less for examples, tests, prose, type declarations, generated files. */
 export function filePrior(path: string, askingForTests: boolean): number {
-  if (VENDORED_PATH.test(path)) return 0.4
-  if (HOUSEKEEPING_PATH.test(path) || (GENERATED_SITE.test(path) && PROSE_PATH.test(path))) return 0.4
-  if (TEST_PATH.test(path)) return askingForTests ? 1 : 0.5
-  if (PROSE_PATH.test(path) || DECLARATIONS_PATH.test(path)) return 0.5
-  if (EXAMPLE_PATH.test(path)) return 0.7
-  return 1
+  if (VENDORED_PATH.test(path)) return FILE_PRIOR.vendored
+  if (HOUSEKEEPING_PATH.test(path) || (GENERATED_SITE.test(path) && PROSE_PATH.test(path))) return FILE_PRIOR.housekeeping
+  if (TEST_PATH.test(path)) return askingForTests ? FILE_PRIOR.source : FILE_PRIOR.test
+  if (PROSE_PATH.test(path) || DECLARATIONS_PATH.test(path)) return FILE_PRIOR.proseOrDeclarations
+  if (EXAMPLE_PATH.test(path)) return FILE_PRIOR.example
+  return FILE_PRIOR.source
 }
 
 /** Whether the question is about tests, so test files are not held back. */

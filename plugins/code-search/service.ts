@@ -24,7 +24,21 @@ import { applyChange, decodeChanges, encodeChange, type Change } from './changes
 import { decodeSnapshot, decodeSnapshotHeader, decodeSnapshotTail, encodeSegment, type SnapshotLayout, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
 import type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, SearchMode } from './types.ts'
-import { TERM_SPACE_BATCH_CHARS, termSpaceLearner } from './term-space-learner.ts'
+import { termSpaceLearner } from './term-space-learner.ts'
+import {
+  COMPACT_AFTER_BYTES,
+  EXPANSION_SHARE,
+  FILE_SHARE,
+  INDEX_SLICE_MS,
+  PREPARE_BATCH_CHARS,
+  PREPARE_IN_FLIGHT,
+  PREPARE_IN_WORKER_FROM,
+  RANKING_DEPTH,
+  SEARCH_PRIORITY_MS,
+  SEARCH_SLICE_MS,
+  TERM_SPACE_BATCH_CHARS,
+  TEXT_SHARE,
+} from './tuning.ts'
 import type { ScoredSlot } from './vectors.ts'
 
 export interface CodeIndexOptions {
@@ -63,16 +77,6 @@ export const SEARCH_MODES = ['hybrid', 'text', 'vector'] as const satisfies read
 export const MAX_LIMIT = 50
 export const DEFAULT_LIMIT = 10
 export const MAX_QUERY_LENGTH = 500
-/** Longest stretch of indexing between two turns of the event loop, in milliseconds. */
-const SLICE_MS = 4
-/** Milliseconds a search runs before it lets other work in. */
-const SEARCH_SLICE_MS = 3
-/** Searches come first: indexing waits this long at most for those under way, so a stream of them cannot stop it. */
-const SEARCH_PRIORITY_MS = 20
-/** Characters of files sent to the preparation Worker in one message. */
-const PREPARE_BATCH_CHARS = 256 * 1024
-// Batches sent and not yet inserted: the Worker always has one waiting while the event loop reads files and inserts.
-const PREPARE_IN_FLIGHT = 4
 
 interface Loaded {
   index: OrgIndex
@@ -110,10 +114,7 @@ const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: ()
 // Convex fusion of scores: each list's scores are scaled to 0..1 over the list (its first 1, its last 0), and a
 // chunk scores TEXT_SHARE of its text score plus the rest of its vector score, so "first in both lists" is 1.
 // Unlike a fusion of ranks it keeps how far apart the scores are: a chunk far ahead in one list stays ahead
-// unless the other list disagrees as strongly. The share was chosen on the tuning repositories of
-// bench/search-quality.bench.ts (0.5 to 0.7 score alike there); on the held-out ones hybrid then ranks at least
-// as well as the better of text and vector.
-const TEXT_SHARE = 0.6
+// unless the other list disagrees as strongly.
 
 function fuse(byText: ScoredSlot[], byVector: ScoredSlot[]): ScoredSlot[] {
   return convex([
@@ -121,10 +122,6 @@ function fuse(byText: ScoredSlot[], byVector: ScoredSlot[]): ScoredSlot[] {
     [byVector, 1 - TEXT_SHARE],
   ])
 }
-
-// With a model's code for the question (CODE_SEARCH_EXPANSION_MODEL), the question's ranking and the code's are
-// fused the same way, half each: no model answers here to tune the share on.
-const EXPANSION_SHARE = 0.5
 
 /** Each list's scores scaled to 0..1 over the list and summed with its share, best first. */
 function convex(lists: [ScoredSlot[], number][]): ScoredSlot[] {
@@ -141,12 +138,9 @@ function convex(lists: [ScoredSlot[], number][]): ScoredSlot[] {
 }
 
 // Hybrid also weighs each chunk's file as a whole: BM25 of the file's chunks together, scaled so the best file of
-// the answer scores 1, adds this share. A file that uses the question's words throughout is likelier to hold the
-// answer than one with a single chunk that happens to, and in a large repository this is what whole-file BM25
-// gets right and chunk scores miss. Chosen on the tuning repositories of bench/search-quality.bench.ts (0.4 to
-// 0.8 score alike).
-const FILE_SHARE = 0.6
-
+// the answer scores 1, adds FILE_SHARE of it. A file that uses the question's words throughout is likelier to hold
+// the answer than one with a single chunk that happens to, and in a large repository this is what whole-file BM25
+// gets right and chunk scores miss.
 function withWholeFiles(index: OrgIndex, query: string, fused: ScoredSlot[], askingForTests: boolean): ScoredSlot[] {
   if (fused.length === 0) return fused
   const files = index.wholeFileScores(query, fused.map((s) => s.slot))
@@ -211,8 +205,8 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   const snapshotDelayMs = options.snapshotDelayMs ?? 2000
   const refreshIntervalMs = options.refreshIntervalMs ?? 2000
   const embedBatchSize = options.embedBatchSize ?? 64
-  const compactAfterBytes = options.compactAfterBytes ?? 8 * 1024 ** 2
-  const prepareInWorkerFrom = embeddings.hashedDimensions === undefined ? Infinity : (options.prepareInWorkerFrom ?? 16 * 1024 ** 2)
+  const compactAfterBytes = options.compactAfterBytes ?? COMPACT_AFTER_BYTES
+  const prepareInWorkerFrom = embeddings.hashedDimensions === undefined ? Infinity : (options.prepareInWorkerFrom ?? PREPARE_IN_WORKER_FROM)
   const states = new Map<string, Promise<OrgState>>()
   const queryVectors = new Map<string, Float32Array>()
   let closed = false
@@ -485,7 +479,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       let batchChunks = 0
       // Chunking, offline embedding and indexing never wait on I/O: the work is cut into slices of a few
       // milliseconds, and other requests run between them.
-      const giveWay = timeSlices(options.indexSliceMs ?? SLICE_MS, () => searches.finished(SEARCH_PRIORITY_MS))
+      const giveWay = timeSlices(options.indexSliceMs ?? INDEX_SLICE_MS, () => searches.finished(SEARCH_PRIORITY_MS))
       const flush = async () => {
         const texts = batch.flatMap((file) => file.chunks.map((chunk) => chunk.content))
         const vectors = texts.length > 0 ? await embeddings.embed(texts, { signal }) : []
@@ -618,7 +612,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       const index = org.index
       // Deeper than the answer: fusion lets a chunk second in both lists beat one first in only one, and the
       // file priors may move chunks up from below the limit.
-      const depth = Math.max(limit * 3, 30)
+      const depth = Math.max(limit * RANKING_DEPTH.perResult, RANKING_DEPTH.least)
       const askingForTests = asksForTests(text)
       // One step of ranking at a time; each yield is a point where other work may run.
       function* ranking(): Generator<void, ScoredSlot[]> {

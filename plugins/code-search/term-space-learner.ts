@@ -7,6 +7,7 @@
 import { nextTurn } from '../../src/time-slices.ts'
 import type { Meaning, MeaningBatch } from './org-index.ts'
 import type { PostedTermSpace, TermSpace } from './term-space.ts'
+import { TERM_SPACE_DIMENSIONS, TERMS_PER_TURN } from './tuning.ts'
 import { VectorStore } from './vectors.ts'
 
 export type TermSpaceRequest =
@@ -17,12 +18,6 @@ export type TermSpaceAnswer =
   | { id: number; learnt: true; space: PostedTermSpace; slots: number; vectors: Uint8Array }
   | { id: number; learnt: false }
   | { id: number; error: string }
-
-/** Dimensions of a learnt term space. */
-export const TERM_SPACE_DIMENSIONS = 32
-/** Characters of chunk text per message to the Worker. */
-export const TERM_SPACE_BATCH_CHARS = 64 * 1024
-const TERMS_PER_TURN = 4096
 
 // In the standalone executable (`npm run build` names the Worker as an entry point) modules live in Bun's
 // embedded file system, where a Worker is found by its path from the build's root.

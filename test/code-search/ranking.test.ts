@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
-import { asksForTests, filePrior, SYNONYM_WEIGHT, weightedQueryTerms } from '../../plugins/code-search/query.ts'
+import { asksForTests, filePrior, weightedQueryTerms } from '../../plugins/code-search/query.ts'
 import { createCodeIndex } from '../../plugins/code-search/service.ts'
+import { SYNONYM_WEIGHT } from '../../plugins/code-search/tuning.ts'
 import type { RepositoryFile } from '../../plugins/code-search/types.ts'
 
 describe('questions in the index\'s terms', () => {
