@@ -235,8 +235,10 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
   test('a logout on A closes an agent connection open on B, and a role changed by the admin command closes another', async () => {
     const pair = await signIn(b)
     const socket = await connectAgent(`${b.url.replace('http', 'ws')}/ws/agent`, pair.accessToken)
+    const loggedOutAt = performance.now()
     expect((await a.request('/auth/logout', json({ refreshToken: pair.refreshToken }))).status).toBe(204)
     expect(await socket.closed).toEqual({ code: 4401, reason: expect.stringContaining('signed out') })
+    const logoutCloseMs = Math.round(performance.now() - loggedOutAt)
 
     const member = await newAccount()
     const held = await connectAgent(`${a.url.replace('http', 'ws')}/ws/agent`, member.accessToken)
@@ -244,8 +246,10 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
       cwd: `${import.meta.dir}/../..`,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', ...cluster.env },
     })
+    const roleSetAt = performance.now()
     expect(setRole.exitCode).toBe(0)
     expect(await held.closed).toEqual({ code: 4403, reason: 'the viewer role does not allow agents:run' })
+    console.log(`agent socket on the other process closed ${logoutCloseMs} ms after the logout request was sent; ${Math.round(performance.now() - roleSetAt)} ms after the role-change command exited`)
   })
 
   /** A new account (its own organisation and budgets), registered through A and signed in through B. */
