@@ -1,7 +1,8 @@
-/** Pieces shared by every kind of turn: text parts opened on first use, and a plain streamed model call. */
+/** Model calls shown as UI message chunks: text parts opened on first use, a step's view, and a plain streamed call. */
 import type { Caller } from '../auth/caller.ts'
 import type { UsageMeter } from '../usage/meter.ts'
 import type { Emit } from './ui-stream.ts'
+import { runModelLoop, type StepView, type ToolCall } from './model-loop.ts'
 import type { ModelMessage, ModelProvider } from './provider.ts'
 
 /** A text or reasoning part, started by its first delta and ended once. */
@@ -47,6 +48,28 @@ export function meterModelCall(
 }
 
 /**
+ * A step shown as UI message chunks: text and reasoning as parts opened on first use, a tool call's input as it
+ * streams (its start closes the text before it). With `silent` the text is only collected; reasoning still shows.
+ */
+export function uiStepView(emit: Emit, nextPartId: (kind: string) => string, options: { silent?: boolean } = {}) {
+  const text = textPart(emit, 'text', () => nextPartId('text'))
+  const reasoning = textPart(emit, 'reasoning', () => nextPartId('reasoning'))
+  return {
+    text: options.silent ? undefined : (delta: string) => text.delta(delta),
+    reasoning: (delta: string) => reasoning.delta(delta),
+    toolInputStart(call: ToolCall) {
+      text.end()
+      emit({ type: 'tool-input-start', toolCallId: call.id, toolName: call.name })
+    },
+    toolInputDelta: (call: ToolCall, delta: string) => emit({ type: 'tool-input-delta', toolCallId: call.id, inputTextDelta: delta }),
+    streamEnd() {
+      text.end()
+      reasoning.end()
+    },
+  } satisfies StepView
+}
+
+/**
  * One model call without tools, its text and reasoning streamed (or, with `silent`, only collected).
  * Resolves to the whole text; throws the abort reason when the turn's signal aborts.
  */
@@ -55,24 +78,14 @@ export async function streamModelText(
   messages: ModelMessage[],
   options: { silent?: boolean; temperature?: number } = {},
 ): Promise<string> {
-  const text = textPart(context.emit, 'text', () => context.nextPartId('text'))
-  const reasoning = textPart(context.emit, 'reasoning', () => context.nextPartId('reasoning'))
-  let output = ''
-  let usage: { inputTokens: number; outputTokens: number } | undefined
-  try {
-    for await (const batch of context.provider.stream({ model: context.model, messages, temperature: options.temperature }, context.signal))
-      for (const event of batch) {
-        if (event.type === 'text') {
-          output += event.delta
-          if (!options.silent) text.delta(event.delta)
-        } else if (event.type === 'reasoning') reasoning.delta(event.delta)
-        else if (event.type === 'usage') usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens }
-      }
-  } finally {
-    text.end()
-    reasoning.end()
-    meterModelCall(context, messages, output, usage)
-  }
-  if (context.signal.aborted) throw context.signal.reason
-  return output
+  const answer = await runModelLoop({
+    provider: context.provider,
+    model: context.model,
+    messages,
+    signal: context.signal,
+    request: { temperature: options.temperature },
+    view: () => uiStepView(context.emit, context.nextPartId, options),
+    metering: { meter: context.meter, caller: context.caller },
+  })
+  return answer.text
 }
