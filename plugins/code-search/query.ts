@@ -5,7 +5,7 @@
  * and abbreviations) at a lower weight, so an exact word still ranks first.
  */
 import { forEachWord, stem } from './terms.ts'
-import { FILE_PRIOR, SYNONYM_WEIGHT } from './tuning.ts'
+import { SYNONYM_WEIGHT } from './tuning.ts'
 
 /** Words that say little in a question about code, beyond the stop words every text drops. */
 const QUESTION_WORDS = new Set([
@@ -118,31 +118,3 @@ export function weightedQueryTerms(query: string): ReadonlyMap<string, number> {
   weighted.set(query, (terms = result))
   return terms
 }
-
-const TEST_WORDS = /\b(tests?|specs?|testing|unittest|pytest|fixtures?|mocks?)\b/i
-const TEST_PATH = /(^|\/)(tests?|__tests__|specs?|testing|e2e|fixtures?)\/|(^|\/)(test_[^/]*|conftest\.py)$|[._-](test|spec)s?\.[a-z]+$|_test\.[a-z]+$/i
-// Built or copied code.
-const VENDORED_PATH =
-  /(^|\/)(node_modules|vendor|vendored|third_party|dist|build|out|target|coverage|\.next|bower_components)\/|\.min\.[a-z]+$|\.map$|\.lock$|(^|\/)[^/]*[._-]generated\.[a-z]+$|\.pb\.go$|_pb2\.py$/i
-// Type declarations and stubs: they name what is implemented elsewhere.
-const DECLARATIONS_PATH = /\.d\.[cm]?ts$|\.pyi$/i
-// Code that uses the library rather than defines it.
-const EXAMPLE_PATH = /(^|\/)(examples?|samples?|demos?)\//i
-// Only as prose: security.py or history.ts are code.
-const HOUSEKEEPING_PATH = /(^|\/)(changelog|changes|history|licen[cs]e|copying|notice|authors|contributors|code_of_conduct|security)(\.(md|txt|rst|adoc))?$/i
-const PROSE_PATH = /\.(md|mdx|rst|txt|html?|adoc)$/i
-// Pages of a generated documentation site (mkdocs' site/, Sphinx's _build/, Jekyll's _site/).
-const GENERATED_SITE = /(^|\/)(site|_site|_build)\//i
-
-/** How much a file's kind weighs on its chunks' scores: 1 for source code, less for examples, tests, prose, type declarations, generated files. */
-export function filePrior(path: string, askingForTests: boolean): number {
-  if (VENDORED_PATH.test(path)) return FILE_PRIOR.vendored
-  if (HOUSEKEEPING_PATH.test(path) || (GENERATED_SITE.test(path) && PROSE_PATH.test(path))) return FILE_PRIOR.housekeeping
-  if (TEST_PATH.test(path)) return askingForTests ? FILE_PRIOR.source : FILE_PRIOR.test
-  if (PROSE_PATH.test(path) || DECLARATIONS_PATH.test(path)) return FILE_PRIOR.proseOrDeclarations
-  if (EXAMPLE_PATH.test(path)) return FILE_PRIOR.example
-  return FILE_PRIOR.source
-}
-
-/** Whether the question is about tests, so test files are not held back. */
-export const asksForTests = (query: string) => TEST_WORDS.test(query)

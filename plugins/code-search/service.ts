@@ -19,7 +19,7 @@ import type { QueryExpander } from './expansion.ts'
 import { languageOfPath } from './languages.ts'
 import { OrgIndex, type ChunkFilter, type FileChunks } from './org-index.ts'
 import { chunkPreparer, discardChunkPreparer, type PreparationRequest, type PreparedBatch } from './preparation.ts'
-import { asksForTests, filePrior } from './query.ts'
+import { rankingSteps, toEnd } from './ranking.ts'
 import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
 import { decodeSnapshot, decodeSnapshotHeader, decodeSnapshotTail, encodeSegment, type SnapshotLayout, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
@@ -27,17 +27,13 @@ import type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, Sea
 import { termSpaceLearner } from './term-space-learner.ts'
 import {
   COMPACT_AFTER_BYTES,
-  EXPANSION_SHARE,
-  FILE_SHARE,
   INDEX_SLICE_MS,
   PREPARE_BATCH_CHARS,
   PREPARE_IN_FLIGHT,
   PREPARE_IN_WORKER_FROM,
-  RANKING_DEPTH,
   SEARCH_PRIORITY_MS,
   SEARCH_SLICE_MS,
   TERM_SPACE_BATCH_CHARS,
-  TEXT_SHARE,
 } from './tuning.ts'
 import type { ScoredSlot } from './vectors.ts'
 
@@ -110,59 +106,6 @@ interface OrgState extends Loaded {
 }
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent }
-
-// Convex fusion of scores: each list's scores are scaled to 0..1 over the list (its first 1, its last 0), and a
-// chunk scores TEXT_SHARE of its text score plus the rest of its vector score, so "first in both lists" is 1.
-// Unlike a fusion of ranks it keeps how far apart the scores are: a chunk far ahead in one list stays ahead
-// unless the other list disagrees as strongly.
-
-function fuse(byText: ScoredSlot[], byVector: ScoredSlot[]): ScoredSlot[] {
-  return convex([
-    [byText, TEXT_SHARE],
-    [byVector, 1 - TEXT_SHARE],
-  ])
-}
-
-/** Each list's scores scaled to 0..1 over the list and summed with its share, best first. */
-function convex(lists: [ScoredSlot[], number][]): ScoredSlot[] {
-  const scores = new Map<number, number>()
-  for (const [list, share] of lists) {
-    if (list.length === 0) continue
-    const top = list[0]!.score
-    const bottom = list.at(-1)!.score
-    const span = top - bottom
-    // A list whose scores are all equal ranks nothing above anything: each of its chunks counts in full.
-    for (const { slot, score } of list) scores.set(slot, (scores.get(slot) ?? 0) + share * (span > 0 ? (score - bottom) / span : 1))
-  }
-  return [...scores].map(([slot, score]) => ({ slot, score })).sort((a, b) => b.score - a.score)
-}
-
-// Hybrid also weighs each chunk's file as a whole: BM25 of the file's chunks together, scaled so the best file of
-// the answer scores 1, adds FILE_SHARE of it. A file that uses the question's words throughout is likelier to hold
-// the answer than one with a single chunk that happens to, and in a large repository this is what whole-file BM25
-// gets right and chunk scores miss.
-function withWholeFiles(index: OrgIndex, query: string, fused: ScoredSlot[], askingForTests: boolean): ScoredSlot[] {
-  if (fused.length === 0) return fused
-  const files = index.wholeFileScores(query, fused.map((s) => s.slot))
-  // Weighed by the file's kind as the chunk scores are: a test file uses the question's words throughout too.
-  const share = (slot: number) => FILE_SHARE * filePrior(index.chunk(slot)!.path, askingForTests) * (files.get(slot) ?? 0)
-  return fused.map(({ slot, score }) => ({ slot, score: score + share(slot) })).sort((a, b) => b.score - a.score)
-}
-
-/** A generator run to its end without pausing. */
-function toEnd<T>(steps: Generator<void, T>): T {
-  for (;;) {
-    const step = steps.next()
-    if (step.done) return step.value
-  }
-}
-
-/** Scores scaled by each chunk's file prior (tests, prose, generated files weigh less), best first. */
-function weighByFile(index: OrgIndex, list: ScoredSlot[], askingForTests: boolean): ScoredSlot[] {
-  return list
-    .map(({ slot, score }) => ({ slot, score: score * filePrior(index.chunk(slot)!.path, askingForTests) }))
-    .sort((a, b) => b.score - a.score)
-}
 
 const invalid = (field: string, message: string) => new AppError('validation_failed', `${field}: ${message}`, { errors: [{ field, message }] })
 
@@ -610,32 +553,12 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       const codeVector = code !== undefined && mode !== 'text' ? await queryVector(code) : undefined
       // Read after the awaits: a refresh may have swapped the index.
       const index = org.index
-      // Deeper than the answer: fusion lets a chunk second in both lists beat one first in only one, and the
-      // file priors may move chunks up from below the limit.
-      const depth = Math.max(limit * RANKING_DEPTH.perResult, RANKING_DEPTH.least)
-      const askingForTests = asksForTests(text)
-      // One step of ranking at a time; each yield is a point where other work may run.
-      function* ranking(): Generator<void, ScoredSlot[]> {
-        function* rank(words: string, wordsVector: Float32Array | undefined): Generator<void, ScoredSlot[]> {
-          const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests)
-          yield
-          const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests) : []
-          if (mode !== 'hybrid') return mode === 'text' ? byText : byVector
-          yield
-          return withWholeFiles(index, words, fuse(byText, byVector), askingForTests)
-        }
-        const byQuestion = yield* rank(text, vector)
-        if (code === undefined) return byQuestion
-        return convex([
-          [byQuestion, 1 - EXPANSION_SHARE],
-          [yield* rank(code, codeVector), EXPANSION_SHARE],
-        ])
-      }
       // A search of a large index takes several milliseconds: other requests run between its steps rather than wait
       // for all of it, and indexing waits until it ends (SEARCH_PRIORITY_MS). Should the index change meanwhile, the
       // slots found so far may name other chunks: the ranking is done again, at once.
       const giveWay = timeSlices(options.searchSliceMs ?? SEARCH_SLICE_MS)
       const changeCount = index.changeCount
+      const ranking = () => rankingSteps(index, { text, vector, code, codeVector, mode, filter, limit })
       let ranked: ScoredSlot[] | undefined
       searches.started()
       try {

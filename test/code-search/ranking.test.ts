@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
-import { asksForTests, filePrior, weightedQueryTerms } from '../../plugins/code-search/query.ts'
+import { weightedQueryTerms } from '../../plugins/code-search/query.ts'
+import { asksForTests, filePrior } from '../../plugins/code-search/ranking.ts'
 import { createCodeIndex } from '../../plugins/code-search/service.ts'
 import { SYNONYM_WEIGHT } from '../../plugins/code-search/tuning.ts'
 import type { RepositoryFile } from '../../plugins/code-search/types.ts'
