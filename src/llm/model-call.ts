@@ -49,13 +49,16 @@ export function meterModelCall(
 
 /**
  * A step shown as UI message chunks: text and reasoning as parts opened on first use, a tool call's input as it
- * streams (its start closes the text before it). With `silent` the text is only collected; reasoning still shows.
+ * streams (its start closes the text before it). With `silent` the text is only collected (reasoning still
+ * shows); with `joinReads` the text of one upstream read leaves as one delta.
  */
-export function uiStepView(emit: Emit, nextPartId: (kind: string) => string, options: { silent?: boolean } = {}) {
+export function uiStepView(emit: Emit, nextPartId: (kind: string) => string, options: { silent?: boolean; joinReads?: boolean } = {}) {
   const text = textPart(emit, 'text', () => nextPartId('text'))
   const reasoning = textPart(emit, 'reasoning', () => nextPartId('reasoning'))
+  const joinReads = options.joinReads === true
   return {
-    text: options.silent ? undefined : (delta: string) => text.delta(delta),
+    text: options.silent ? () => {} : (delta: string) => text.delta(delta),
+    joinReads: () => joinReads,
     reasoning: (delta: string) => reasoning.delta(delta),
     toolInputStart(call: ToolCall) {
       text.end()
