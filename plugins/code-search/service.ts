@@ -1,14 +1,7 @@
 /**
  * The code index: one index per organisation, fed by repository import and searched by the route, the
- * chat's code_search tool and the agents (see types.ts for the contract).
- *
- * Indexes live in memory and are loaded from their snapshot on first use. They are saved when an import
- * ends (indexFiles answers once its changes are in a snapshot), at least every five snapshot delays while
- * a long import runs, and one snapshot delay after other changes (see persistence.ts). Every change is
- * also kept in a list until a snapshot holds it, so when another process sharing the database has saved
- * a newer snapshot, this process loads that one and applies its own unsaved changes on top: changes to
- * different files of one organisation made in two processes both survive; for the same file, the later
- * save wins.
+ * chat's code_search tool and the agents (see types.ts for the contract). Each organisation's index is loaded,
+ * saved and refreshed by lifecycle.ts; chunks are ranked by ranking.ts.
  */
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
@@ -17,14 +10,13 @@ import { chunkFile, type ChunkerOptions } from './chunker.ts'
 import type { EmbeddingProvider } from './embeddings/provider.ts'
 import type { QueryExpander } from './expansion.ts'
 import { languageOfPath } from './languages.ts'
-import { OrgIndex, type ChunkFilter, type FileChunks } from './org-index.ts'
+import { IndexLifecycle } from './lifecycle.ts'
+import type { ChunkFilter, FileChunks } from './org-index.ts'
 import { chunkPreparer, discardChunkPreparer, type PreparationRequest, type PreparedBatch } from './preparation.ts'
 import { rankingSteps, toEnd } from './ranking.ts'
-import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
-import { decodeSnapshot, decodeSnapshotHeader, decodeSnapshotTail, encodeSegment, type SnapshotLayout, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
+import type { SnapshotStore } from './persistence.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
 import type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, SearchMode } from './types.ts'
-import { termSpaceLearner } from './term-space-learner.ts'
 import {
   COMPACT_AFTER_BYTES,
   INDEX_SLICE_MS,
@@ -33,7 +25,6 @@ import {
   PREPARE_IN_WORKER_FROM,
   SEARCH_PRIORITY_MS,
   SEARCH_SLICE_MS,
-  TERM_SPACE_BATCH_CHARS,
 } from './tuning.ts'
 import type { ScoredSlot } from './vectors.ts'
 
@@ -73,37 +64,6 @@ export const SEARCH_MODES = ['hybrid', 'text', 'vector'] as const satisfies read
 export const MAX_LIMIT = 50
 export const DEFAULT_LIMIT = 10
 export const MAX_QUERY_LENGTH = 500
-
-interface Loaded {
-  index: OrgIndex
-  /** The snapshot version `index` was loaded from or saved as; 0 before the first. */
-  version: number
-  /** That version's file, which the next save appends to; undefined while the index holds nothing saved. */
-  file: string | undefined
-  layout: SnapshotLayout | undefined
-}
-
-interface OrgState extends Loaded {
-  readonly orgId: string
-  /**
-   * Changes applied to `index` and not yet in a saved snapshot, encoded as a segment holds them: decoded again
-   * only when they must be applied on top of a newer snapshot, so a long import keeps no second copy of its
-   * chunks and vectors.
-   */
-  pending: Uint8Array[]
-  compacting: boolean
-  pendingSince: number | undefined
-  checkedAt: number
-  timer: ReturnType<typeof setTimeout> | undefined
-  /** Saves asked for and not yet done: the timer adds none while one is, which saves what is pending anyway. */
-  savesInFlight: number
-  /** Refreshes and saves run one at a time. */
-  queue: Promise<unknown>
-  refreshing: Promise<void> | undefined
-  /** The term space being learnt, and whether to look again when it is: the index changed meanwhile. */
-  learning: Promise<void> | undefined
-  learnAgain: boolean
-}
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent }
 
@@ -145,256 +105,18 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   const { embeddings, snapshots } = options
   const logger = options.logger ?? silent
   const now = options.now ?? Date.now
-  const snapshotDelayMs = options.snapshotDelayMs ?? 2000
-  const refreshIntervalMs = options.refreshIntervalMs ?? 2000
   const embedBatchSize = options.embedBatchSize ?? 64
-  const compactAfterBytes = options.compactAfterBytes ?? COMPACT_AFTER_BYTES
   const prepareInWorkerFrom = embeddings.hashedDimensions === undefined ? Infinity : (options.prepareInWorkerFrom ?? PREPARE_IN_WORKER_FROM)
-  const states = new Map<string, Promise<OrgState>>()
+  const lifecycle = new IndexLifecycle({
+    embeddings,
+    snapshots,
+    logger,
+    now,
+    snapshotDelayMs: options.snapshotDelayMs ?? 2000,
+    refreshIntervalMs: options.refreshIntervalMs ?? 2000,
+    compactAfterBytes: options.compactAfterBytes ?? COMPACT_AFTER_BYTES,
+  })
   const queryVectors = new Map<string, Float32Array>()
-  let closed = false
-  const closing = new AbortController()
-
-  /** The snapshot the database names, read and decoded; a file pruned while we looked is looked up again. */
-  async function loadSnapshot(orgId: string, named: SnapshotVersion): Promise<Loaded> {
-    let snapshot = named
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const { header, index, layout } = decodeSnapshot(await snapshots!.read(orgId, snapshot))
-        if (header.embeddings !== embeddings.id) {
-          logger.warn('code index snapshot made with other embeddings; starting empty, re-import the repositories', {
-            orgId,
-            snapshot: header.embeddings,
-            configured: embeddings.id,
-          })
-          // No file to append to: the next save writes a whole one.
-          return { version: snapshot.version, file: undefined, layout: undefined, index: new OrgIndex() }
-        }
-        return { version: snapshot.version, file: snapshot.file, layout, index }
-      } catch (error) {
-        const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
-        const newer = missing ? await snapshots!.current(orgId) : undefined
-        if (!missing || !newer || attempt >= 3) throw error
-        snapshot = newer
-      }
-    }
-  }
-
-  function state(orgId: string): Promise<OrgState> {
-    let pending = states.get(orgId)
-    if (!pending) {
-      pending = (async () => {
-        const named = await snapshots?.current(orgId)
-        const loaded: Loaded = named ? await loadSnapshot(orgId, named) : { version: 0, file: undefined, layout: undefined, index: new OrgIndex() }
-        if (named) logger.info('code index loaded', { orgId, version: loaded.version, chunks: loaded.index.chunkCount })
-        return {
-          orgId,
-          ...loaded,
-          pending: [],
-          compacting: false,
-          savesInFlight: 0,
-          pendingSince: undefined,
-          checkedAt: now(),
-          timer: undefined,
-          queue: Promise.resolve(),
-          refreshing: undefined,
-          learning: undefined,
-          learnAgain: false,
-        } satisfies OrgState
-      })()
-      void pending.then(learnMeaning, () => undefined)
-      // A failed load is tried again by the next caller rather than remembered.
-      pending.catch(() => states.delete(orgId))
-      states.set(orgId, pending)
-    }
-    return pending
-  }
-
-  function serially<T>(org: OrgState, task: () => Promise<T>): Promise<T> {
-    const run = org.queue.then(task, task)
-    org.queue = run.catch(() => undefined)
-    return run
-  }
-
-  /** Replaces the index with the newer snapshot `named`, with this process's unsaved changes on top. */
-  async function adopt(org: OrgState, named: SnapshotVersion): Promise<void> {
-    if (await adoptTail(org, named)) return
-    const loaded = await loadSnapshot(org.orgId, named)
-    applyPending(org, loaded.index)
-    Object.assign(org, loaded)
-    learnMeaning(org)
-    logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: loaded.version })
-  }
-
-  /**
-   * When the newer snapshot is ours with segments appended, applies only those (and our unsaved changes
-   * again on top): the cost of what changed, not of decoding the whole index. False when it must be read whole.
-   */
-  async function adoptTail(org: OrgState, named: SnapshotVersion): Promise<boolean> {
-    if (!org.layout) return false
-    const tail = await snapshots!
-      .read(org.orgId, named)
-      .then((bytes) => decodeSnapshotTail(bytes, org.layout!))
-      .catch(() => undefined)
-    if (!tail || tail.header.embeddings !== embeddings.id) return false
-    for (const change of tail.changes) applyChange(org.index, change)
-    applyPending(org, org.index)
-    Object.assign(org, { version: named.version, file: named.file, layout: tail.layout })
-    learnMeaning(org)
-    logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: named.version, changes: tail.changes.length })
-    return true
-  }
-
-  /** Loads a newer snapshot if the database names one; `always` skips the refresh interval. */
-  function refresh(org: OrgState, always: boolean): Promise<void> {
-    if (!snapshots || (!always && now() - org.checkedAt < refreshIntervalMs)) return Promise.resolve()
-    // Stamped first: while the database is unreachable, searches do not all wait on it.
-    org.checkedAt = now()
-    org.refreshing ??= serially(org, async () => {
-      const named = await snapshots.current(org.orgId)
-      if (named && named.version > org.version) await adopt(org, named)
-    }).finally(() => (org.refreshing = undefined))
-    return org.refreshing
-  }
-
-  /**
-   * Learns the organisation's term space on the learner's Worker when the index has none or has changed since
-   * (OrgIndex.meaningStale): after each import, one at a time, changes made meanwhile leading to one more. With
-   * offline embeddings only, since a model's own vectors carry meaning.
-   */
-  function learnMeaning(org: OrgState): void {
-    if (embeddings.hashedDimensions === undefined || closed) return
-    if (org.learning) {
-      org.learnAgain = true
-      return
-    }
-    const index = org.index
-    if (!index.meaningStale) return
-    org.learning = termSpaceLearner()
-      .learn(index.meaningSource(TERM_SPACE_BATCH_CHARS), closing.signal)
-      .then(
-        (learnt) => {
-          // A newer snapshot replaced the index meanwhile: it learns its own.
-          if (org.index === index) index.adoptMeaning(learnt)
-          logger.debug('code index term space learnt', { orgId: org.orgId, chunks: index.chunkCount, terms: learnt?.space.rows.size ?? 0 })
-        },
-        (error) => {
-          index.abandonMeaning()
-          if (!closed) logger.warn('code index term space not learnt; vector search uses the embeddings alone', { orgId: org.orgId, err: error })
-        },
-      )
-      .finally(() => {
-        org.learning = undefined
-        if (org.learnAgain || org.index !== index) {
-          org.learnAgain = false
-          learnMeaning(org)
-        }
-      })
-  }
-
-  function apply(org: OrgState, change: Change): void {
-    applyChange(org.index, change)
-    if (!snapshots) return
-    org.pending.push(encodeChange(change))
-    org.pendingSince ??= now()
-    scheduleSave(org)
-  }
-
-  /** This process's unsaved changes, applied to `index` (a newer snapshot just loaded). */
-  function applyPending(org: OrgState, index: OrgIndex): void {
-    for (const encoded of org.pending) for (const change of decodeChanges(encoded)) applyChange(index, change)
-  }
-
-  function scheduleSave(org: OrgState, delayMs = snapshotDelayMs): void {
-    if (closed) return
-    clearTimeout(org.timer)
-    // Debounced, but a long import still saves at least every five delays.
-    const overdue = org.pendingSince !== undefined && now() - org.pendingSince >= 5 * snapshotDelayMs
-    org.timer = setTimeout(() => org.savesInFlight === 0 && void save(org).catch(() => undefined), overdue ? 0 : delayMs)
-    org.timer.unref?.()
-  }
-
-  /** Saves the pending changes now; on failure they stay pending and a retry is scheduled. */
-  function save(org: OrgState): Promise<void> {
-    clearTimeout(org.timer)
-    org.timer = undefined
-    org.savesInFlight++
-    const saving = serially(org, async () => {
-      for (let attempt = 1; org.pending.length > 0; attempt++) {
-        const saved = org.pending.length
-        const vectors = org.index.vectors
-        const chain = org.layout?.chain ?? crypto.randomUUID()
-        const header = {
-          orgId: org.orgId,
-          version: org.version + 1,
-          embeddings: embeddings.id,
-          dimensions: vectors?.dimensions ?? 0,
-          slots: vectors?.slots ?? 0,
-          chunks: org.index.chunkCount,
-          savedAt: now(),
-          chain,
-        }
-        // Only the changes since the last save, already encoded; appended to that save's file.
-        const fresh = org.file === undefined
-        const pieces = encodeSegment(org.pending.slice(0, saved), header, fresh)
-        const bytes = pieces.reduce((sum, piece) => sum + piece.length, 0)
-        const claimed = await snapshots!.commit(org.orgId, org.version, pieces, org.file)
-        if (claimed) {
-          const layout = org.layout ?? { chain, sections: 0, baseBytes: 0, segmentBytes: fresh ? -8 : 0 }
-          Object.assign(org, { ...claimed, layout: { ...layout, sections: layout.sections + 1, segmentBytes: layout.segmentBytes + bytes } })
-          org.pending.splice(0, saved)
-          org.pendingSince = org.pending.length > 0 ? now() : undefined
-          logger.debug('code index saved', { orgId: org.orgId, version: org.version, chunks: org.index.chunkCount, bytes })
-          if (org.pending.length > 0) scheduleSave(org)
-          compactLater(org)
-          return
-        }
-        // Another process saved this version first: build on its snapshot and try again.
-        if (attempt >= 5) throw new Error(`another process saved first ${attempt} times in a row`)
-        const named = await snapshots!.current(org.orgId)
-        if (named) await adopt(org, named)
-      }
-    })
-    saving.then(
-      () => org.savesInFlight--,
-      () => org.savesInFlight--,
-    )
-    return saving.catch((error) => {
-      logger.error('code index snapshot failed; will retry', { orgId: org.orgId, err: error })
-      scheduleSave(org, Math.max(snapshotDelayMs, 1000) * 5)
-      throw error
-    })
-  }
-
-  /** Has a Worker rewrite the snapshot as one base once its segments weigh enough; claimed unless a save came first. */
-  function compactLater(org: OrgState): void {
-    const { layout, file } = org
-    if (closed || !snapshots?.compact || org.compacting || !layout || !file) return
-    if (layout.segmentBytes < Math.max(compactAfterBytes, layout.baseBytes / 2)) return
-    org.compacting = true
-    const from = { version: org.version, file }
-    snapshots
-      .compact(org.orgId, from)
-      .then((compacted) =>
-        serially(org, async () => {
-          // Segments saved while the Worker ran are appended to its base as they are.
-          const current = org.layout!
-          if (current.chain !== layout.chain || !org.file) return
-          const saved = fileBytes(current) - fileBytes(layout)
-          const tail = saved === 0 ? [] : [(await snapshots.read(org.orgId, { version: org.version, file: org.file })).subarray(fileBytes(layout))]
-          const claimed = await snapshots.commit(org.orgId, org.version, [compacted, ...tail])
-          if (!claimed) return
-          const chain = decodeSnapshotHeader(compacted).chain
-          const baseBytes = compacted.length - 8
-          Object.assign(org, { ...claimed, layout: { chain, sections: 1 + current.sections - layout.sections, baseBytes, segmentBytes: current.segmentBytes - layout.segmentBytes } })
-          logger.debug('code index compacted', { orgId: org.orgId, version: org.version, bytes: fileBytes(org.layout!) })
-        }),
-      )
-      .catch((error) => logger.warn('code index compaction failed', { orgId: org.orgId, err: error }))
-      .finally(() => (org.compacting = false))
-  }
-
-  const fileBytes = (layout: SnapshotLayout) => 8 + layout.baseBytes + layout.segmentBytes
 
   async function queryVector(text: string): Promise<Float32Array> {
     let vector = queryVectors.get(text)
@@ -410,12 +132,12 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
 
   return {
     async indexFiles(input: IndexFilesInput) {
-      if (closed) throw new Error('the code index is closed')
+      if (lifecycle.closed) throw new Error('the code index is closed')
       const { orgId, repositoryId, repositoryName, signal } = input
       if (!orgId || !repositoryId) throw new Error('indexFiles needs an orgId and a repositoryId')
-      const org = await state(orgId)
+      const org = await lifecycle.org(orgId)
       // Changes build on the newest snapshot, so saving them does not undo another process's work.
-      await refresh(org, true)
+      await lifecycle.refresh(org, true)
       let files = 0
       let chunks = 0
       let batch: FileChunks[] = []
@@ -431,7 +153,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         let at = 0
         for (const file of batch) {
           for (const chunk of file.chunks) chunk.vector = vectors[at++]!
-          apply(org, { kind: 'file', file })
+          lifecycle.apply(org, { kind: 'file', file })
           files++
           chunks += file.chunks.length
           await giveWay()
@@ -480,7 +202,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
         signal?.throwIfAborted()
         for (const [i, file] of sent.entries()) {
           const { chunks: fileChunks, encoded } = ready.file(i)
-          apply(org, { kind: 'file', file: { repositoryId, repositoryName, path: file.path, language: file.language, chunks: fileChunks, encoded } })
+          lifecycle.apply(org, { kind: 'file', file: { repositoryId, repositoryName, path: file.path, language: file.language, chunks: fileChunks, encoded } })
           files++
           chunks += fileChunks.length
           await giveWay()
@@ -510,30 +232,30 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       if (batch.length > 0) await flush()
       if (toPrepare.length > 0) sendToWorker()
       while (preparing.length > 0) await insertPrepared()
-      if (input.removedPaths?.length) apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
-      if (input.commit) apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
+      if (input.removedPaths?.length) lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
+      if (input.commit) lifecycle.apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
       // Saved before answering: the importer records the commit as indexed next, and a crash after that
       // must not leave an index older than the record.
-      if (snapshots) await save(org)
-      learnMeaning(org)
+      if (snapshots) await lifecycle.save(org)
+      lifecycle.learnMeaning(org)
       return { files, chunks }
     },
 
     async removeRepository(orgId, repositoryId) {
-      const org = await state(orgId)
-      await refresh(org, true)
-      apply(org, { kind: 'removeRepository', repositoryId })
-      learnMeaning(org)
+      const org = await lifecycle.org(orgId)
+      await lifecycle.refresh(org, true)
+      lifecycle.apply(org, { kind: 'removeRepository', repositoryId })
+      lifecycle.learnMeaning(org)
     },
 
     async meaningLearnt(orgId) {
-      const org = await state(orgId)
+      const org = await lifecycle.org(orgId)
       while (org.learning) await org.learning
     },
 
     async indexedCommit(orgId, repositoryId) {
-      const org = await state(orgId)
-      await refresh(org, true)
+      const org = await lifecycle.org(orgId)
+      await lifecycle.refresh(org, true)
       const record = org.index.repository(repositoryId)
       if (!record || record.embeddings !== embeddings.id) return undefined
       // Vectors of another length than the index's cannot be searched together with them.
@@ -543,9 +265,9 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
 
     async search(scope, query): Promise<CodeSearchResult[]> {
       const { text, mode, limit, filter } = normaliseQuery(query)
-      const org = await state(scope.orgId)
+      const org = await lifecycle.org(scope.orgId)
       // A search answers from what this process has when the database cannot say whether it is current.
-      await refresh(org, false).catch((error) => logger.warn('code index version check failed', { orgId: scope.orgId, err: error }))
+      await lifecycle.refresh(org, false).catch((error) => logger.warn('code index version check failed', { orgId: scope.orgId, err: error }))
       // The model writes while the question is embedded.
       const expansion = options.expandQuery && query.expand !== false ? options.expandQuery(text, scope.userId === undefined ? undefined : { orgId: scope.orgId, userId: scope.userId }) : undefined
       const vector = mode === 'text' ? undefined : await queryVector(text)
@@ -590,20 +312,6 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       })
     },
 
-    async close() {
-      if (closed) return
-      closed = true
-      // A closed index takes no more changes: a space still being learnt for it would go unused.
-      closing.abort(new Error('the code index is closed'))
-      const orgs = await Promise.allSettled([...states.values()])
-      for (const result of orgs) {
-        if (result.status !== 'fulfilled') continue
-        const org = result.value
-        clearTimeout(org.timer)
-        if (snapshots && org.pending.length > 0) await save(org).catch(() => undefined)
-        await org.queue
-      }
-      snapshots?.close?.()
-    },
+    close: () => lifecycle.close(),
   }
 }
