@@ -74,6 +74,11 @@ export class IndexLifecycle {
     return this.isClosed
   }
 
+  /** Whether indexes are saved: a snapshot store is configured, and changes are kept encoded for it. */
+  get savesSnapshots(): boolean {
+    return this.options.snapshots !== undefined
+  }
+
   /** The organisation's index and its state, loaded from its snapshot on first use. */
   org(orgId: string): Promise<OrgState> {
     let pending = this.states.get(orgId)

@@ -1,31 +1,22 @@
 /**
  * The code index: one index per organisation, fed by repository import and searched by the route, the
  * chat's code_search tool and the agents (see types.ts for the contract). Each organisation's index is loaded,
- * saved and refreshed by lifecycle.ts; chunks are ranked by ranking.ts.
+ * saved and refreshed by lifecycle.ts; an import's files are indexed by indexing.ts; chunks are ranked by ranking.ts.
  */
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import { InProgress, timeSlices } from '../../src/time-slices.ts'
-import { chunkFile, type ChunkerOptions } from './chunker.ts'
+import type { ChunkerOptions } from './chunker.ts'
 import type { EmbeddingProvider } from './embeddings/provider.ts'
 import type { QueryExpander } from './expansion.ts'
-import { languageOfPath } from './languages.ts'
+import { indexFiles, type IndexingOptions } from './indexing.ts'
 import { IndexLifecycle } from './lifecycle.ts'
-import type { ChunkFilter, FileChunks } from './org-index.ts'
-import { chunkPreparer, discardChunkPreparer, type PreparationRequest, type PreparedBatch } from './preparation.ts'
+import type { ChunkFilter } from './org-index.ts'
 import { rankingSteps, toEnd } from './ranking.ts'
 import type { SnapshotStore } from './persistence.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
-import type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, SearchMode } from './types.ts'
-import {
-  COMPACT_AFTER_BYTES,
-  INDEX_SLICE_MS,
-  PREPARE_BATCH_CHARS,
-  PREPARE_IN_FLIGHT,
-  PREPARE_IN_WORKER_FROM,
-  SEARCH_PRIORITY_MS,
-  SEARCH_SLICE_MS,
-} from './tuning.ts'
+import type { CodeIndex, CodeSearchQuery, CodeSearchResult, SearchMode } from './types.ts'
+import { COMPACT_AFTER_BYTES, INDEX_SLICE_MS, PREPARE_IN_WORKER_FROM, SEARCH_SLICE_MS } from './tuning.ts'
 import type { ScoredSlot } from './vectors.ts'
 
 export interface CodeIndexOptions {
@@ -93,20 +84,10 @@ export function normaliseQuery(query: CodeSearchQuery) {
   return { text, mode, limit, filter }
 }
 
-/** A repository path as the index keys it: forward slashes, relative, no `.` or `..` segments. */
-function indexPath(path: string): string {
-  const clean = path.replace(/\\/g, '/').replace(/^(\.\/)+/, '')
-  if (clean === '' || clean.startsWith('/') || clean.split('/').some((part) => part === '..' || part === '.' || part === ''))
-    throw new Error(`not a relative repository path: ${JSON.stringify(path)}`)
-  return clean
-}
-
 export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   const { embeddings, snapshots } = options
   const logger = options.logger ?? silent
   const now = options.now ?? Date.now
-  const embedBatchSize = options.embedBatchSize ?? 64
-  const prepareInWorkerFrom = embeddings.hashedDimensions === undefined ? Infinity : (options.prepareInWorkerFrom ?? PREPARE_IN_WORKER_FROM)
   const lifecycle = new IndexLifecycle({
     embeddings,
     snapshots,
@@ -129,117 +110,19 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   }
 
   const searches = new InProgress()
+  const indexing: IndexingOptions = {
+    embeddings,
+    lifecycle,
+    logger,
+    embedBatchSize: options.embedBatchSize ?? 64,
+    prepareInWorkerFrom: embeddings.hashedDimensions === undefined ? Infinity : (options.prepareInWorkerFrom ?? PREPARE_IN_WORKER_FROM),
+    indexSliceMs: options.indexSliceMs ?? INDEX_SLICE_MS,
+    chunker: options.chunker,
+    searches,
+  }
 
   return {
-    async indexFiles(input: IndexFilesInput) {
-      if (lifecycle.closed) throw new Error('the code index is closed')
-      const { orgId, repositoryId, repositoryName, signal } = input
-      if (!orgId || !repositoryId) throw new Error('indexFiles needs an orgId and a repositoryId')
-      const org = await lifecycle.org(orgId)
-      // Changes build on the newest snapshot, so saving them does not undo another process's work.
-      await lifecycle.refresh(org, true)
-      let files = 0
-      let chunks = 0
-      let batch: FileChunks[] = []
-      let batchChunks = 0
-      // Chunking, offline embedding and indexing never wait on I/O: the work is cut into slices of a few
-      // milliseconds, and other requests run between them.
-      const giveWay = timeSlices(options.indexSliceMs ?? INDEX_SLICE_MS, () => searches.finished(SEARCH_PRIORITY_MS))
-      const flush = async () => {
-        const texts = batch.flatMap((file) => file.chunks.map((chunk) => chunk.content))
-        const vectors = texts.length > 0 ? await embeddings.embed(texts, { signal }) : []
-        signal?.throwIfAborted()
-        await giveWay()
-        let at = 0
-        for (const file of batch) {
-          for (const chunk of file.chunks) chunk.vector = vectors[at++]!
-          lifecycle.apply(org, { kind: 'file', file })
-          files++
-          chunks += file.chunks.length
-          await giveWay()
-        }
-        batch = []
-        batchChunks = 0
-        input.onProgress?.({ filesIndexed: files, chunksIndexed: chunks })
-      }
-      // A large import's files go to the preparation Worker in batches: while it prepares some, the event loop
-      // inserts those it prepared before.
-      let onWorker = (input.totalBytes ?? 0) >= prepareInWorkerFrom
-      let toPrepare: PreparationRequest['files'] = []
-      let toPrepareChars = 0
-      const preparing: { files: PreparationRequest['files']; prepared: Promise<PreparedBatch> }[] = []
-      const sendToWorker = () => {
-        const preparer = chunkPreparer()
-        const request = { repositoryId, repositoryName, encode: snapshots !== undefined, dimensions: embeddings.hashedDimensions!, chunker: options.chunker }
-        const prepared = preparer.prepare(request, toPrepare)
-        // A failed Worker is replaced for the next import; this one learns of it when the batch's turn comes.
-        prepared.catch(() => discardChunkPreparer(preparer))
-        preparing.push({ files: toPrepare, prepared })
-        toPrepare = []
-        toPrepareChars = 0
-      }
-      // A file chunked and embedded on this thread, in a batch applied in order.
-      const indexHere = async (file: PreparationRequest['files'][number]) => {
-        const pieces = chunkFile(file.path, file.content, file.language, options.chunker)
-        batch.push({ repositoryId, repositoryName, path: file.path, language: file.language, chunks: pieces.map((piece) => ({ ...piece, vector: new Float32Array(0) })) })
-        batchChunks += pieces.length
-        if (batchChunks >= embedBatchSize) await flush()
-        else await giveWay()
-      }
-      const insertPrepared = async () => {
-        const { files: sent, prepared } = preparing.shift()!
-        const ready = await prepared.catch((error) => {
-          if (onWorker) logger.warn('code index: the chunk preparation worker failed; indexing on the event loop', { err: error })
-          onWorker = false
-          return undefined
-        })
-        if (!ready) {
-          for (const file of sent) await indexHere(file)
-          return
-        }
-        // Files batched here after a failure go first, so files are applied in the order given.
-        if (batch.length > 0) await flush()
-        signal?.throwIfAborted()
-        for (const [i, file] of sent.entries()) {
-          const { chunks: fileChunks, encoded } = ready.file(i)
-          lifecycle.apply(org, { kind: 'file', file: { repositoryId, repositoryName, path: file.path, language: file.language, chunks: fileChunks, encoded } })
-          files++
-          chunks += fileChunks.length
-          await giveWay()
-        }
-        input.onProgress?.({ filesIndexed: files, chunksIndexed: chunks })
-      }
-      for await (const file of input.files) {
-        signal?.throwIfAborted()
-        const path = indexPath(file.path)
-        const language = file.language ?? languageOfPath(path)
-        if (onWorker) {
-          toPrepare.push({ path, content: file.content, language })
-          toPrepareChars += file.content.length
-          if (toPrepareChars >= PREPARE_BATCH_CHARS) {
-            sendToWorker()
-            if (preparing.length >= PREPARE_IN_FLIGHT) await insertPrepared()
-          }
-          continue
-        }
-        // The Worker failed: what was sent to it, and what waited to be, goes first.
-        while (preparing.length > 0) await insertPrepared()
-        const waited = toPrepare
-        toPrepare = []
-        for (const earlier of waited) await indexHere(earlier)
-        await indexHere({ path, content: file.content, language })
-      }
-      if (batch.length > 0) await flush()
-      if (toPrepare.length > 0) sendToWorker()
-      while (preparing.length > 0) await insertPrepared()
-      if (input.removedPaths?.length) lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
-      if (input.commit) lifecycle.apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
-      // Saved before answering: the importer records the commit as indexed next, and a crash after that
-      // must not leave an index older than the record.
-      if (snapshots) await lifecycle.save(org)
-      lifecycle.learnMeaning(org)
-      return { files, chunks }
-    },
+    indexFiles: (input) => indexFiles(indexing, input),
 
     async removeRepository(orgId, repositoryId) {
       const org = await lifecycle.org(orgId)
