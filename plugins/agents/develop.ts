@@ -6,7 +6,7 @@
  * The checks are run once more at the end, and the result carries the diff, the files changed, the last
  * verdict of each check, the budgets spent and the model's summary.
  */
-import { meterModelCall } from '../../src/llm/model-call.ts'
+import { runModelLoop, type LoopProgress } from '../../src/llm/model-loop.ts'
 import type { ModelMessage } from '../../src/llm/provider.ts'
 import type { SandboxCommandRequest, SandboxResult, SandboxVerdict } from '../../src/sandbox/index.ts'
 import type { CodeIndex } from '../code-search/index.ts'
@@ -159,38 +159,6 @@ async function pushChange(
       draft: change.draft,
     }),
   )
-}
-
-interface ModelTurn {
-  text: string
-  calls: { id: string; name: string; arguments: string }[]
-  tokens: number
-}
-
-/** One model call with the tools offered; its text and tool calls collected. */
-async function askModel(deps: DevelopDependencies, context: CommandContext, messages: ModelMessage[], signal: AbortSignal): Promise<ModelTurn> {
-  const { provider, model } = modelServices(deps)
-  let text = ''
-  const calls = new Map<number, { id: string; name: string; arguments: string }>()
-  let usage: { inputTokens: number; outputTokens: number } | undefined
-  try {
-    for await (const batch of provider.stream({ model, messages, tools: DEVELOP_TOOLS, temperature: 0 }, signal))
-      for (const event of batch) {
-        if (event.type === 'text') text += event.delta
-        else if (event.type === 'usage') usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens }
-        else if (event.type === 'tool-call') {
-          let call = calls.get(event.index)
-          if (!call) calls.set(event.index, (call = { id: event.id ?? `call_${context.taskId}_${messages.length}_${event.index}`, name: '', arguments: '' }))
-          if (event.name) call.name = event.name
-          if (event.argumentsDelta) call.arguments += event.argumentsDelta
-        }
-      }
-  } finally {
-    meterModelCall({ meter: deps.meter, caller: context.caller, model }, messages, text + JSON.stringify([...calls.values()]), usage)
-  }
-  signal.throwIfAborted()
-  const tokens = usage ? usage.inputTokens + usage.outputTokens : Math.ceil((JSON.stringify(messages).length + text.length) / 4)
-  return { text, calls: [...calls.values()], tokens }
 }
 
 const parseArguments = (text: string): Record<string, unknown> | undefined => {
@@ -465,7 +433,6 @@ async function runLoop(
   const { checks, pace } = task
   const started = clock.now()
   const deadline = AbortSignal.timeout(limits.timeLimitMs)
-  const signal = AbortSignal.any([context.signal, deadline])
   const toolContext: DevelopToolContext = {
     taskId: context.taskId,
     orgId: context.caller.orgId,
@@ -474,7 +441,7 @@ async function runLoop(
     ...(deps.sandbox.limits ? { commandLimits: { timeoutMs: deps.sandbox.limits.timeoutMs, maxOutputBytes: deps.sandbox.limits.maxOutputBytes } } : {}),
     codeIndex: deps.codeIndex,
     repositoryId: task.repositoryId,
-    signal,
+    signal: AbortSignal.any([context.signal, deadline]),
     maxAnswerChars: limits.maxAnswerChars,
     session: newDevelopSession(),
   }
@@ -491,96 +458,65 @@ async function runLoop(
   // The last measured duration of each check, run by the model: what the final checks are expected to take.
   const checkMs = new Map<string, number>()
   const guard = new RepeatGuard()
-  let tokens = 0
-  let steps = 0
+  // How many times in a row the call about to run has come.
+  let times = 0
   let summary: string | undefined
-  let stopped: LoopStop | undefined
-  const budgetsNote = () =>
-    `step ${count(steps)}/${count(limits.maxSteps)} · ${count(tokens)}/${count(limits.maxTokens)} tokens · ${Math.floor((clock.now() - started) / 1000)}/${count(Math.round(limits.timeLimitMs / 1000))} s`
+  const budgetsNote = (spent: Readonly<LoopProgress>) =>
+    `step ${count(spent.toolCalls)}/${count(limits.maxSteps)} · ${count(spent.tokens)}/${count(limits.maxTokens)} tokens · ${Math.floor((clock.now() - started) / 1000)}/${count(Math.round(limits.timeLimitMs / 1000))} s`
   // What is expected after the current step: a few more model steps at the pace so far, the checks' last durations, the caller's steps.
-  const msAfter = () => {
+  const msAfter = (steps: number) => {
     const step = pace.typicalMs()
     if (step === undefined) return undefined
     const checksMs = checks.reduce((sum, c) => sum + (checkMs.get(c) ?? step), 0)
     return loopStepsAhead(steps, limits.maxSteps - steps) * step + checksMs + (task.stepsAfterLoop - 1) * step
   }
-  const notRun = (calls: readonly { id: string }[], why: string) => {
-    for (const call of calls) messages.push({ role: 'tool', tool_call_id: call.id, content: `Not run: ${why}` })
-  }
 
-  loop: for (;;) {
-    if (deadline.aborted) {
-      stopped = 'time'
-      break
-    }
-    let turn: ModelTurn
-    try {
-      turn = await askModel(deps, context, messages, signal)
-    } catch (err) {
-      if (deadline.aborted && !context.signal.aborted) {
-        stopped = 'time'
-        break
-      }
-      throw err
-    }
-    tokens += turn.tokens
-    if (turn.calls.length === 0) {
-      // An answer without a tool call ends the loop: the text is the summary.
-      summary = turn.text.trim()
-      stopped = 'answered'
-      break
-    }
-    messages.push({
-      role: 'assistant',
-      content: turn.text || null,
-      tool_calls: turn.calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments || '{}' } })),
-    })
-    for (const [i, call] of turn.calls.entries()) {
-      if (steps >= limits.maxSteps) {
-        stopped = 'steps'
-        notRun(turn.calls.slice(i), 'the steps budget is spent; the task stops here.')
-        break loop
-      }
-      const times = guard.see(call.name, call.arguments)
-      if (times >= REPEAT_STOP_AT) {
-        stopped = 'stuck'
-        messages.push({ role: 'tool', tool_call_id: call.id, content: stuckAnswer(call.name) })
-        notRun(turn.calls.slice(i + 1), 'the task stopped as stuck.')
-        break loop
-      }
-      steps++
-      pace.start()
-      context.step(steps, `${call.name}${describeCall(call.arguments)} · ${budgetsNote()}`, pace.totalFor(steps, msAfter(), loopStepsAhead(steps, limits.maxSteps - steps) + task.stepsAfterLoop))
-      const args = parseArguments(call.arguments)
-      const outcome: ToolOutcome = args
-        ? await runDevelopTool(toolContext, call.name, args)
-        : { answer: 'Refused: the arguments are not a JSON object', summary: 'refused: arguments not JSON', refused: true }
-      context.signal.throwIfAborted()
-      if (outcome.command) {
-        const { command, result, fromRoot } = outcome.command
-        // A check's verdict counts only when run as the final check runs it: from the workspace root.
-        if (checks.includes(command.trim()) && fromRoot) {
-          lastVerdicts.set(command.trim(), describeVerdict(result, command.trim()))
-          checkMs.set(command.trim(), result.durationMs)
-        }
-        context.log(clip(`${outcome.summary}\n${result.output}`, limits.maxLogChars), result.verdict === 'passed' ? 'info' : 'warn')
-      } else context.log(outcome.summary, outcome.refused ? 'warn' : 'info')
-      messages.push({ role: 'tool', tool_call_id: call.id, content: times >= REPEAT_WARN_AT ? outcome.answer + repeatWarning(call.name, times) : outcome.answer })
-      // Only a turn whose every call is answered is a well-formed conversation to go on from.
-      if (i === turn.calls.length - 1) await conversation.checkpoint(messages)
-      if (outcome.finished) {
+  const end = await runModelLoop<'finished' | 'stuck'>({
+    ...modelServices(deps),
+    messages,
+    signal: context.signal,
+    request: { temperature: 0 },
+    limits: { maxToolCalls: limits.maxSteps, maxTokens: limits.maxTokens, deadline },
+    metering: { meter: deps.meter, caller: context.caller },
+    tools: {
+      definitions: DEVELOP_TOOLS,
+      callId: (index) => `call_${context.taskId}_${messages.length}_${index}`,
+      refuse(call) {
+        times = guard.see(call.name, call.arguments)
+        return times >= REPEAT_STOP_AT ? { answer: stuckAnswer(call.name), stop: { reason: 'stuck', why: 'the task stopped as stuck.' } } : undefined
+      },
+      async run(call, spent) {
+        const steps = spent.toolCalls
+        pace.start()
+        context.step(steps, `${call.name}${describeCall(call.arguments)} · ${budgetsNote(spent)}`, pace.totalFor(steps, msAfter(steps), loopStepsAhead(steps, limits.maxSteps - steps) + task.stepsAfterLoop))
+        const args = parseArguments(call.arguments)
+        const outcome: ToolOutcome = args
+          ? await runDevelopTool(toolContext, call.name, args)
+          : { answer: 'Refused: the arguments are not a JSON object', summary: 'refused: arguments not JSON', refused: true }
+        context.signal.throwIfAborted()
+        if (outcome.command) {
+          const { command, result, fromRoot } = outcome.command
+          // A check's verdict counts only when run as the final check runs it: from the workspace root.
+          if (checks.includes(command.trim()) && fromRoot) {
+            lastVerdicts.set(command.trim(), describeVerdict(result, command.trim()))
+            checkMs.set(command.trim(), result.durationMs)
+          }
+          context.log(clip(`${outcome.summary}\n${result.output}`, limits.maxLogChars), result.verdict === 'passed' ? 'info' : 'warn')
+        } else context.log(outcome.summary, outcome.refused ? 'warn' : 'info')
+        const answer = times >= REPEAT_WARN_AT ? outcome.answer + repeatWarning(call.name, times) : outcome.answer
+        if (!outcome.finished) return { answer }
         summary = outcome.finished.summary
-        notRun(turn.calls.slice(i + 1), 'finish ended the task.')
-        break loop
-      }
-    }
-    if (tokens >= limits.maxTokens) {
-      stopped = 'tokens'
-      break
-    }
-  }
+        return { answer, stop: { reason: 'finished', why: 'finish ended the task.' } }
+      },
+      checkpoint: conversation.checkpoint,
+    },
+  })
+  // An answer without a tool call ends the loop: the text is the summary.
+  if (end.stop === 'answered') summary = end.text.trim()
+  // Nothing here stops a model call or answers a tool elsewhere: the loop ended answered, finished, stuck or out of a budget.
+  const stopped = end.stop === 'finished' ? undefined : (end.stop as LoopStop)
   if (stopped && stopped !== 'answered') context.log(STOP_NOTES[stopped], 'warn')
-  return { summary, stopped, steps, tokens, lastVerdicts, checkMs, started, loopMs: Math.round(clock.now() - started), budgetsNote, messages }
+  return { summary, stopped, steps: end.toolCalls, tokens: end.tokens, lastVerdicts, checkMs, started, loopMs: Math.round(clock.now() - started), budgetsNote: () => budgetsNote(end), messages }
 }
 
 /** The first line of the instruction as the subject, the model's summary as the body. */
