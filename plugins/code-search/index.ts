@@ -10,7 +10,8 @@ import type { CodeIndex } from './types.ts'
 export { codeSearchSettings } from './settings.ts'
 
 export { codeIndexFromConfig } from './setup.ts'
-export { createCodeIndex, MAX_LIMIT, MAX_QUERY_LENGTH, type CodeIndexOptions } from './service.ts'
+export { createCodeIndex, type CodeIndexOptions } from './service.ts'
+export { MAX_LIMIT, MAX_QUERY_LENGTH } from './search.ts'
 export type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, RepositoryFile, SearchMode } from './types.ts'
 // The index's parts, for measuring it against a plain Orama baseline (bench/) and for losing a snapshot on purpose (tests).
 export { chunkFile } from './chunker.ts'

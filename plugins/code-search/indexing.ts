@@ -1,5 +1,6 @@
 /**
- * Indexing: an import's files become chunks with vectors, applied to the organisation's index in the order given.
+ * Indexing: an import's files become chunks with vectors, applied to the organisation's index in the order given;
+ * a repository's record says which commit the index holds.
  * Chunking, offline embedding and inserting never wait on I/O: the work is cut into slices of a few milliseconds,
  * other requests run between them, and searches under way go first. A large import's files go to the preparation
  * Worker in batches: while it prepares some, the event loop inserts those it prepared before.
@@ -54,6 +55,27 @@ export async function indexFiles(options: IndexingOptions, input: IndexFilesInpu
   if (lifecycle.savesSnapshots) await lifecycle.save(org)
   lifecycle.learnMeaning(org)
   return { files: run.files, chunks: run.chunks }
+}
+
+/** Drops every chunk of the repository and its record. */
+export async function removeRepository(options: IndexingOptions, orgId: string, repositoryId: string): Promise<void> {
+  const { lifecycle } = options
+  const org = await lifecycle.org(orgId)
+  await lifecycle.refresh(org, true)
+  lifecycle.apply(org, { kind: 'removeRepository', repositoryId })
+  lifecycle.learnMeaning(org)
+}
+
+/** The commit whose files the index holds for the repository, when its record still matches what it holds. */
+export async function indexedCommit(options: IndexingOptions, orgId: string, repositoryId: string): Promise<string | undefined> {
+  const { lifecycle, embeddings } = options
+  const org = await lifecycle.org(orgId)
+  await lifecycle.refresh(org, true)
+  const record = org.index.repository(repositoryId)
+  if (!record || record.embeddings !== embeddings.id) return undefined
+  // Vectors of another length than the index's cannot be searched together with them.
+  if (record.chunks > 0 && record.dimensions !== org.index.vectors?.dimensions) return undefined
+  return record.commit
 }
 
 /** A repository path as the index keys it: forward slashes, relative, no `.` or `..` segments. */

@@ -95,6 +95,12 @@ export class IndexLifecycle {
     return pending
   }
 
+  /** Resolves once the organisation's term space is learnt from what its index holds now, or found unneeded. */
+  async meaningLearnt(orgId: string): Promise<void> {
+    const org = await this.org(orgId)
+    while (org.learning) await org.learning
+  }
+
   /** Loads a newer snapshot if the database names one; `always` skips the refresh interval. */
   refresh(org: OrgState, always: boolean): Promise<void> {
     const { snapshots, now, refreshIntervalMs } = this.options
