@@ -5,7 +5,7 @@
  * CODE_SEARCH_EXPANSION_MODEL names a model of the configured provider.
  */
 import type { Caller } from '../../src/auth/caller.ts'
-import { meterModelCall } from '../../src/llm/model-call.ts'
+import { runModelLoop } from '../../src/llm/model-loop.ts'
 import type { ModelMessage, ModelProvider } from '../../src/llm/provider.ts'
 import type { Logger } from '../../src/log.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
@@ -58,29 +58,24 @@ export function createQueryExpander(options: QueryExpanderOptions): QueryExpande
 
   async function expand(query: string, caller: Caller | undefined): Promise<string | undefined> {
     const signal = AbortSignal.timeout(timeoutMs)
-    const messages = expansionMessages(query)
-    let answer = ''
-    let usage: { inputTokens: number; outputTokens: number } | undefined
     try {
-      for await (const batch of provider.stream({ model, messages, temperature: 0, maxOutputTokens: MAX_OUTPUT_TOKENS }, signal))
-        for (const event of batch) {
-          if (event.type === 'text') answer += event.delta
-          else if (event.type === 'usage') usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens }
-        }
+      const answer = await runModelLoop({
+        provider,
+        model,
+        messages: expansionMessages(query),
+        signal,
+        request: { temperature: 0, maxOutputTokens: MAX_OUTPUT_TOKENS },
+        // A refused request (an HTTP error before any token) used no tokens; a cut-short answer did.
+        metering: caller && { meter, caller, skipEmpty: true },
+      })
+      const snippet = snippetFromAnswer(answer.text)
+      return snippet === '' ? undefined : snippet
     } catch (error) {
-      logger?.warn('code search: the model did not write code for the question; searching the question alone', { err: error, model })
-      return undefined
-    } finally {
-      // A refused request (an HTTP error before any token) used no tokens; a cut-short answer did.
-      if (caller && (usage || answer)) meterModelCall({ meter, caller, model }, messages, answer, usage)
-    }
-    // The provider ends quietly when the signal aborts: a timed-out answer may be cut short, so it is not used.
-    if (signal.aborted) {
-      logger?.warn('code search: the model did not answer in time; searching the question alone', { model, timeoutMs })
+      // A timed-out answer may be cut short, so it is not used.
+      if (signal.aborted) logger?.warn('code search: the model did not answer in time; searching the question alone', { model, timeoutMs })
+      else logger?.warn('code search: the model did not write code for the question; searching the question alone', { err: error, model })
       return undefined
     }
-    const snippet = snippetFromAnswer(answer)
-    return snippet === '' ? undefined : snippet
   }
 
   return (query, caller) => {

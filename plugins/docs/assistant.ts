@@ -9,6 +9,7 @@ import type { Logger } from '../../src/log.ts'
 import { problem, strictObject } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { sseResponse, type SseEvent } from '../../src/sse.ts'
+import { runModelLoop } from '../../src/llm/model-loop.ts'
 import type { Models } from '../../src/llm/models.ts'
 import { upstreamFailure, type ModelMessage, type ModelProvider } from '../../src/llm/provider.ts'
 import { assistantMessages, gatherContext, type AssistantSource } from './assistant-prompt.ts'
@@ -54,24 +55,36 @@ const streamDoc = {
 const event = (name: string, data: unknown): SseEvent => ({ event: name, data: JSON.stringify(data) })
 
 /** The model's answer as `text` events, then the sources and `done`; a failure becomes one `error` event. */
-async function* answerEvents(
+function answerEvents(
   provider: ModelProvider,
   request: { model: string; messages: ModelMessage[]; sources: readonly AssistantSource[] },
   signal: AbortSignal,
   logger: Logger | undefined,
-): AsyncGenerator<SseEvent> {
-  try {
-    for await (const batch of provider.stream({ model: request.model, messages: request.messages, temperature: 0.2 }, signal))
-      for (const item of batch) if (item.type === 'text' && item.delta !== '') yield event('text', { delta: item.delta })
-    // The provider ends quietly when the reader leaves; there is nobody to send the rest to.
-    if (signal.aborted) return
-    yield event('sources', { sources: request.sources })
-    yield event('done', {})
-  } catch (error) {
-    const failure = upstreamFailure(error)
-    logger?.warn('documentation assistant: the model provider failed', { code: failure.code, error: failure.message })
-    yield event('error', { code: failure.code, message: failure.message })
-  }
+): ReadableStream<SseEvent> {
+  // Until the reader leaves; there is nobody to send the rest to then.
+  let reading = true
+  return new ReadableStream<SseEvent>({
+    start(controller) {
+      const send = (name: string, data: unknown) => reading && controller.enqueue(event(name, data))
+      runModelLoop({ provider, model: request.model, messages: request.messages, signal, request: { temperature: 0.2 }, view: () => ({ text: (delta) => send('text', { delta }) }) })
+        .then(
+          () => {
+            send('sources', { sources: request.sources })
+            send('done', {})
+          },
+          (error) => {
+            if (signal.aborted) return
+            const failure = upstreamFailure(error)
+            logger?.warn('documentation assistant: the model provider failed', { code: failure.code, error: failure.message })
+            send('error', { code: failure.code, message: failure.message })
+          },
+        )
+        .finally(() => reading && controller.close())
+    },
+    cancel() {
+      reading = false
+    },
+  })
 }
 
 /** The assistant's route. No token is needed (the documentation is public); questions are rate limited per client address. */

@@ -35,18 +35,6 @@ export interface ModelCallContext {
   nextPartId: (kind: string) => string
 }
 
-/** Counts usage from the provider's report, or about four characters a token when it sends none. */
-export function meterModelCall(
-  context: Pick<ModelCallContext, 'meter' | 'caller' | 'model'>,
-  messages: readonly ModelMessage[],
-  output: string,
-  usage: { inputTokens: number; outputTokens: number } | undefined,
-) {
-  const counted = usage ?? { inputTokens: Math.ceil(JSON.stringify(messages).length / 4), outputTokens: Math.ceil(output.length / 4) }
-  context.meter?.record({ ...context.caller, kind: 'chat_tokens_in', model: context.model, quantity: counted.inputTokens })
-  context.meter?.record({ ...context.caller, kind: 'chat_tokens_out', model: context.model, quantity: counted.outputTokens })
-}
-
 /**
  * A step shown as UI message chunks: text and reasoning as parts opened on first use, a tool call's input as it
  * streams (its start closes the text before it). With `silent` the text is only collected (reasoning still
