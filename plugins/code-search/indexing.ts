@@ -141,7 +141,13 @@ class IndexingRun {
   private async indexHere(file: FileToPrepare): Promise<void> {
     const { repositoryId, repositoryName } = this.input
     const pieces = chunkFile(file.path, file.content, file.language, this.options.chunker)
-    this.batch.push({ repositoryId, repositoryName, path: file.path, language: file.language, chunks: pieces.map((piece) => ({ ...piece, vector: new Float32Array(0) })) })
+    this.batch.push({
+      repositoryId,
+      repositoryName,
+      path: file.path,
+      language: file.language,
+      chunks: pieces.map((piece) => ({ ...piece, vector: new Float32Array(0) })),
+    })
     this.batchChunks += pieces.length
     if (this.batchChunks >= this.options.embedBatchSize) await this.flush()
     else await this.giveWay()
@@ -198,7 +204,10 @@ class IndexingRun {
     signal?.throwIfAborted()
     for (const [i, file] of sent.entries()) {
       const { chunks: fileChunks, encoded } = ready.file(i)
-      this.options.lifecycle.apply(this.org, { kind: 'file', file: { repositoryId, repositoryName, path: file.path, language: file.language, chunks: fileChunks, encoded } })
+      this.options.lifecycle.apply(this.org, {
+        kind: 'file',
+        file: { repositoryId, repositoryName, path: file.path, language: file.language, chunks: fileChunks, encoded },
+      })
       this.files++
       this.chunks += fileChunks.length
       await this.giveWay()

@@ -12,7 +12,15 @@ import type { Logger } from '../../src/log.ts'
 import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
 import type { EmbeddingProvider } from './embeddings/provider.ts'
 import { OrgIndex } from './org-index.ts'
-import { decodeSnapshot, decodeSnapshotHeader, decodeSnapshotTail, encodeSegment, type SnapshotLayout, type SnapshotStore, type SnapshotVersion } from './persistence.ts'
+import {
+  decodeSnapshot,
+  decodeSnapshotHeader,
+  decodeSnapshotTail,
+  encodeSegment,
+  type SnapshotLayout,
+  type SnapshotStore,
+  type SnapshotVersion,
+} from './persistence.ts'
 import { termSpaceLearner } from './term-space-learner.ts'
 import { TERM_SPACE_BATCH_CHARS } from './tuning.ts'
 
@@ -353,7 +361,10 @@ export class IndexLifecycle {
           if (!claimed) return
           const chain = decodeSnapshotHeader(compacted).chain
           const baseBytes = compacted.length - 8
-          Object.assign(org, { ...claimed, layout: { chain, sections: 1 + current.sections - layout.sections, baseBytes, segmentBytes: current.segmentBytes - layout.segmentBytes } })
+          Object.assign(org, {
+            ...claimed,
+            layout: { chain, sections: 1 + current.sections - layout.sections, baseBytes, segmentBytes: current.segmentBytes - layout.segmentBytes },
+          })
           logger.debug('code index compacted', { orgId: org.orgId, version: org.version, bytes: fileBytes(org.layout!) })
         }),
       )

@@ -81,9 +81,7 @@ export function toEnd<T>(steps: Generator<void, T>): T {
 
 /** Scores scaled by each chunk's file prior (tests, prose, generated files weigh less), best first. */
 function weighByFile(index: OrgIndex, list: ScoredSlot[], askingForTests: boolean): ScoredSlot[] {
-  return list
-    .map(({ slot, score }) => ({ slot, score: score * filePrior(index.chunk(slot)!.path, askingForTests) }))
-    .sort((a, b) => b.score - a.score)
+  return list.map(({ slot, score }) => ({ slot, score: score * filePrior(index.chunk(slot)!.path, askingForTests) })).sort((a, b) => b.score - a.score)
 }
 
 // Convex fusion of scores: each list's scores are scaled to 0..1 over the list (its first 1, its last 0), and a
@@ -117,7 +115,10 @@ function convex(lists: [ScoredSlot[], number][]): ScoredSlot[] {
 // gets right and chunk scores miss.
 function withWholeFiles(index: OrgIndex, query: string, fused: ScoredSlot[], askingForTests: boolean): ScoredSlot[] {
   if (fused.length === 0) return fused
-  const files = index.wholeFileScores(query, fused.map((s) => s.slot))
+  const files = index.wholeFileScores(
+    query,
+    fused.map((s) => s.slot),
+  )
   // Weighed by the file's kind as the chunk scores are: a test file uses the question's words throughout too.
   const share = (slot: number) => FILE_SHARE * filePrior(index.chunk(slot)!.path, askingForTests) * (files.get(slot) ?? 0)
   return fused.map(({ slot, score }) => ({ slot, score: score + share(slot) })).sort((a, b) => b.score - a.score)

@@ -67,7 +67,10 @@ export function createSearch(options: SearchOptions): CodeIndex['search'] {
     // A search answers from what this process has when the database cannot say whether it is current.
     await lifecycle.refresh(org, false).catch((error) => logger.warn('code index version check failed', { orgId: scope.orgId, err: error }))
     // The model writes while the question is embedded.
-    const expansion = expandQuery && query.expand !== false ? expandQuery(text, scope.userId === undefined ? undefined : { orgId: scope.orgId, userId: scope.userId }) : undefined
+    const expansion =
+      expandQuery && query.expand !== false
+        ? expandQuery(text, scope.userId === undefined ? undefined : { orgId: scope.orgId, userId: scope.userId })
+        : undefined
     const vector = mode === 'text' ? undefined : await queryVector(text)
     const code = await expansion
     const codeVector = code !== undefined && mode !== 'text' ? await queryVector(code) : undefined
