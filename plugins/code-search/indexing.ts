@@ -1,6 +1,7 @@
 /**
- * Indexing: an import's files become chunks with vectors, applied to the organisation's index in the order given;
- * a repository's record says which commit the index holds.
+ * Indexing: an import's files become chunks with vectors, applied to the organisation's index in the order given,
+ * and the commit they are at is recorded; removing a repository drops its chunks and its record.
+ *
  * Chunking, offline embedding and inserting never wait on I/O: the work is cut into slices of a few milliseconds,
  * other requests run between them, and searches under way go first. A large import's files go to the preparation
  * Worker in batches: while it prepares some, the event loop inserts those it prepared before.
