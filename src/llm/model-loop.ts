@@ -44,7 +44,7 @@ export interface StepView {
   toolInputDelta?(call: ToolCall, delta: string): void
   /** The model call's stream ended; `completed` when it ran to its end rather than failing or being stopped. */
   streamEnd?(completed: boolean): void
-  /** The step is over and its tool calls are answered; never after `stop()` or a failure. */
+  /** The step is over, each of its tool calls answered (or left unrun by a stop); never after `stop()` or a failure. */
   stepEnd?(): void
 }
 
@@ -150,7 +150,6 @@ export async function runModelLoop<Stop extends string = never>(loop: ModelLoop<
       tool_calls: reply.calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments || '{}' } })),
     })
     const ended = await answerCalls(loop.messages, tools, reply.calls, progress, limits)
-    if (ended && ended !== 'pending') return end(ended)
     view.stepEnd?.()
     if (ended) return end(ended)
     if (progress.tokens >= (limits.maxTokens ?? Infinity)) return end('tokens')
