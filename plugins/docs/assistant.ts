@@ -66,7 +66,14 @@ function answerEvents(
   return new ReadableStream<SseEvent>({
     start(controller) {
       const send = (name: string, data: unknown) => reading && controller.enqueue(event(name, data))
-      runModelLoop({ provider, model: request.model, messages: request.messages, signal, request: { temperature: 0.2 }, view: () => ({ text: (delta) => send('text', { delta }) }) })
+      runModelLoop({
+        provider,
+        model: request.model,
+        messages: request.messages,
+        signal,
+        request: { temperature: 0.2 },
+        view: () => ({ text: (delta) => send('text', { delta }) }),
+      })
         .then(
           () => {
             send('sources', { sources: request.sources })

@@ -228,7 +228,7 @@ async function callModel<Stop extends string>(
             let logprobs = event.logprobs
             // Text that arrived together leaves together: one delta rather than one per token.
             if (view.joinReads?.()) {
-              for (let next = batch[at + 1]; next?.type === 'text'; next = batch[at + 1]) (delta += next.delta), at++
+              for (let next = batch[at + 1]; next?.type === 'text'; next = batch[++at + 1]) delta += next.delta
               logprobs = undefined
             }
             text += delta
@@ -242,7 +242,8 @@ async function callModel<Stop extends string>(
             let call = calls.get(event.index)
             if (!call) {
               const id = event.id ?? loop.tools?.callId?.(event.index) ?? `call_${step}_${event.index}`
-              calls.set(event.index, (call = { id, name: event.name ?? '', arguments: '' }))
+              call = { id, name: event.name ?? '', arguments: '' }
+              calls.set(event.index, call)
               view.toolInputStart?.(call)
             } else if (event.name && !call.name) call.name = event.name
             if (event.argumentsDelta) {
