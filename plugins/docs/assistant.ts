@@ -64,29 +64,21 @@ function answerEvents(
   // Until the reader leaves; there is nobody to send the rest to then.
   let reading = true
   return new ReadableStream<SseEvent>({
-    start(controller) {
+    async start(controller) {
       const send = (name: string, data: unknown) => reading && controller.enqueue(event(name, data))
-      runModelLoop({
-        provider,
-        model: request.model,
-        messages: request.messages,
-        signal,
-        request: { temperature: 0.2 },
-        view: () => ({ text: (delta) => send('text', { delta }) }),
-      })
-        .then(
-          () => {
-            send('sources', { sources: request.sources })
-            send('done', {})
-          },
-          (error) => {
-            if (signal.aborted) return
-            const failure = upstreamFailure(error)
-            logger?.warn('documentation assistant: the model provider failed', { code: failure.code, error: failure.message })
-            send('error', { code: failure.code, message: failure.message })
-          },
-        )
-        .finally(() => reading && controller.close())
+      try {
+        const view = () => ({ text: (delta: string) => send('text', { delta }) })
+        await runModelLoop({ provider, model: request.model, messages: request.messages, signal, request: { temperature: 0.2 }, view })
+        send('sources', { sources: request.sources })
+        send('done', {})
+      } catch (error) {
+        if (!signal.aborted) {
+          const failure = upstreamFailure(error)
+          logger?.warn('documentation assistant: the model provider failed', { code: failure.code, error: failure.message })
+          send('error', { code: failure.code, message: failure.message })
+        }
+      }
+      if (reading) controller.close()
     },
     cancel() {
       reading = false
