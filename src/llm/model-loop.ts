@@ -74,7 +74,7 @@ export interface LoopLimits {
   maxToolCalls?: number
   /** Tokens of every call together, checked after each step. Default no limit. */
   maxTokens?: number
-  /** Aborts the loop's model calls and tools; the loop then ends `time` rather than failing. */
+  /** Aborts the loop's model calls, and the loop then ends `time` rather than failing; checked before each step. */
   deadline?: AbortSignal
 }
 
