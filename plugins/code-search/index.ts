@@ -11,14 +11,13 @@ export { codeSearchSettings } from './settings.ts'
 
 export { codeIndexFromConfig } from './setup.ts'
 export { createCodeIndex, type CodeIndexOptions } from './service.ts'
-export { MAX_LIMIT, MAX_QUERY_LENGTH } from './search.ts'
+export { MAX_LIMIT, MAX_QUERY_LENGTH } from './search/index.ts'
 export type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, RepositoryFile, SearchMode } from './types.ts'
 // The index's parts, for measuring it against a plain Orama baseline (bench/) and for losing a snapshot on purpose (tests).
-export { chunkFile } from './chunker.ts'
-export { createEmbeddings } from './embeddings/index.ts'
+export { chunkFile } from './indexing/index.ts'
+export { createEmbeddings, createHashedEmbeddings, hashedVector } from './embeddings/index.ts'
 export { createQueryExpander } from './expansion.ts'
-export { createHashedEmbeddings, hashedVector } from './embeddings/hashed.ts'
-export { createFileSnapshotStore, orgDirName } from './persistence.ts'
+export { createFileSnapshotStore, orgDirName } from './index/index.ts'
 
 export interface CodeSearchPluginOptions {
   codeIndex: CodeIndex

@@ -1,6 +1,6 @@
 import { t, type Static } from 'elysia'
 import { integer, oneOf, strictObject } from '../../src/schemas.ts'
-import { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, SEARCH_MODES } from './search.ts'
+import { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, SEARCH_MODES } from './search/index.ts'
 
 export const codeSearchBody = strictObject({
   query: t.String({

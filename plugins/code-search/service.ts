@@ -1,18 +1,16 @@
 /**
  * The code index: one index per organisation, fed by repository import and searched by the route, the
  * chat's code_search tool and the agents (see types.ts for the contract). Composed of each organisation's index
- * through its life (lifecycle.ts), indexing (indexing.ts) and search (search.ts, ranking by ranking.ts), which share
- * the count of searches under way: indexing waits for them.
+ * through its life (index/lifecycle.ts), indexing (indexing/) and search (search/, ranking by search/ranking.ts),
+ * which share the count of searches under way: indexing waits for them.
  */
 import type { Logger } from '../../src/log.ts'
 import { InProgress } from '../../src/time-slices.ts'
-import type { ChunkerOptions } from './chunker.ts'
-import type { EmbeddingProvider } from './embeddings/provider.ts'
+import type { EmbeddingProvider } from './embeddings/index.ts'
 import type { QueryExpander } from './expansion.ts'
-import { indexedCommit, indexFiles, removeRepository, type IndexingOptions } from './indexing.ts'
-import { IndexLifecycle } from './lifecycle.ts'
-import type { SnapshotStore } from './persistence.ts'
-import { createSearch } from './search.ts'
+import { IndexLifecycle, type SnapshotStore } from './index/index.ts'
+import { indexedCommit, indexFiles, removeRepository, type ChunkerOptions, type IndexingOptions } from './indexing/index.ts'
+import { createSearch } from './search/index.ts'
 import type { CodeIndex } from './types.ts'
 import { COMPACT_AFTER_BYTES, INDEX_SLICE_MS, PREPARE_IN_WORKER_FROM, SEARCH_SLICE_MS } from './tuning.ts'
 
@@ -34,7 +32,7 @@ export interface CodeIndexOptions {
   compactAfterBytes?: number
   /**
    * With offline embeddings, an indexFiles call whose files total at least this many bytes (IndexFilesInput.totalBytes)
-   * is chunked and embedded on a Worker thread while the event loop inserts (preparation.ts). Default 16 MiB: below
+   * is chunked and embedded on a Worker thread while the event loop inserts (indexing/preparation.ts). Default 16 MiB: below
    * that, copying to and from the Worker costs about what it saves. 0 always, Infinity never.
    */
   prepareInWorkerFrom?: number

@@ -5,7 +5,7 @@ import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { Database } from '../../src/storage/database.ts'
 import { createEmbeddings } from './embeddings/index.ts'
 import { createQueryExpander } from './expansion.ts'
-import { createFileSnapshotStore } from './persistence.ts'
+import { createFileSnapshotStore } from './index/index.ts'
 import { createCodeIndex } from './service.ts'
 import type { CodeSearchSettings } from './settings.ts'
 

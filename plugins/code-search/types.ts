@@ -68,7 +68,7 @@ export interface CodeIndex {
    */
   indexedCommit?(orgId: string, repositoryId: string): Promise<string | undefined>
   /**
-   * Resolves once the organisation's term space (term-space.ts) is learnt from what the index holds now, or
+   * Resolves once the organisation's term space (vectors/term-space.ts) is learnt from what the index holds now, or
    * found unneeded; vector search uses the embeddings alone until then. For tests and benchmarks.
    */
   meaningLearnt?(orgId: string): Promise<void>

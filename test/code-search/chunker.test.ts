@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { chunkFile, unindexableReason } from '../../plugins/code-search/chunker.ts'
-import { languageOfPath } from '../../plugins/code-search/languages.ts'
+import { chunkFile, unindexableReason } from '../../plugins/code-search/indexing/chunker.ts'
+import { languageOfPath } from '../../plugins/code-search/indexing/languages.ts'
 
 const linesOf = (content: string, start: number, end: number) => content.split('\n').slice(start - 1, end).join('\n')
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
-import { OrgIndex, type FileChunks } from '../../plugins/code-search/org-index.ts'
-import { decodeSnapshot, encodeSnapshot } from '../../plugins/code-search/persistence.ts'
+import { OrgIndex, type FileChunks } from '../../plugins/code-search/index/org-index.ts'
+import { decodeSnapshot, encodeSnapshot } from '../../plugins/code-search/index/persistence.ts'
 
 const vector = (...values: number[]) => Float32Array.from(values)
 

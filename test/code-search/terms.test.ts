@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { createHashedEmbeddings, hashedVector } from '../../plugins/code-search/embeddings/hashed.ts'
-import { buildSnippet, snippetTerms } from '../../plugins/code-search/snippet.ts'
-import { forEachWordSpan, queryTerms, termsOf } from '../../plugins/code-search/terms.ts'
-import { VectorStore } from '../../plugins/code-search/vectors.ts'
+import { buildSnippet, snippetTerms } from '../../plugins/code-search/search/snippet.ts'
+import { forEachWordSpan, queryTerms, termsOf } from '../../plugins/code-search/terms/terms.ts'
+import { VectorStore } from '../../plugins/code-search/vectors/vectors.ts'
 
 describe('terms', () => {
   test('identifiers split into their words in every spelling, the compound kept without separators', () => {

@@ -1,7 +1,7 @@
 /**
  * Offline embeddings: hashed sub-word features, no network and no model file.
  *
- * The text's index terms (terms.ts: identifiers split into their words, stemmed, plus the compound
+ * The text's index terms (terms/terms.ts: identifiers split into their words, stemmed, plus the compound
  * identifier) and every character trigram of each term are hashed into one of `dimensions` buckets
  * with a hashed sign (the "hashing trick"); bucket values are damped (log) so one word repeated fifty
  * times does not drown the rest, and the vector is scaled to unit length.
@@ -12,7 +12,7 @@
  * not find `authenticate` unless the words co-occur; configure an embeddings model (EMBEDDINGS_MODEL) for
  * that. Deterministic, so a snapshot stays valid across restarts and machines.
  */
-import { countedTermsOf, type CountedTerms } from '../terms.ts'
+import { countedTermsOf, type CountedTerms } from '../terms/index.ts'
 import { normalise, type EmbeddingProvider } from './provider.ts'
 
 export interface HashedEmbeddingsOptions {

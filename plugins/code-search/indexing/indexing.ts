@@ -6,16 +6,15 @@
  * other requests run between them, and searches under way go first. A large import's files go to the preparation
  * Worker in batches: while it prepares some, the event loop inserts those it prepared before.
  */
-import type { Logger } from '../../src/log.ts'
-import { type InProgress, timeSlices } from '../../src/time-slices.ts'
+import type { Logger } from '../../../src/log.ts'
+import { type InProgress, timeSlices } from '../../../src/time-slices.ts'
+import type { EmbeddingProvider } from '../embeddings/index.ts'
+import type { FileChunks, IndexLifecycle, OrgState } from '../index/index.ts'
+import { PREPARE_BATCH_CHARS, PREPARE_IN_FLIGHT, SEARCH_PRIORITY_MS } from '../tuning.ts'
+import type { IndexFilesInput, RepositoryFile } from '../types.ts'
 import { chunkFile, type ChunkerOptions } from './chunker.ts'
-import type { EmbeddingProvider } from './embeddings/provider.ts'
 import { languageOfPath } from './languages.ts'
-import type { IndexLifecycle, OrgState } from './lifecycle.ts'
-import type { FileChunks } from './org-index.ts'
 import { chunkPreparer, discardChunkPreparer, type PreparationRequest, type PreparedBatch } from './preparation.ts'
-import { PREPARE_BATCH_CHARS, PREPARE_IN_FLIGHT, SEARCH_PRIORITY_MS } from './tuning.ts'
-import type { IndexFilesInput, RepositoryFile } from './types.ts'
 
 export interface IndexingOptions {
   embeddings: EmbeddingProvider

@@ -13,8 +13,8 @@
  * Deterministic for the same chunks in the same order (a seeded start), so every process learns the same space.
  * Pure computation: it runs on a Worker (term-space-worker.ts).
  */
-import { normalise } from './embeddings/provider.ts'
-import type { CountedTerms } from './terms.ts'
+import { normalise } from '../embeddings/index.ts'
+import type { CountedTerms } from '../terms/index.ts'
 
 export interface TermSpace {
   readonly dimensions: number

@@ -85,7 +85,7 @@ export interface Term {
   /** The hashed embeddings' buckets of the term at `bucketsOf` dimensions (embeddings/hashed.ts). */
   buckets: Int32Array | undefined
   bucketsOf: number
-  /** Its number in the preparation Worker's messages, valid while `wireEpoch` is the Worker's (preparation.ts). */
+  /** Its number in the preparation Worker's messages, valid while `wireEpoch` is the Worker's (indexing/preparation.ts). */
   wireId: number
   wireEpoch: number
 }

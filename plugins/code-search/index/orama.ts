@@ -2,7 +2,7 @@
  * The Orama database behind one organisation's full-text search: Orama's document store, enum filters
  * (repository, language, path), search pipeline and save/load, with two components of our own through
  * Orama's component API:
- * - a tokenizer that speaks code (see terms.ts);
+ * - a tokenizer that speaks code (see terms/terms.ts);
  * - an index component whose string fields keep an inverted index of term -> (chunk, occurrences), scored
  *   with Orama's BM25 formula and parameters on exact terms. Orama's own string index stores a term
  *   frequency object per document, whose lookups cost close to a microsecond per matching chunk, looks
@@ -12,9 +12,8 @@
  *   expansion is not needed; the vectors cover partial and misspelt words.
  */
 import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
-import { weightedQueryTerms } from './query.ts'
-import { countedTermsOf, queryTerms } from './terms.ts'
-import { COMMON_SYNONYM } from './tuning.ts'
+import { countedTermsOf, queryTerms, weightedQueryTerms } from '../terms/index.ts'
+import { COMMON_SYNONYM } from '../tuning.ts'
 
 export const chunkSchema = {
   repositoryId: 'enum',
@@ -139,7 +138,7 @@ function scoreTerms(
   if (scratch.length < size) scratch = new Float64Array(Math.max(size, scratch.length * 2))
   const scores = scratch
   const touched: number[] = []
-  // The question's words and their synonyms, weighted (query.ts), rather than the tokenizer's plain terms.
+  // The question's words and their synonyms, weighted (terms/query.ts), rather than the tokenizer's plain terms.
   const terms = weightedQueryTerms(query)
   for (const property of properties) {
     const postings = index.postings[property]

@@ -22,11 +22,11 @@
 import { copyFile, link, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { RawData } from '@orama/orama'
-import type { Database } from '../../src/storage/database.ts'
-import { toNumber } from '../../src/storage/database.ts'
+import type { Database } from '../../../src/storage/database.ts'
+import { toNumber } from '../../../src/storage/database.ts'
+import { VectorStore } from '../vectors/index.ts'
 import { applyChange, decodeChanges, type Change } from './changes.ts'
 import { OrgIndex } from './org-index.ts'
-import { VectorStore } from './vectors.ts'
 
 const MAGIC = 'CIDX'
 const FORMAT = 2
@@ -360,7 +360,7 @@ export type CompactionAnswer = { id: number; bytes: Uint8Array } | { id: number;
 // In the standalone executable (`npm run build`, which names the Worker as a second entry point) modules live in
 // Bun's embedded file system, where a Worker is found by its path from the build's root.
 const COMPACTION_WORKER = import.meta.url.startsWith('file:///$bunfs/')
-  ? './plugins/code-search/compaction-worker.ts'
+  ? './plugins/code-search/index/compaction-worker.ts'
   : new URL('./compaction-worker.ts', import.meta.url)
 
 /** One Worker, started on the first compaction, doing one organisation's at a time in the order asked. */

@@ -4,9 +4,9 @@
  * indexing. The event loop then only inserts, so an import of real code uses both cores. Only for embeddings
  * computed from the text alone (the offline hashed ones); a remote model is called from the event loop as before.
  */
+import type { IndexedChunk } from '../index/index.ts'
+import { termOf, type CountedTerms, type Term } from '../terms/index.ts'
 import type { ChunkerOptions } from './chunker.ts'
-import type { IndexedChunk } from './org-index.ts'
-import { termOf, type CountedTerms, type Term } from './terms.ts'
 
 export interface PreparationRequest {
   id: number
@@ -55,7 +55,7 @@ export type PreparationAnswer =
 // In the standalone executable (`npm run build` names the Worker as an entry point) modules live in Bun's
 // embedded file system, where a Worker is found by its path from the build's root.
 const PREPARE_WORKER = import.meta.url.startsWith('file:///$bunfs/')
-  ? './plugins/code-search/prepare-worker.ts'
+  ? './plugins/code-search/indexing/prepare-worker.ts'
   : new URL('./prepare-worker.ts', import.meta.url)
 
 /** A file ready to apply: its chunks with their vectors and counted terms, and its change already encoded. */

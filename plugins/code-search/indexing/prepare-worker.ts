@@ -3,11 +3,11 @@
  * each file's change as a snapshot stores it, on its own thread, so the event loop only inserts what comes back
  * (preparation.ts). A term's text is sent once, the first time the Worker meets it; afterwards only its number.
  */
-import { encodeFileChange } from './changes.ts'
+import { hashedVectorOfTerms } from '../embeddings/index.ts'
+import { encodeFileChange } from '../index/index.ts'
+import { countTerms } from '../terms/index.ts'
 import { chunkFile } from './chunker.ts'
-import { hashedVectorOfTerms } from './embeddings/hashed.ts'
 import type { PreparationAnswer, PreparationRequest, PreparedChunk } from './preparation.ts'
-import { countTerms } from './terms.ts'
 
 declare const self: Worker
 

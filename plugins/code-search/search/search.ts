@@ -2,17 +2,16 @@
  * A search: the query checked, the question embedded while a model writes code for it, the chunks ranked in steps
  * that let other work run between them (ranking.ts), and the best answered with their snippets.
  */
-import { AppError } from '../../src/errors.ts'
-import type { Logger } from '../../src/log.ts'
-import { type InProgress, timeSlices } from '../../src/time-slices.ts'
-import type { EmbeddingProvider } from './embeddings/provider.ts'
-import type { QueryExpander } from './expansion.ts'
-import type { IndexLifecycle } from './lifecycle.ts'
-import type { ChunkFilter, OrgIndex } from './org-index.ts'
+import { AppError } from '../../../src/errors.ts'
+import type { Logger } from '../../../src/log.ts'
+import { type InProgress, timeSlices } from '../../../src/time-slices.ts'
+import type { EmbeddingProvider } from '../embeddings/index.ts'
+import type { QueryExpander } from '../expansion.ts'
+import type { ChunkFilter, IndexLifecycle, OrgIndex } from '../index/index.ts'
+import type { CodeIndex, CodeSearchQuery, CodeSearchResult, SearchMode } from '../types.ts'
+import type { ScoredSlot } from '../vectors/index.ts'
 import { rankingSteps, toEnd, type RankingQuery } from './ranking.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
-import type { CodeIndex, CodeSearchQuery, CodeSearchResult, SearchMode } from './types.ts'
-import type { ScoredSlot } from './vectors.ts'
 
 export const SEARCH_MODES = ['hybrid', 'text', 'vector'] as const satisfies readonly SearchMode[]
 export const MAX_LIMIT = 50

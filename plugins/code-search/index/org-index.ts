@@ -4,12 +4,19 @@
  * change is never seen half-applied.
  */
 import { insert, load, remove, save, search, type RawData } from '@orama/orama'
+import { countedTermsOf, primeCountedTerms, weightedQueryTerms, type CountedTerms } from '../terms/index.ts'
+import { CHUNK_BM25, FIELD_BOOST, FILE_BM25, MEANING_SHARE } from '../tuning.ts'
+import {
+  embedCountedInTermSpace,
+  embedInTermSpace,
+  nearestOf,
+  VectorStore,
+  type Meaning,
+  type MeaningBatch,
+  type ScoredSlot,
+  type VectorQuery,
+} from '../vectors/index.ts'
 import { createChunkDatabase, wholeFileScores, type ChunkDatabase, type ChunkDocument } from './orama.ts'
-import { weightedQueryTerms } from './query.ts'
-import { embedCountedInTermSpace, embedInTermSpace, type TermSpace } from './term-space.ts'
-import { countedTermsOf, primeCountedTerms, type CountedTerms } from './terms.ts'
-import { CHUNK_BM25, FIELD_BOOST, FILE_BM25, MEANING_SHARE } from './tuning.ts'
-import { nearestOf, VectorStore, type ScoredSlot, type VectorQuery } from './vectors.ts'
 
 /** A chunk ready to store: its place, its text and its vector. */
 export interface IndexedChunk {
@@ -49,18 +56,6 @@ export interface ChunkFilter {
   /** Lower-case language names. */
   languages?: ReadonlySet<string>
   pathPrefix?: string
-}
-
-/** The learnt term space and every chunk's vector in it, by slot. */
-export interface Meaning {
-  space: TermSpace
-  store: VectorStore
-}
-
-/** Some of the chunks a term space is learnt from: their slots and texts, in slot order. */
-export interface MeaningBatch {
-  slots: Int32Array
-  contents: string[]
 }
 
 export class OrgIndex {

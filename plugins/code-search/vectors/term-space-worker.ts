@@ -3,9 +3,9 @@
  * and embeds every chunk in it, all on its own thread, and hands back the space and the chunks' vectors
  * (transferred, not copied).
  */
+import { termsOf } from '../terms/index.ts'
 import { chunkTermWeights, embedInTermSpace, learnTermSpace } from './term-space.ts'
 import type { TermSpaceAnswer, TermSpaceRequest } from './term-space-learner.ts'
-import { termsOf } from './terms.ts'
 import { VectorStore } from './vectors.ts'
 
 declare const self: Worker

@@ -8,9 +8,11 @@
  * saved a newer snapshot, this process loads that one and applies its own unsaved changes on top: changes to
  * different files of one organisation made in two processes both survive; for the same file, the later save wins.
  */
-import type { Logger } from '../../src/log.ts'
+import type { Logger } from '../../../src/log.ts'
+import type { EmbeddingProvider } from '../embeddings/index.ts'
+import { TERM_SPACE_BATCH_CHARS } from '../tuning.ts'
+import { termSpaceLearner } from '../vectors/index.ts'
 import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
-import type { EmbeddingProvider } from './embeddings/provider.ts'
 import { OrgIndex } from './org-index.ts'
 import {
   decodeSnapshot,
@@ -21,8 +23,6 @@ import {
   type SnapshotStore,
   type SnapshotVersion,
 } from './persistence.ts'
-import { termSpaceLearner } from './term-space-learner.ts'
-import { TERM_SPACE_BATCH_CHARS } from './tuning.ts'
 
 export interface IndexLifecycleOptions {
   embeddings: Pick<EmbeddingProvider, 'id' | 'hashedDimensions'>

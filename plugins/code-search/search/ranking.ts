@@ -4,10 +4,10 @@
  * with a model's code for the question, the question's ranking and the code's are fused the same way. The ranking
  * runs as a generator of steps, so a search can let other work run between them.
  */
-import type { ChunkFilter, OrgIndex } from './org-index.ts'
-import { EXPANSION_SHARE, FILE_PRIOR, FILE_SHARE, RANKING_DEPTH, TEXT_SHARE } from './tuning.ts'
-import type { SearchMode } from './types.ts'
-import type { ScoredSlot } from './vectors.ts'
+import type { ChunkFilter, OrgIndex } from '../index/index.ts'
+import { EXPANSION_SHARE, FILE_PRIOR, FILE_SHARE, RANKING_DEPTH, TEXT_SHARE } from '../tuning.ts'
+import type { SearchMode } from '../types.ts'
+import type { ScoredSlot } from '../vectors/index.ts'
 
 const TEST_WORDS = /\b(tests?|specs?|testing|unittest|pytest|fixtures?|mocks?)\b/i
 const TEST_PATH = /(^|\/)(tests?|__tests__|specs?|testing|e2e|fixtures?)\/|(^|\/)(test_[^/]*|conftest\.py)$|[._-](test|spec)s?\.[a-z]+$|_test\.[a-z]+$/i

@@ -4,8 +4,8 @@
  * each remaining word brings the words code commonly uses for the same thing (a small table of synonyms
  * and abbreviations) at a lower weight, so an exact word still ranks first.
  */
+import { SYNONYM_WEIGHT } from '../tuning.ts'
 import { forEachWord, stem } from './terms.ts'
-import { SYNONYM_WEIGHT } from './tuning.ts'
 
 /** Words that say little in a question about code, beyond the stop words every text drops. */
 const QUESTION_WORDS = new Set([

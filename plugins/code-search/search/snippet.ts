@@ -3,7 +3,7 @@
  * HTML-escaped (code is full of `<`), with each matched word in `<mark>`. An identifier matching as a
  * whole is marked whole; otherwise each matching part is (`parse<mark>Config</mark>` for "config").
  */
-import { forEachWordSpan, queryTerms, stem } from './terms.ts'
+import { forEachWordSpan, queryTerms, stem } from '../terms/index.ts'
 
 export interface SnippetOptions {
   /** Lines in the excerpt. Default 6. */

@@ -4,11 +4,22 @@
  * a few thousand terms per turn, so even a large index is handed over and back without stalling requests; the
  * learning itself never runs on the event loop.
  */
-import { nextTurn } from '../../src/time-slices.ts'
-import type { Meaning, MeaningBatch } from './org-index.ts'
+import { nextTurn } from '../../../src/time-slices.ts'
+import { TERM_SPACE_DIMENSIONS, TERMS_PER_TURN } from '../tuning.ts'
 import type { PostedTermSpace, TermSpace } from './term-space.ts'
-import { TERM_SPACE_DIMENSIONS, TERMS_PER_TURN } from './tuning.ts'
 import { VectorStore } from './vectors.ts'
+
+/** The learnt term space and every chunk's vector in it, by slot. */
+export interface Meaning {
+  space: TermSpace
+  store: VectorStore
+}
+
+/** Some of the chunks a term space is learnt from: their slots and texts, in slot order. */
+export interface MeaningBatch {
+  slots: Int32Array
+  contents: string[]
+}
 
 export type TermSpaceRequest =
   | { kind: 'chunks'; slots: Int32Array; contents: string[] }
@@ -22,7 +33,7 @@ export type TermSpaceAnswer =
 // In the standalone executable (`npm run build` names the Worker as an entry point) modules live in Bun's
 // embedded file system, where a Worker is found by its path from the build's root.
 const TERM_SPACE_WORKER = import.meta.url.startsWith('file:///$bunfs/')
-  ? './plugins/code-search/term-space-worker.ts'
+  ? './plugins/code-search/vectors/term-space-worker.ts'
   : new URL('./term-space-worker.ts', import.meta.url)
 
 export interface TermSpaceLearner {
