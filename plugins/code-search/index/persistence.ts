@@ -78,7 +78,13 @@ function fileOf(sections: Uint8Array[]): Uint8Array {
 /** A whole snapshot: the index in one base section. Costly for a large index: the compaction Worker calls it. */
 export function encodeSnapshot(index: OrgIndex, header: Omit<SnapshotHeader, 'dimensions' | 'slots' | 'chunks'>): Uint8Array {
   const vectors = index.vectors
-  const full: SnapshotHeader = { chain: crypto.randomUUID(), ...header, dimensions: vectors?.dimensions ?? 0, slots: vectors?.slots ?? 0, chunks: index.chunkCount }
+  const full: SnapshotHeader = {
+    chain: crypto.randomUUID(),
+    ...header,
+    dimensions: vectors?.dimensions ?? 0,
+    slots: vectors?.slots ?? 0,
+    chunks: index.chunkCount,
+  }
   return fileOf([
     section(BASE, [
       encoder.encode(JSON.stringify(full)),
@@ -106,7 +112,10 @@ export function encodeSegment(changes: readonly Uint8Array[], header: SnapshotHe
   view.setUint32(at, SEGMENT)
   view.setUint32(at + 4, headerBlock.length)
   prefix.set(headerBlock, at + 8)
-  view.setUint32(at + 8 + headerBlock.length, changes.reduce((sum, change) => sum + change.length, 0))
+  view.setUint32(
+    at + 8 + headerBlock.length,
+    changes.reduce((sum, change) => sum + change.length, 0),
+  )
   return [prefix, ...changes]
 }
 
@@ -167,7 +176,8 @@ export function decodeSnapshot(bytes: Uint8Array): { header: SnapshotHeader; ind
   for (const { kind, header, blocks } of sections) {
     if (kind === BASE) {
       const [databaseBlock, vectorBlock] = blocks
-      const vectors = header.dimensions > 0 ? VectorStore.deserialise(header.dimensions, header.slots, new Uint8Array(Bun.zstdDecompressSync(vectorBlock!))) : undefined
+      const vectors =
+        header.dimensions > 0 ? VectorStore.deserialise(header.dimensions, header.slots, new Uint8Array(Bun.zstdDecompressSync(vectorBlock!))) : undefined
       const raw = JSON.parse(decoder.decode(Bun.zstdDecompressSync(databaseBlock!))) as RawData
       index = OrgIndex.restore(raw, vectors)
     } else {
@@ -187,7 +197,10 @@ function layoutOf(sections: Section[]): SnapshotLayout {
  * The changes a snapshot holds beyond its first `known` sections, when it extends the chain of a file
  * already loaded; undefined when it does not (another process compacted it), and it must be read whole.
  */
-export function decodeSnapshotTail(bytes: Uint8Array, known: SnapshotLayout): { header: SnapshotHeader; changes: Change[]; layout: SnapshotLayout } | undefined {
+export function decodeSnapshotTail(
+  bytes: Uint8Array,
+  known: SnapshotLayout,
+): { header: SnapshotHeader; changes: Change[]; layout: SnapshotLayout } | undefined {
   const sections = sectionsOf(bytes)
   if (!known.chain || sections[0]!.header.chain !== known.chain || sections.length < known.sections) return undefined
   const changes: Change[] = []

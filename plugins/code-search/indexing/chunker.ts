@@ -32,7 +32,17 @@ export interface ChunkerOptions {
 const DEFAULTS: Required<ChunkerOptions> = { maxLines: 60, maxChars: 4000, minLines: 12, overlapLines: 10, maxFileBytes: 1 << 20, maxLineChars: 2000 }
 
 /** Files whose content says nothing a search would want (lock files). */
-const SKIPPED_NAMES = new Set(['package-lock.json', 'yarn.lock', 'pnpm-lock.yaml', 'bun.lock', 'bun.lockb', 'Cargo.lock', 'poetry.lock', 'composer.lock', 'go.sum'])
+const SKIPPED_NAMES = new Set([
+  'package-lock.json',
+  'yarn.lock',
+  'pnpm-lock.yaml',
+  'bun.lock',
+  'bun.lockb',
+  'Cargo.lock',
+  'poetry.lock',
+  'composer.lock',
+  'go.sum',
+])
 
 /** Why a file gave no chunks, or undefined when it is indexable. */
 export function unindexableReason(path: string, content: string, options: ChunkerOptions = {}): string | undefined {

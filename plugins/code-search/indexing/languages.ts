@@ -3,6 +3,7 @@
  * starts (the cheap "simple parsing" that lets a chunk hold one function or class).
  */
 
+// biome-ignore format: a table, a family of languages a line
 const EXTENSIONS: Record<string, string> = {
   ts: 'TypeScript', tsx: 'TypeScript', mts: 'TypeScript', cts: 'TypeScript',
   js: 'JavaScript', jsx: 'JavaScript', mjs: 'JavaScript', cjs: 'JavaScript',
@@ -46,7 +47,8 @@ const STRUCTURES: Record<string, Structure> = {
   python: { declaration: /^\s{0,4}(?:async\s+)?(?:def|class)\s+(\w+)/, preamble: HASH_COMMENTS },
   go: { declaration: /^(?:func\s+(?:\([^)]*\)\s*)?(\w+)|type\s+(\w+)|(?:var|const)\s*\()/, preamble: /^\s*\/\// },
   rust: {
-    declaration: /^\s{0,4}(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?(?:unsafe\s+)?(?:const\s+)?(?:fn|struct|enum|trait|mod|union|type)\s+(\w+)|^\s{0,4}(?:unsafe\s+)?impl\b|^macro_rules!\s*(\w+)/,
+    declaration:
+      /^\s{0,4}(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?(?:unsafe\s+)?(?:const\s+)?(?:fn|struct|enum|trait|mod|union|type)\s+(\w+)|^\s{0,4}(?:unsafe\s+)?impl\b|^macro_rules!\s*(\w+)/,
     preamble: /^\s*(\/\/|#\[|#!\[)/,
   },
   java: {
@@ -55,12 +57,17 @@ const STRUCTURES: Record<string, Structure> = {
     preamble: C_COMMENTS,
   },
   kotlin: {
-    declaration: /^\s{0,4}(?:(?:public|private|protected|internal|open|abstract|sealed|data|inline|override|suspend|enum|inner)\s+)*(?:class|interface|object|fun)\s+(?:<[^>]*>\s*)?(?:[\w.]+\.)?(\w+)/,
+    declaration:
+      /^\s{0,4}(?:(?:public|private|protected|internal|open|abstract|sealed|data|inline|override|suspend|enum|inner)\s+)*(?:class|interface|object|fun)\s+(?:<[^>]*>\s*)?(?:[\w.]+\.)?(\w+)/,
     preamble: C_COMMENTS,
   },
-  scala: { declaration: /^\s{0,4}(?:(?:private|protected|override|final|sealed|abstract|implicit|case)\s+)*(?:class|object|trait|def)\s+(\w+)/, preamble: C_COMMENTS },
+  scala: {
+    declaration: /^\s{0,4}(?:(?:private|protected|override|final|sealed|abstract|implicit|case)\s+)*(?:class|object|trait|def)\s+(\w+)/,
+    preamble: C_COMMENTS,
+  },
   swift: {
-    declaration: /^\s{0,4}(?:(?:public|private|fileprivate|internal|open|static|final|override|mutating)\s+)*(?:class|struct|enum|protocol|extension|func)\s+(\w+)/,
+    declaration:
+      /^\s{0,4}(?:(?:public|private|fileprivate|internal|open|static|final|override|mutating)\s+)*(?:class|struct|enum|protocol|extension|func)\s+(\w+)/,
     preamble: C_COMMENTS,
   },
   'c#': {

@@ -157,7 +157,12 @@ function startChunkPreparer(): ChunkPreparer {
   }
 }
 
-function preparedBatch(answer: Extract<PreparationAnswer, { files: unknown }>, sent: PreparationRequest['files'], termOfId: (id: number) => Term, dimensions: number): PreparedBatch {
+function preparedBatch(
+  answer: Extract<PreparationAnswer, { files: unknown }>,
+  sent: PreparationRequest['files'],
+  termOfId: (id: number) => Term,
+  dimensions: number,
+): PreparedBatch {
   // Where each file's chunks and their terms start in the answer's arrays.
   const firstChunk = new Int32Array(answer.files.length + 1)
   const firstTerm = new Int32Array(answer.files.length + 1)

@@ -19,7 +19,14 @@ let nextWireId = 0
 self.onmessage = ({ data }: MessageEvent<PreparationRequest>) => {
   try {
     const answer = prepare(data)
-    const arrays = [answer.termIds, answer.termCounts, answer.termsPerChunk, answer.occurrences, answer.vectors, ...answer.files.flatMap((file) => (file.encoded ? [file.encoded] : []))]
+    const arrays = [
+      answer.termIds,
+      answer.termCounts,
+      answer.termsPerChunk,
+      answer.occurrences,
+      answer.vectors,
+      ...answer.files.flatMap((file) => (file.encoded ? [file.encoded] : [])),
+    ]
     self.postMessage(
       answer,
       arrays.map((array) => array.buffer as ArrayBuffer),
@@ -29,7 +36,16 @@ self.onmessage = ({ data }: MessageEvent<PreparationRequest>) => {
   }
 }
 
-function prepare({ id, renumber, repositoryId, repositoryName, encode, dimensions, files, chunker }: PreparationRequest): Extract<PreparationAnswer, { files: unknown }> {
+function prepare({
+  id,
+  renumber,
+  repositoryId,
+  repositoryName,
+  encode,
+  dimensions,
+  files,
+  chunker,
+}: PreparationRequest): Extract<PreparationAnswer, { files: unknown }> {
   const reset = renumber || nextWireId >= MAX_WIRE_TERMS
   if (reset) {
     epoch++
@@ -41,7 +57,9 @@ function prepare({ id, renumber, repositoryId, repositoryName, encode, dimension
   const termCounts: number[] = []
   const termsPerChunk: number[] = []
   const occurrences: number[] = []
-  const chunked = files.map((file) => chunkFile(file.path, file.content, file.language, chunker).map((chunk) => ({ ...chunk, vector: new Float32Array(0) as Float32Array })))
+  const chunked = files.map((file) =>
+    chunkFile(file.path, file.content, file.language, chunker).map((chunk) => ({ ...chunk, vector: new Float32Array(0) as Float32Array })),
+  )
   // Every vector in one array, sent whole; each chunk keeps a view of its own.
   const vectors = new Float32Array(chunked.reduce((sum, chunks) => sum + chunks.length, 0) * dimensions)
   let at = 0
@@ -76,8 +94,11 @@ function prepare({ id, renumber, repositoryId, repositoryName, encode, dimension
       const lineStarts = file.content.includes('\r') ? undefined : lineStartsOf(file.content)
       return {
         encoded: encode ? encodeFileChange({ repositoryId, repositoryName, path: file.path, language: file.language }, chunks) : undefined,
-        chunks: chunks.map(({ startLine, endLine, content, symbols }): PreparedChunk =>
-          lineStarts ? { startLine, endLine, symbols, at: lineStarts[startLine - 1]!, length: content.length } : { startLine, endLine, symbols, at: -1, length: content.length, content },
+        chunks: chunks.map(
+          ({ startLine, endLine, content, symbols }): PreparedChunk =>
+            lineStarts
+              ? { startLine, endLine, symbols, at: lineStarts[startLine - 1]!, length: content.length }
+              : { startLine, endLine, symbols, at: -1, length: content.length, content },
         ),
       }
     }),

@@ -8,6 +8,7 @@ import { SYNONYM_WEIGHT } from '../tuning.ts'
 import { forEachWord, stem } from './terms.ts'
 
 /** Words that say little in a question about code, beyond the stop words every text drops. */
+// biome-ignore format: a word list, filled line by line rather than one word a line
 const QUESTION_WORDS = new Set([
   'returns', 'returned', 'given', 'provided', 'specified', 'whether', 'which', 'who', 'whose', 'when', 'where', 'what', 'how', 'why',
   'can', 'could', 'should', 'would', 'may', 'might', 'must', 'shall', 'also', 'just', 'only', 'so', 'such', 'than', 'these', 'those',

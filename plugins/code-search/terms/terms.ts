@@ -14,6 +14,7 @@ const UNICODE_RUN = /[\p{L}\p{N}_$]+/gu
 const PART = /\p{Lu}+(?!\p{Ll})|\p{Lu}?\p{Ll}+|\p{N}+|\p{Lo}+/gu
 
 /** Words too common in prose and code to tell chunks apart; dropped from terms and features. */
+// biome-ignore format: a word list, filled line by line: prose words, then code's keywords
 export const STOP_WORDS: ReadonlySet<string> = new Set([
   'a', 'an', 'and', 'are', 'as', 'at', 'be', 'by', 'for', 'from', 'has', 'have', 'in', 'into', 'is', 'it', 'its', 'of', 'on',
   'or', 'that', 'the', 'then', 'this', 'to', 'was', 'were', 'will', 'with',
@@ -267,8 +268,7 @@ const recentTerms = new Map<string, CountedTerms>()
 const RECENT_LIMIT = 4096
 let countings = 0
 
-const termOfWord = (word: Word, compound: boolean) =>
-  compound ? (word.compoundTerm ??= termOf(word.word)) : (word.partTerm ??= termOf(stem(word.word)))
+const termOfWord = (word: Word, compound: boolean) => (compound ? (word.compoundTerm ??= termOf(word.word)) : (word.partTerm ??= termOf(stem(word.word))))
 
 // Terms counted elsewhere (the preparation Worker) for the next text to be indexed.
 let primed: { text: string; counted: CountedTerms } | undefined

@@ -21,9 +21,7 @@ export interface MeaningBatch {
   contents: string[]
 }
 
-export type TermSpaceRequest =
-  | { kind: 'chunks'; slots: Int32Array; contents: string[] }
-  | { kind: 'learn'; id: number; dimensions: number }
+export type TermSpaceRequest = { kind: 'chunks'; slots: Int32Array; contents: string[] } | { kind: 'learn'; id: number; dimensions: number }
 
 export type TermSpaceAnswer =
   | { id: number; learnt: true; space: PostedTermSpace; slots: number; vectors: Uint8Array }

@@ -29,11 +29,10 @@ self.onmessage = ({ data }: MessageEvent<TermSpaceRequest>) => {
     for (let i = 0; i < slots.length; i++) store.set(slots[i]!, embedInTermSpace(space, chunkTermWeights(chunkTerms[i]!)))
     const { vocabulary, vectors: termVectors, weights } = space
     const vectors = store.serialise()
-    self.postMessage({ id, learnt: true, space: { dimensions, vocabulary, vectors: termVectors, weights }, slots: store.slots, vectors } satisfies TermSpaceAnswer, [
-      termVectors.buffer as ArrayBuffer,
-      weights.buffer as ArrayBuffer,
-      vectors.buffer as ArrayBuffer,
-    ])
+    self.postMessage(
+      { id, learnt: true, space: { dimensions, vocabulary, vectors: termVectors, weights }, slots: store.slots, vectors } satisfies TermSpaceAnswer,
+      [termVectors.buffer as ArrayBuffer, weights.buffer as ArrayBuffer, vectors.buffer as ArrayBuffer],
+    )
   } catch (error) {
     self.postMessage({ id, error: String((error as Error).message ?? error) } satisfies TermSpaceAnswer)
   } finally {

@@ -319,8 +319,7 @@ function orthonormalise(x: Float64Array, rows: number, width: number): void {
 function symmetricEigen(matrix: Float64Array, n: number): { values: Float64Array; vectors: Float64Array } {
   const a = Float64Array.from(matrix)
   // Symmetrised: the projected matrix is symmetric only up to rounding.
-  for (let i = 0; i < n; i++)
-    for (let j = i + 1; j < n; j++) a[i * n + j] = a[j * n + i] = (a[i * n + j]! + a[j * n + i]!) / 2
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) a[i * n + j] = a[j * n + i] = (a[i * n + j]! + a[j * n + i]!) / 2
   const v = new Float64Array(n * n)
   for (let i = 0; i < n; i++) v[i * n + i] = 1
   for (let sweep = 0; sweep < 50; sweep++) {
