@@ -65,6 +65,7 @@ interface RunningTask {
   userId: string
   /** The ack is readable by other processes. */
   recorded: Promise<void>
+  command: CommandName
 }
 
 export function createAgentService(options: AgentServiceOptions) {
@@ -72,6 +73,9 @@ export function createAgentService(options: AgentServiceOptions) {
   const cancels = options.cancels ?? createCancelChannel()
   const running = new Map<string, RunningTask>()
   const runningByUser = new Map<string, number>()
+  /** Tasks a stopping process leaves to another one to go on with, rather than ending them. */
+  const handedOver = new Set<string>()
+  let closing = false
 
   function abortLocal(taskId: string, reason: TaskError): boolean {
     const task = running.get(taskId)
@@ -121,6 +125,11 @@ export function createAgentService(options: AgentServiceOptions) {
       writer.append({ type: 'result', status: 'succeeded', output: output ?? null }, true)
       ended = 'succeeded'
     } catch (thrown) {
+      if (handedOver.delete(taskId)) {
+        // Its log is left without an end: the next follower anywhere ends it naming the task that goes on from it.
+        writer.abandon()
+        return
+      }
       const error = controller.signal.aborted && controller.signal.reason instanceof TaskError ? controller.signal.reason : thrown
       const failure = describeFailure(error)
       if (failure.code === 'internal_error') logger.error('agent task failed', { err: thrown, taskId, command })
@@ -142,7 +151,8 @@ export function createAgentService(options: AgentServiceOptions) {
    */
   log.onInterrupted(async (meta, cause) => {
     // A task stopped because Redis was unreachable is not claimed by anyone: its client is told to `continue` it.
-    if (cause !== 'producer_gone' || !RESUMED_COMMANDS.includes(meta.command)) return
+    // A stopping process claims nothing: the task goes on in a process that stays.
+    if (cause !== 'producer_gone' || !RESUMED_COMMANDS.includes(meta.command) || closing) return
     const resumedAs = resumedTaskId(meta.taskId)
     if (await log.claimResumption(meta.taskId)) {
       try {
@@ -192,7 +202,7 @@ export function createAgentService(options: AgentServiceOptions) {
           if (left > 0) runningByUser.set(caller.userId, left)
           else runningByUser.delete(caller.userId)
         })
-      running.set(taskId, { controller, done, userId: caller.userId, recorded })
+      running.set(taskId, { controller, done, userId: caller.userId, recorded, command })
       return taskId
     },
 
@@ -245,11 +255,19 @@ export function createAgentService(options: AgentServiceOptions) {
       while (running.size > 0) await Promise.allSettled([...running.values()].map((t) => t.done))
     },
 
-    /** Interrupts what runs here (each ends its log with `task_interrupted`) and waits for them, up to `waitMs`. */
+    /**
+     * Stops what runs here and waits for them, up to `waitMs`. Each ends its log with `task_interrupted`, except a
+     * develop or continue task with a shared log: that one is handed over, going on from its last completed step in
+     * the process of whichever client follows it next.
+     */
     async close(waitMs = 5000) {
-      const pending = [...running.values()]
-      for (const task of pending) task.controller.abort(new TaskError('task_interrupted', 'The server is shutting down; send the command again, or continue a develop task (command continue with its taskId)'))
-      await Promise.race([Promise.allSettled(pending.map((t) => t.done)), Bun.sleep(waitMs)])
+      closing = true
+      const pending = [...running.entries()]
+      for (const [taskId, task] of pending) {
+        if (log.shared && RESUMED_COMMANDS.includes(task.command)) handedOver.add(taskId)
+        task.controller.abort(new TaskError('task_interrupted', 'The server is shutting down; send the command again, or continue a develop task (command continue with its taskId)'))
+      }
+      await Promise.race([Promise.allSettled(pending.map(([, t]) => t.done)), Bun.sleep(waitMs)])
       await log.close()
     },
   }

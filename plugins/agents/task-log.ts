@@ -37,9 +37,16 @@ export interface TaskWriter {
   written(): Promise<void>
   /** Aborted when the log was taken from this process: the task cannot be followed any more and should stop. */
   readonly lost: AbortSignal
+  /**
+   * Stops writing without ending the log, as a dying process would: with a shared log, the next follower anywhere
+   * ends it once the lease lapses, with the interruption (a develop task's names the task that goes on from it).
+   */
+  abandon(): void
 }
 
 export interface TaskLog {
+  /** Whether other processes read this log (Redis): only then can another process take a task over. */
+  readonly shared: boolean
   open(meta: Omit<TaskMeta, 'status'>): TaskWriter
   meta(taskId: string): Promise<(TaskMeta & { lastSeq: number }) | undefined>
   /** The user's tasks, newest first. */
@@ -131,8 +138,9 @@ interface TaskDirectory {
   close(): void
 }
 
-function createTaskLog(events: EventLog, directory: TaskDirectory): TaskLog {
+function createTaskLog(events: EventLog, directory: TaskDirectory, shared: boolean): TaskLog {
   return {
+    shared,
     open(partial) {
       const meta: TaskMeta = { ...partial, status: 'queued' }
       const producer = events.open(meta.taskId, JSON.stringify(meta))
@@ -159,6 +167,7 @@ function createTaskLog(events: EventLog, directory: TaskDirectory): TaskLog {
         },
         written: () => producer.written(),
         lost: producer.lost,
+        abandon: () => producer.abandon(),
       }
     },
     async meta(taskId) {
@@ -249,7 +258,7 @@ export function createMemoryTaskLog(options: { retentionSeconds: number; keptPer
       for (const timer of timers) clearTimeout(timer)
       timers.clear()
     },
-  })
+  }, false)
 }
 
 export interface RedisTaskLogOptions {
@@ -325,6 +334,6 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
     close() {
       mine.clear()
     },
-  })
+  }, true)
   return options.redis ? log : { ...log, close: async () => (await log.close(), redis.close()) }
 }

@@ -259,6 +259,38 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
     again.close()
   })
 
+  test('a develop task still running when its process stops (SIGTERM) past the shutdown timeout is handed over: it goes on in the survivor', async () => {
+    const stopping = await cluster.start('stopping-develop', { SHUTDOWN_TIMEOUT_MS: '500', SHUTDOWN_DRAIN_DELAY_MS: '0' })
+    const call = (name: string, args: Record<string, unknown>) => ({ toolCalls: [{ name, arguments: JSON.stringify(args) }], finishReason: 'tool_calls' as const })
+    const asked = model.completions.length
+    model.queue = [
+      call('write_file', { path: 'c.txt', content: 'third\n' }),
+      // The second turn streams slowly: the process is stopped during it and cannot wait for it.
+      { text: Array.from({ length: 400 }, (_, i) => `s${i} `), delayMs: 20 },
+    ]
+    const wsUrl = (via: ServiceProcess) => `${via.url.replace('http', 'ws')}/ws/agent`
+    const here = await connectAgent(wsUrl(stopping), token)
+    here.send({ type: 'agent_command', id: 'h1', command: 'develop', params: { instruction: 'Write c' } })
+    const { taskId } = await here.next((m) => m.id === 'h1' && m.type === 'ack')
+    await until(async () => model.completions.length >= asked + 2, 'the second model turn')
+    model.queue = [call('finish', { summary: 'c written.' })]
+    expect(await stopping.stop()).toBe(0)
+    // The client is told to go away (1001), not that the task failed.
+    expect((await here.closed).code).toBe(1001)
+    expect(here.taskMessages(taskId).filter((m) => m.type === 'error')).toEqual([])
+
+    const there = await connectAgent(wsUrl(survivor), token)
+    there.send({ type: 'subscribe', id: 's1', taskId, afterSeq: here.taskMessages(taskId).at(-1)!.seq })
+    const interrupted = await there.next(isFinal(taskId), 30_000)
+    expect(interrupted).toMatchObject({ type: 'error', code: 'task_interrupted' })
+    expect(interrupted.resumedAs).toMatch(/^task_[0-9a-f]{32}$/)
+    there.send({ type: 'subscribe', id: 's2', taskId: interrupted.resumedAs, afterSeq: 0 })
+    const final = await there.next(isFinal(interrupted.resumedAs), 30_000)
+    expect(final).toMatchObject({ type: 'result', output: { finished: true } })
+    expect(final.output.files).toEqual([{ path: 'c.txt', status: 'added' }])
+    there.close()
+  })
+
   async function importView(via: ServiceProcess, importId: string) {
     return (await via.request(`/api/codehost/imports/${importId}`, { headers: auth() })).json() as Promise<Record<string, any>>
   }
