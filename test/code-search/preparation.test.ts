@@ -100,6 +100,15 @@ describe('indexing prepared on a Worker', () => {
     expect(warnings).toHaveLength(1)
   })
 
+  test('a small import whose only batch the Worker cannot prepare is indexed here, every file of it', async () => {
+    const refused = make({ prepareInWorkerFrom: 0, logger: memoryLogger('error'), chunker: { maxLines: 60, refuse: () => 0 } as ChunkerOptions })
+    const few = ['wombat', 'quokka', 'numbat'].map((animal) => ({ path: `src/${animal}.ts`, content: `export function count${animal}(${animal}s: number) { return ${animal}s }\n` }))
+    const counts = await refused.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files: few })
+    expect(counts.files).toBe(3)
+    for (const animal of ['wombat', 'quokka', 'numbat'])
+      expect((await refused.search({ orgId: 'org' }, { query: animal, mode: 'text' }))[0]?.path).toBe(`src/${animal}.ts`)
+  })
+
   test('a snapshot saved from Worker-prepared chunks loads with the same answers', async () => {
     const dir = tempDir('code-index-prepared-')
     const db = await openDatabase({ sqliteFile: join(dir.path, 'service.db') })

@@ -135,6 +135,8 @@ class IndexingRun {
     if (this.batch.length > 0) await this.flush()
     if (this.toPrepare.length > 0) this.sendToWorker()
     while (this.preparing.length > 0) await this.insertPrepared()
+    // A batch the Worker could not prepare was indexed here: its files are batched, not yet applied.
+    if (this.batch.length > 0) await this.flush()
   }
 
   /** A file chunked and embedded on this thread, in a batch applied in order. */
