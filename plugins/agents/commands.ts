@@ -222,12 +222,6 @@ export function statusCommand(deps: CommandDependencies): CommandHandler {
   }
 }
 
-/** Parameters a command needs beyond its schema; a message naming the field, or undefined. */
-export function paramsProblem(command: string, params: Record<string, unknown>): string | undefined {
-  if (command === 'debug' && params.code === undefined && params.error === undefined) return 'params: give code, error or both'
-  return undefined
-}
-
 export function createCommands(deps: CommandDependencies): CommandHandlers {
   return {
     debug: debugCommand(deps),

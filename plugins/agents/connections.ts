@@ -10,7 +10,6 @@ import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/in
 import { checkCommand, decodeClientMessage, type ProtocolError } from './protocol.ts'
 import type { ClientMessage } from './schemas.ts'
 import { TaskError, type AgentCaller, type AgentService } from './service.ts'
-import { paramsProblem } from './commands.ts'
 
 /** What the connection needs of Bun's ServerWebSocket. */
 export interface AgentSocket {
@@ -347,8 +346,6 @@ export function createConnectionHub(options: ConnectionHubOptions) {
     options.admission?.admitLongWork('agent tasks')
     const checked = checkCommand(message.id, message.command, message.params)
     if (!checked.ok) return refuse(connection, checked.error)
-    const problem = paramsProblem(checked.command, checked.params)
-    if (problem) return refuse(connection, { code: 'invalid_message', id: message.id, field: 'params', message: problem })
     const key = `user:${connection.caller.userId}`
     const checks: RateCheck[] = options.rateLimit.policies.map((policy) => ({ key, policy }))
     const decision = await options.rateLimit.limiter.check(checks)

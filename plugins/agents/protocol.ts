@@ -70,7 +70,13 @@ export function decodeClientMessage(frame: unknown, maxBytes: number): Decoded {
 
 export type CheckedCommand = { ok: true; command: CommandName; params: Record<string, unknown> } | { ok: false; error: ProtocolError }
 
-/** The command name and its parameters checked against the command's schema. */
+/** What a command's params need beyond what its schema can say; a message naming the field, or undefined. */
+function beyondSchema(command: CommandName, params: Record<string, unknown>): string | undefined {
+  if (command === 'debug' && params.code === undefined && params.error === undefined) return 'params: give code, error or both'
+  return undefined
+}
+
+/** The command name and its parameters checked against the command's schema, then against what the schema cannot say. */
 export function checkCommand(id: string | undefined, command: string, params: Record<string, unknown> | undefined): CheckedCommand {
   if (!Object.hasOwn(COMMAND_PARAMS, command))
     return {
@@ -81,5 +87,7 @@ export function checkCommand(id: string | undefined, command: string, params: Re
   const given = params ?? {}
   const problem = firstProblem(COMMAND_PARAMS[name], given, 'params')
   if (problem) return { ok: false, error: { code: 'invalid_message', id, field: problem.field, message: `${problem.field}: ${problem.message}` } }
+  const missing = beyondSchema(name, given)
+  if (missing) return { ok: false, error: { code: 'invalid_message', id, field: 'params', message: missing } }
   return { ok: true, command: name, params: given }
 }

@@ -4,7 +4,6 @@
  */
 import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/index.ts'
 import type { AgentCaller, AgentService } from './service.ts'
-import { paramsProblem } from './commands.ts'
 import { commandParamsSchema } from './schemas.ts'
 import { checkCommand } from './protocol.ts'
 
@@ -22,8 +21,6 @@ export function createAgentRunner(options: AgentRunnerOptions) {
     async start(caller: AgentCaller, command: string, params: Record<string, unknown>): Promise<string> {
       const checked = checkCommand(undefined, command, params)
       if (!checked.ok) throw new Error(checked.error.message)
-      const problem = paramsProblem(checked.command, checked.params)
-      if (problem) throw new Error(problem)
       const checks: RateCheck[] = options.rateLimit.policies.map((policy) => ({ key: `user:${caller.userId}`, policy }))
       const decision = await options.rateLimit.limiter.check(checks)
       if (!decision.allowed) throw new Error(`Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`)
