@@ -7,10 +7,10 @@ import { AppError } from '../../src/errors.ts'
 import { streamModelText } from '../../src/llm/model-call.ts'
 import type { Models } from '../../src/llm/models.ts'
 import { newMessageId } from '../../src/llm/ui-messages.ts'
-import type { UiChunk } from '../../src/llm/ui-stream.ts'
+import { StreamError } from '../../src/llm/provider.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { ImportService, ImportView } from '../imports/index.ts'
-import { extractCode, runEnhancedTurn, type CodeChecker, type EnhancedOptions } from '../enhanced-chat/index.ts'
+import { answerEnhancedTurn, extractCode, type CodeChecker, type EnhancedOptions, type TurnObserver } from '../enhanced-chat/index.ts'
 import type { CodeIndex } from '../code-search/index.ts'
 import type { DebugParams } from './schemas.ts'
 import { continueCommand, developCommand, type DevelopDependencies, type DevelopLimits } from './develop.ts'
@@ -91,39 +91,34 @@ export function debugCommand(deps: CommandDependencies): CommandHandler {
         .join('\n\n')
 
       let planned = 0
-      let text = ''
-      let failure: string | undefined
       const checks: { step: number; attempt: number; verdict: string; passed: boolean }[] = []
-      const emit = (chunk: UiChunk) => {
-        const data = (chunk as { data?: Record<string, unknown> }).data
-        if (chunk.type === 'data-plan' && data) {
-          const steps = data.steps as { title: string }[]
-          if (steps.length !== planned) {
-            planned = steps.length
-            context.step(1, `Planned ${planned} step${planned === 1 ? '' : 's'}`, planned + 3)
-          }
-        } else if (chunk.type === 'data-step' && data?.status === 'running') {
-          context.step(2 + Number(data.index), `Step ${Number(data.index) + 1}: ${String(data.title)}`)
-        } else if (chunk.type === 'data-check' && data) {
-          checks.push({ step: Number(data.step) + 1, attempt: Number(data.attempt), verdict: String(data.verdict), passed: data.passed === true })
-          context.log(`Step ${Number(data.step) + 1}, attempt ${data.attempt} of ${data.maxAttempts}: ${data.verdict}`, data.passed ? 'info' : 'warn')
-        } else if (chunk.type === 'text-delta') text += (chunk as { delta: string }).delta
-        else if (chunk.type === 'error') failure = (chunk as { errorText: string }).errorText
+      const progress: TurnObserver = {
+        planned(steps) {
+          planned = steps.length
+          context.step(1, `Planned ${planned} step${planned === 1 ? '' : 's'}`, planned + 3)
+        },
+        stepStarted(index, title) {
+          context.step(2 + index, `Step ${index + 1}: ${title}`)
+        },
+        checked({ step, attempt, maxAttempts, verdict, passed }) {
+          checks.push({ step: step + 1, attempt, verdict, passed })
+          context.log(`Step ${step + 1}, attempt ${attempt} of ${maxAttempts}: ${verdict}`, passed ? 'info' : 'warn')
+        },
       }
       context.step(1, 'Planning')
-      await runEnhancedTurn(
-        services,
-        deps.checker,
-        { ...deps.debugLimits, tests: params.tests },
-        { messageId: newMessageId(), orgId: context.caller.orgId, userId: context.caller.userId, history: [{ id: newMessageId(), role: 'user', parts: [{ type: 'text', text: request }] }] },
-        emit,
-        context.signal,
-      )
-      context.signal.throwIfAborted()
-      if (failure) {
-        const [code, ...rest] = failure.split(': ')
-        throw new TaskError(/^[a-z_]+$/.test(code ?? '') ? code! : 'task_failed', rest.join(': ') || failure)
+      const turn = {
+        messageId: newMessageId(),
+        orgId: context.caller.orgId,
+        userId: context.caller.userId,
+        history: [{ id: newMessageId(), role: 'user' as const, parts: [{ type: 'text', text: request }] }],
       }
+      const limits = { ...deps.debugLimits, tests: params.tests }
+      const { text } = await answerEnhancedTurn(services, deps.checker, limits, turn, context.signal, progress).catch((err: unknown) => {
+        // A cancelled or timed-out task ends as its abort says, whatever the turn made of it.
+        context.signal.throwIfAborted()
+        throw err instanceof StreamError ? new TaskError(err.code, err.message) : err
+      })
+      context.signal.throwIfAborted()
       context.step(planned + 2, 'Summarising')
       const fix = lastCodeBlock(text)
       return {

@@ -13,7 +13,16 @@ import { enhancedChatRequest } from './schemas.ts'
 import { runEnhancedTurn, type CodeChecker } from './orchestrator.ts'
 export { enhancedChatSettings } from './settings.ts'
 
-export { runEnhancedTurn, type CheckVerdict, type CodeChecker, type EnhancedModel, type EnhancedOptions } from './orchestrator.ts'
+export {
+  answerEnhancedTurn,
+  runEnhancedTurn,
+  type CheckReport,
+  type CheckVerdict,
+  type CodeChecker,
+  type EnhancedModel,
+  type EnhancedOptions,
+  type TurnObserver,
+} from './orchestrator.ts'
 export { extractCode, type CodeLanguage } from './plan.ts'
 
 export interface EnhancedChatPluginOptions {
