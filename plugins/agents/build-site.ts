@@ -8,14 +8,14 @@ import type { Caller } from '../../src/auth/caller.ts'
 import type { PublishAnswer, PublishJob } from '../publish/index.ts'
 import { developCommand, type DevelopDependencies } from './develop.ts'
 import type { BuildSiteParams } from './schemas.ts'
-import { TaskError, type CommandHandler } from './service.ts'
+import { TaskError, type CommandHandler, type TaskContext } from './service.ts'
 
 // parse5 loads with the first site checked, not at start-up.
 const siteCheck = lazily(() => import('./site-check.ts'))
 import { lazily } from '../../src/lazy.ts'
 import { loadSitePages, type PageLoadSandbox } from './site-load.ts'
 
-export interface BuildSiteDependencies extends Omit<DevelopDependencies, 'systemPrompt' | 'sandbox'> {
+export interface BuildSiteDependencies extends Omit<DevelopDependencies, 'systemPrompt' | 'sandbox' | 'publisher'> {
   /** Runs the loop's commands, and loads the site's pages; without a sandbox the pages are not loaded (a warning). */
   sandbox: DevelopDependencies['sandbox'] & PageLoadSandbox
   publisher?: { prepare(caller: Caller, body: PublishRequest): Promise<PublishJob> }
@@ -39,9 +39,9 @@ const SITE_PROMPT = [
 
 const asAppError = (err: unknown) => (err instanceof AppError ? new TaskError(err.code, err.message) : err)
 
-export function buildSiteCommand(deps: BuildSiteDependencies): CommandHandler {
-  // The loop's ETA counts the two steps that follow it: checking the site and publishing it.
-  const develop = developCommand({ ...deps, systemPrompt: SITE_PROMPT, stepsAfter: 2 })
+export function buildSiteCommand(deps: BuildSiteDependencies): CommandHandler<TaskContext> {
+  // The loop's ETA counts the two steps that follow it: checking the site and publishing it. Nothing is pushed.
+  const develop = developCommand({ ...deps, publisher: undefined, systemPrompt: SITE_PROMPT, stepsAfter: 2 })
   return {
     steps: develop.steps,
     async run(context) {

@@ -17,30 +17,25 @@ import { continueCommand, developCommand, type DevelopDependencies, type Develop
 import { buildSiteCommand, type BuildSiteDependencies } from './build-site.ts'
 import { plainSnippet } from './develop/search.ts'
 import type { Workspaces } from './workspaces.ts'
-import { TaskError, type AgentService, type CommandContext, type CommandHandler, type CommandHandlers } from './service.ts'
+import { TaskError, type CommandContext, type CommandHandler, type CommandHandlers } from './service.ts'
 
 export interface CommandDependencies {
   /** The model provider `debug` and `analyze` ask; they fail with `not_configured` without one. */
   models: Models
   /** Counts the tokens the commands spend. */
   meter?: Pick<UsageMeter, 'record'>
-  checker: CodeChecker
   imports: Pick<ImportService, 'get' | 'reindex' | 'readFiles'>
   codeIndex: Pick<CodeIndex, 'search'>
   /** Limits of the debug loop (the enhanced chat's settings). */
   debugLimits: Omit<EnhancedOptions, 'tests'>
   /** Task workspaces, for `develop`. */
   workspaces: Workspaces
-  /** Runs `develop`'s commands in a workspace, and loads `build_site`'s pages. */
-  sandbox: BuildSiteDependencies['sandbox']
+  /** Checks `debug`'s code, runs `develop`'s commands in a workspace, and loads `build_site`'s pages. */
+  sandbox: CodeChecker & BuildSiteDependencies['sandbox']
   /** Budgets of the `develop` loop. */
   developLimits: DevelopLimits
-  /** Pushes `develop`'s change and opens its pull request. */
-  proposer?: DevelopDependencies['proposer']
-  /** Publishes `build_site`'s site. */
-  publisher?: BuildSiteDependencies['publisher']
-  /** The service the commands run in, for `status`. */
-  agents: () => Pick<AgentService, 'ownTask' | 'recent'>
+  /** Pushes `develop`'s change and opens its pull request; publishes `build_site`'s site. */
+  publisher?: NonNullable<DevelopDependencies['publisher']> & NonNullable<BuildSiteDependencies['publisher']>
 }
 
 /** The caller's succeeded import; the task fails with `not_found` or `import_not_ready` otherwise. */
@@ -113,7 +108,7 @@ export function debugCommand(deps: CommandDependencies): CommandHandler {
         history: [{ id: newMessageId(), role: 'user' as const, parts: [{ type: 'text', text: request }] }],
       }
       const limits = { ...deps.debugLimits, tests: params.tests }
-      const { text } = await answerEnhancedTurn(services, deps.checker, limits, turn, context.signal, progress).catch((err: unknown) => {
+      const { text } = await answerEnhancedTurn(services, deps.sandbox, limits, turn, context.signal, progress).catch((err: unknown) => {
         // A cancelled or timed-out task ends as its abort says, whatever the turn made of it.
         context.signal.throwIfAborted()
         throw err instanceof StreamError ? new TaskError(err.code, err.message) : err
@@ -204,17 +199,14 @@ export function indexCommand(deps: CommandDependencies): CommandHandler {
   }
 }
 
-export function statusCommand(deps: CommandDependencies): CommandHandler {
-  return {
-    steps: 1,
-    async run(context) {
-      context.step(0, 'Reading tasks')
-      const agents = deps.agents()
-      const taskId = context.params.taskId
-      if (typeof taskId === 'string') return { task: await agents.ownTask(context.caller, taskId) }
-      return { tasks: (await agents.recent(context.caller)).filter((task) => task.taskId !== context.taskId) }
-    },
-  }
+export const statusCommand: CommandHandler = {
+  steps: 1,
+  async run(context) {
+    context.step(0, 'Reading tasks')
+    const taskId = context.params.taskId
+    if (typeof taskId === 'string') return { task: await context.tasks.ownTask(context.caller, taskId) }
+    return { tasks: (await context.tasks.recent(context.caller)).filter((task) => task.taskId !== context.taskId) }
+  },
 }
 
 export function createCommands(deps: CommandDependencies): CommandHandlers {
@@ -222,9 +214,9 @@ export function createCommands(deps: CommandDependencies): CommandHandlers {
     debug: debugCommand(deps),
     analyze: analyzeCommand(deps),
     index: indexCommand(deps),
-    status: statusCommand(deps),
+    status: statusCommand,
     develop: developCommand({ ...deps, limits: deps.developLimits }),
     build_site: buildSiteCommand({ ...deps, limits: deps.developLimits }),
-    continue: continueCommand({ ...deps, limits: deps.developLimits, tasks: deps.agents }),
+    continue: continueCommand({ ...deps, limits: deps.developLimits }),
   }
 }

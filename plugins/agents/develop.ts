@@ -16,8 +16,8 @@ import { REPEAT_STOP_AT, REPEAT_WARN_AT, RepeatGuard, repeatWarning, stuckAnswer
 import { count } from './develop/text.ts'
 import { loopStepsAhead, StepPace, type StepClock } from './eta.ts'
 import { answerEveryCall, condenseConversation } from './develop/condense.ts'
-import { FINISHED_STATUSES, type ContinueParams, type DevelopParams, type TaskStatus } from './schemas.ts'
-import { TaskError, type CommandContext, type CommandHandler } from './service.ts'
+import { FINISHED_STATUSES, type ContinueParams, type DevelopParams } from './schemas.ts'
+import { TaskError, type CommandHandler, type TaskContext } from './service.ts'
 import type { TaskWorkspace, WorkspaceCommit, Workspaces } from './workspaces.ts'
 import type { Models } from '../../src/llm/models.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
@@ -32,11 +32,16 @@ export interface DevelopLimits {
   maxTokens: number
   /** Wall time of the loop, in milliseconds; the final checks run after it. */
   timeLimitMs: number
-  /** Longest tool answer handed to the model, in characters. */
-  maxAnswerChars: number
-  /** Longest log line of a tool's output, in characters. */
-  maxLogChars: number
+  /** Longest tool answer handed to the model, in characters. Default MAX_ANSWER_CHARS. */
+  maxAnswerChars?: number
+  /** Longest log line of a tool's output, in characters. Default MAX_LOG_CHARS. */
+  maxLogChars?: number
 }
+
+/** Longest tool answer handed to the model, in characters: a file's window, a listing, a command's output. */
+export const MAX_ANSWER_CHARS = 12_000
+/** Longest log line of a command the model ran, in characters. */
+export const MAX_LOG_CHARS = 4000
 
 export interface DevelopDependencies {
   models: Models
@@ -54,7 +59,7 @@ export interface DevelopDependencies {
   /** Replaces the loop's instructions (build_site brings its own). */
   systemPrompt?: string
   /** Pushes a change on a new branch with the user's code-host connection and opens a pull request (`push: true`). */
-  proposer?: {
+  publisher?: {
     proposeChange(caller: Caller, proposal: ChangeProposal): Promise<ProposedChange>
     ensureBranchFree(caller: Caller, proposal: Pick<ChangeProposal, 'repositoryUrl' | 'branch'>): Promise<void>
   }
@@ -89,7 +94,7 @@ function modelServices(deps: DevelopDependencies) {
 /** The workspace the task starts from: the import's files at its commit, or nothing. */
 async function openWorkspace(
   deps: DevelopDependencies,
-  context: CommandContext,
+  context: TaskContext,
   importId: string | undefined,
 ): Promise<{ workspace: TaskWorkspace; repositoryId?: string; source?: { url: string; ref: string | null } }> {
   if (!importId) return { workspace: await deps.workspaces.create(context.taskId, []) }
@@ -125,7 +130,7 @@ export function pullRequestBody(summary: string, checks: readonly CheckVerdict[]
 /** The workspace's change pushed as a new branch on the import's repository, with a pull request. */
 async function pushChange(
   deps: DevelopDependencies,
-  context: CommandContext,
+  context: TaskContext,
   change: {
     source: { url: string; ref: string | null }
     baseCommit: string
@@ -137,8 +142,8 @@ async function pushChange(
     draft: boolean
   },
 ): Promise<ProposedChange> {
-  if (!deps.proposer) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
-  const proposer = deps.proposer
+  if (!deps.publisher) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
+  const publisher = deps.publisher
   // What is pushed is what was committed, never the tree read again.
   const changes: { path: string; bytes: Uint8Array | null }[] = []
   for (const [path, content] of change.committed.contents) {
@@ -147,7 +152,7 @@ async function pushChange(
   }
   const [title, ...rest] = change.message.split('\n')
   return asTaskError(() =>
-    proposer.proposeChange(context.caller, {
+    publisher.proposeChange(context.caller, {
       repositoryUrl: change.source.url,
       baseBranch: change.source.ref,
       baseCommit: change.baseCommit,
@@ -171,7 +176,7 @@ const parseArguments = (text: string): Record<string, unknown> | undefined => {
 }
 
 /** A task's first step, once the model provider is known to be there; the pace that later steps' ETAs come from. */
-function firstStep(deps: DevelopDependencies, context: CommandContext, label: string, stepsAfterLoop: number): StepPace {
+function firstStep(deps: DevelopDependencies, context: TaskContext, label: string, stepsAfterLoop: number): StepPace {
   modelServices(deps)
   const pace = new StepPace(deps.clock ?? performance)
   pace.start()
@@ -179,7 +184,7 @@ function firstStep(deps: DevelopDependencies, context: CommandContext, label: st
   return pace
 }
 
-export function developCommand(deps: DevelopDependencies): CommandHandler {
+export function developCommand(deps: DevelopDependencies): CommandHandler<TaskContext> {
   const { limits } = deps
   // Steps after the loop: the checks, then the caller's own (build_site checks and publishes the site).
   const stepsAfterLoop = 1 + (deps.stepsAfter ?? 0)
@@ -205,17 +210,12 @@ export function developCommand(deps: DevelopDependencies): CommandHandler {
   }
 }
 
-/** Reads a task's state for `continue`: the caller's own, and ended. */
-export interface TaskLookup {
-  ownTask(caller: Caller, taskId: string): Promise<{ command: string; status: TaskStatus }>
-}
-
 /**
  * `continue`: a follow-up on an ended develop task. The task's workspace is taken over (so two follow-ups of one
  * task cannot both go on), its conversation condensed to a budget, and the loop goes on from it with the new
  * instruction; the diff is against the original base.
  */
-export function continueCommand(deps: DevelopDependencies & { tasks: () => TaskLookup }): CommandHandler {
+export function continueCommand(deps: DevelopDependencies): CommandHandler {
   const { limits } = deps
   const stepsAfterLoop = 1
   return {
@@ -223,7 +223,7 @@ export function continueCommand(deps: DevelopDependencies & { tasks: () => TaskL
     async run(context) {
       const params = context.params as ContinueParams
       const pace = firstStep(deps, context, `Taking over the workspace of ${params.taskId}`, stepsAfterLoop)
-      const earlier = await deps.tasks().ownTask(context.caller, params.taskId)
+      const earlier = await context.tasks.ownTask(context.caller, params.taskId)
       if (earlier.command !== 'develop' && earlier.command !== 'continue')
         throw new TaskError('validation_failed', `params.taskId: ${params.taskId} is a ${earlier.command} task; only develop tasks (and their follow-ups) can be continued`)
       if (!FINISHED_STATUSES.includes(earlier.status)) throw new TaskError('task_running', `params.taskId: ${params.taskId} is still ${earlier.status}; continue it once it has ended`)
@@ -279,7 +279,7 @@ export interface ConversationHeader {
 }
 
 /** The loop, the checks, the commit and, when asked, the push: everything after the workspace is open. */
-async function runTask(deps: DevelopDependencies, context: CommandContext, start: TaskStart) {
+async function runTask(deps: DevelopDependencies, context: TaskContext, start: TaskStart) {
   const { limits } = deps
   const clock = deps.clock ?? performance
   const { workspace, repositoryId, source, pace, stepsAfterLoop, checks, branch } = start
@@ -287,10 +287,10 @@ async function runTask(deps: DevelopDependencies, context: CommandContext, start
   let flush = () => Promise.resolve()
   try {
     if (start.push && source) {
-      if (!deps.proposer) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
-      const proposer = deps.proposer
+      if (!deps.publisher) throw new TaskError('not_configured', 'Pushing a change is not available in this deployment')
+      const publisher = deps.publisher
       // Before any work: a branch the repository has already, or a missing connection, would only fail at the end.
-      await asTaskError(() => proposer.ensureBranchFree(context.caller, { repositoryUrl: source.url, branch }))
+      await asTaskError(() => publisher.ensureBranchFree(context.caller, { repositoryUrl: source.url, branch }))
     }
     const files = await deps.workspaces.list(context.taskId)
     context.log(`Workspace ready: ${files.length} files${workspace.base ? ` at ${workspace.base.commit}` : ''}`)
@@ -411,7 +411,7 @@ const describeVerdict = (result: SandboxResult, command: string): CheckVerdict =
  */
 async function runLoop(
   deps: DevelopDependencies,
-  context: CommandContext,
+  context: TaskContext,
   task: {
     checks: readonly string[]
     files: string[]
@@ -442,7 +442,7 @@ async function runLoop(
     codeIndex: deps.codeIndex,
     repositoryId: task.repositoryId,
     signal: AbortSignal.any([context.signal, deadline]),
-    maxAnswerChars: limits.maxAnswerChars,
+    maxAnswerChars: limits.maxAnswerChars ?? MAX_ANSWER_CHARS,
     session: newDevelopSession(),
   }
   const checksLine = checks.length ? `These commands must pass: ${checks.map((c) => `\`${c}\``).join(', ')}` : ''
@@ -501,7 +501,7 @@ async function runLoop(
             lastVerdicts.set(command.trim(), describeVerdict(result, command.trim()))
             checkMs.set(command.trim(), result.durationMs)
           }
-          context.log(clip(`${outcome.summary}\n${result.output}`, limits.maxLogChars), result.verdict === 'passed' ? 'info' : 'warn')
+          context.log(clip(`${outcome.summary}\n${result.output}`, limits.maxLogChars ?? MAX_LOG_CHARS), result.verdict === 'passed' ? 'info' : 'warn')
         } else context.log(outcome.summary, outcome.refused ? 'warn' : 'info')
         const answer = times >= REPEAT_WARN_AT ? outcome.answer + repeatWarning(call.name, times) : outcome.answer
         if (!outcome.finished) return { answer }

@@ -8,7 +8,7 @@ import { commandParamsSchema } from './schemas.ts'
 import { checkCommand } from './protocol.ts'
 
 export interface AgentRunnerOptions {
-  agents: () => Pick<AgentService, 'start' | 'recorded' | 'follow'>
+  agents: Pick<AgentService, 'start' | 'recorded' | 'follow'>
   /** The chat class's policies: a task started from a chat spends what a command over /ws/agent spends. */
   rateLimit: { limiter: RateLimiter; policies: readonly Readonly<RatePolicy>[] }
 }
@@ -24,15 +24,14 @@ export function createAgentRunner(options: AgentRunnerOptions) {
       const checks: RateCheck[] = options.rateLimit.policies.map((policy) => ({ key: `user:${caller.userId}`, policy }))
       const decision = await options.rateLimit.limiter.check(checks)
       if (!decision.allowed) throw new Error(`Rate limit "${decision.refusedBy}" exceeded; retry in ${decision.retryAfterSeconds} s`)
-      const agents = options.agents()
-      const taskId = agents.start(caller, checked.command, checked.params)
+      const taskId = options.agents.start(caller, checked.command, checked.params)
       // Other clients follow it over /ws/agent from any process once its ack is in the shared log.
-      await agents.recorded(taskId)
+      await options.agents.recorded(taskId)
       return taskId
     },
 
     async follow(caller: AgentCaller, taskId: string, listener: (message: Record<string, unknown>, final: boolean) => void): Promise<() => void> {
-      const { stop } = await options.agents().follow(caller, taskId, 0, (text, _seq, final) => listener(JSON.parse(text) as Record<string, unknown>, final))
+      const { stop } = await options.agents.follow(caller, taskId, 0, (text, _seq, final) => listener(JSON.parse(text) as Record<string, unknown>, final))
       return stop
     },
   }

@@ -16,7 +16,7 @@ import type { Caller } from '../../src/auth/caller.ts'
 export type AgentCaller = Caller
 
 /** What a command's code gets: its checked params, a signal, and ways to report. */
-export interface CommandContext {
+export interface TaskContext {
   caller: AgentCaller
   taskId: string
   params: Record<string, unknown>
@@ -26,10 +26,24 @@ export interface CommandContext {
   log(message: string, level?: 'info' | 'warn'): void
 }
 
-export interface CommandHandler {
+/** The caller's tasks as the service keeps them, for the commands that read them (`status`, `continue`). */
+export interface TaskRecords {
+  /** The caller's task; `task_not_found` for someone else's, an unknown or an expired one. */
+  ownTask(caller: AgentCaller, taskId: string): Promise<TaskMeta & { lastSeq: number }>
+  /** The caller's latest tasks, newest first (20 unless `limit` says). */
+  recent(caller: AgentCaller, limit?: number): Promise<TaskMeta[]>
+}
+
+/** A task's context as the service hands it to every command: with the service's task records. */
+export interface CommandContext extends TaskContext {
+  tasks: TaskRecords
+}
+
+/** A command; one that reads no other task may take the narrower TaskContext. */
+export interface CommandHandler<Context extends TaskContext = CommandContext> {
   /** Steps expected before the command knows better (a plan can change it). */
   steps: number
-  run(context: CommandContext): Promise<unknown>
+  run(context: Context): Promise<unknown>
 }
 
 export type CommandHandlers = Record<CommandName, CommandHandler>
@@ -84,12 +98,12 @@ export function createAgentService(options: AgentServiceOptions) {
     return true
   }
 
-  /** The caller's task; `task_not_found` for someone else's, an unknown or an expired one. */
   async function ownTask(caller: AgentCaller, taskId: string): Promise<TaskMeta & { lastSeq: number }> {
     const meta = await log.meta(taskId)
     if (!meta || meta.userId !== caller.userId) throw new TaskError('task_not_found', `No task ${taskId} of yours (it may have expired)`)
     return meta
   }
+  const tasks: TaskRecords = { ownTask, recent: (caller, limit = 20) => log.recent(caller.userId, limit) }
 
   async function execute(taskId: string, caller: AgentCaller, command: CommandName, params: Record<string, unknown>, writer: TaskWriter, controller: AbortController) {
     const handler = options.commands[command]
@@ -108,6 +122,7 @@ export function createAgentService(options: AgentServiceOptions) {
         taskId,
         params,
         signal: controller.signal,
+        tasks,
         step(index, label, steps) {
           if (steps !== undefined) progress.setTotal(steps)
           progress.start(index)
@@ -232,8 +247,7 @@ export function createAgentService(options: AgentServiceOptions) {
       return true
     },
 
-    ownTask,
-    recent: (caller: AgentCaller, limit = 20) => log.recent(caller.userId, limit),
+    ...tasks,
 
     /** Resolves once another process can find the task (its ack is in the shared log). */
     async recorded(taskId: string) {

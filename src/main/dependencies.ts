@@ -7,9 +7,9 @@ import { createPlanDirectory, type PlanDirectory } from '../auth/plans.ts'
 import type { Config } from './config.ts'
 import { createHttpClient } from '../http.ts'
 import { createLogger, type Logger } from '../log.ts'
-import { createRedisManager } from '../redis.ts'
-import { createCancelChannel } from '../event-log/cancel.ts'
-import type { RateLimiter } from '../rate-limit/index.ts'
+import { createRedisManager, type RedisManager } from '../redis.ts'
+import { createCancelChannel, type CancelChannel } from '../event-log/cancel.ts'
+import type { RateLimiter, RatePolicy } from '../rate-limit/index.ts'
 import { createMemoryRateLimiter } from '../rate-limit/memory.ts'
 import { createRedisRateLimiter } from '../rate-limit/redis.ts'
 import { openDatabase, type Database } from '../storage/database.ts'
@@ -202,6 +202,53 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const models = createModels(modelProvider, chatConfig.model)
   const warmUps: { part: string; load: () => Promise<void> }[] = []
   if (chatConfig.provider && !overrides.modelProvider) warmUps.push({ part: 'model provider', load: preloadOpenAiSdk })
+  const sandbox = sandboxOnDemand(config, logger)
+  const plans = createPlanDirectory(accounts, { enterprise: config.plans.enterprise, fallbackPlan: config.plans.ids[0] })
+  const rateLimits: RateLimitingOptions = { limiter, access, plans, ...rateLimitPolicies }
+  const payments = createPaymentsService({ db, accounts, plans, logger, settings: config.payments, planIds: config.plans.ids })
+  // Applies payment events a crash left stored but unapplied, and plans that lapsed while down.
+  await payments.start()
+  const imports = createImportService({
+    db,
+    admission: lifecycle,
+    codeIndex,
+    dataDir: config.dataDir,
+    settings: config.imports,
+    heartbeatMs: config.imports.heartbeatMs,
+    tokens: integrations,
+    logger,
+    meter,
+    onImportEnd: metrics && ((status) => metrics.importEnded(status)),
+  })
+  const publisher = createPublisher({
+    integrations,
+    imports,
+    meter,
+    logger,
+    http: createHttpClient({ timeoutMs: 10_000 }),
+    apiUrl: config.integrations.github.apiUrl,
+    gitUrl: config.publish.gitUrl,
+    limits: { maxFiles: config.publish.maxFiles, maxBytes: config.publish.maxSiteBytes },
+    gitTimeoutMs: config.publish.gitTimeoutMs,
+  })
+
+  const agentRateLimit = { limiter, policies: chatPolicies }
+  const { workspaces, agents, agentConnections, stopSweeping } = await createAgents(config, {
+    logger,
+    redis,
+    cancels,
+    metrics,
+    models,
+    meter,
+    imports,
+    codeIndex,
+    sandbox: sandbox.facade,
+    publisher,
+    access,
+    lifecycle,
+    rateLimit: agentRateLimit,
+  })
+  // Built on the agents: its run_agent tool starts tasks and follows them.
   const chat = createChatService({
     db,
     logger,
@@ -209,11 +256,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     provider: modelProvider,
     webSearch,
     codeIndex,
-    // The agents are made later; the chat reaches them only once a turn runs.
-    agents: createAgentRunner({
-      agents: () => agents,
-      rateLimit: { limiter, policies: chatPolicies },
-    }),
+    agents: createAgentRunner({ agents, rateLimit: agentRateLimit }),
     meter,
     settings: chatConfig,
     maxGenerationMs: chatConfig.generationTimeoutSeconds * 1000,
@@ -228,125 +271,32 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
       : createMemoryStreamLog({ ttlSeconds: chatConfig.streamTtlSeconds }),
   })
 
-  let sandbox: Sandbox | undefined
-  // The sandbox checks its isolation with a real launch, which only code runs should pay for.
-  const sandboxOnDemand = () =>
-    (sandbox ??= createSandbox({ bunPath: process.execPath, defaults: config.sandbox, hiddenPaths: [config.dataDir], logger }))
-
-  // Closed in reverse: chat first, since its generations store their answers through the database and meter.
+  // Closed in this order, each before what it still uses.
   const closers: (() => Promise<void>)[] = [
-    () => db.close(),
-    async () => redis?.close(),
-    () => cancels.close(),
-    () => revoked.close(),
-    () => meter.close(),
-    () => limiter.close(),
-    () => webSearch.close(),
-    async () => sandbox?.close(),
+    // Before imports and chat, which its running tasks use; the workspaces after the tasks.
+    () => agents.close(),
+    () => {
+      stopSweeping()
+      return workspaces.close()
+    },
+    // Before the code index: running imports stop and are recorded as interrupted.
+    () => imports.close(),
+    // Before the database: it saves pending snapshots and records their versions.
+    () => codeIndex.close(),
+    () => payments.close(),
+    // Its generations store their answers through the database and meter.
     () => chat.close(),
+    () => sandbox.close(),
+    () => webSearch.close(),
+    () => limiter.close(),
+    () => meter.close(),
+    () => revoked.close(),
+    () => cancels.close(),
+    async () => redis?.close(),
+    () => db.close(),
   ]
   // Closed last, so the spans of everything closed before it are sent.
-  if (tracing) closers.unshift(() => tracing.shutdown())
-  const plans = createPlanDirectory(accounts, { enterprise: config.plans.enterprise, fallbackPlan: config.plans.ids[0] })
-  const rateLimits: RateLimitingOptions = { limiter, access, plans, ...rateLimitPolicies }
-  const payments = createPaymentsService({ db, accounts, plans, logger, settings: config.payments, planIds: config.plans.ids })
-  // Applies payment events a crash left stored but unapplied, and plans that lapsed while down.
-  await payments.start()
-  closers.push(() => payments.close())
-  // Closed before the database: it saves pending snapshots and records their versions.
-  closers.push(() => codeIndex.close())
-  const imports = createImportService({
-    db,
-    admission: lifecycle,
-    codeIndex,
-    dataDir: config.dataDir,
-    settings: config.imports,
-    heartbeatMs: config.imports.heartbeatMs,
-    tokens: integrations,
-    logger,
-    meter,
-    onImportEnd: metrics && ((status) => metrics.importEnded(status)),
-  })
-  // Closed before the code index: running imports stop and are recorded as interrupted.
-  closers.push(() => imports.close())
-  const publisher = createPublisher({
-    integrations,
-    imports,
-    meter,
-    logger,
-    http: createHttpClient({ timeoutMs: 10_000 }),
-    apiUrl: config.integrations.github.apiUrl,
-    gitUrl: config.publish.gitUrl,
-    limits: { maxFiles: config.publish.maxFiles, maxBytes: config.publish.maxSiteBytes },
-    gitTimeoutMs: config.publish.gitTimeoutMs,
-  })
-
-  const sandboxFacade: Dependencies['sandbox'] = {
-    run: (request) => sandboxOnDemand().run(request),
-    checkSyntax: (language, code) => sandboxOnDemand().checkSyntax(language, code),
-    runCommand: (request) => sandboxOnDemand().runCommand(request),
-    get available() {
-      return sandboxOnDemand().available
-    },
-    get limits() {
-      return sandboxOnDemand().limits
-    },
-  }
-  const workspaces = createWorkspaces({
-    root: join(config.dataDir, 'agent-workspaces'),
-    limits: config.agents.workspace,
-    retentionSeconds: config.agents.taskRetentionSeconds,
-    logger,
-  })
-  // Left by a process that stopped: past a task's longest run and the retention time, nothing reads them. Then
-  // every minute, for workspaces another process released and did not live to remove.
-  const sweepWorkspaces = () => workspaces.sweepOrphans(config.agents.taskTimeoutSeconds + config.agents.taskRetentionSeconds)
-  await sweepWorkspaces()
-  const workspaceSweeper = setInterval(() => void sweepWorkspaces().catch((err) => logger.warn('agent workspace sweep failed', { err })), 60_000)
-  workspaceSweeper.unref()
-  const agentSettings = config.agents
-  const agents: AgentService = createAgentService({
-    log: redis
-      ? createRedisTaskLog({
-          redis,
-          retentionSeconds: agentSettings.taskRetentionSeconds,
-          maxTaskSeconds: agentSettings.taskTimeoutSeconds,
-          keptPerUser: agentSettings.maxTasksKeptPerUser,
-          logger,
-        })
-      : createMemoryTaskLog({ retentionSeconds: agentSettings.taskRetentionSeconds, keptPerUser: agentSettings.maxTasksKeptPerUser }),
-    commands: createCommands({
-      models,
-      meter,
-      checker: sandboxFacade,
-      imports,
-      codeIndex,
-      debugLimits: {
-        maxSteps: config.enhancedChat.maxSteps,
-        timeLimitMs: config.enhancedChat.timeLimitSeconds * 1000,
-        maxAttempts: config.enhancedChat.maxAttempts,
-      },
-      workspaces,
-      sandbox: sandboxFacade,
-      developLimits: { ...agentSettings.develop, maxAnswerChars: 12_000, maxLogChars: 4000 },
-      proposer: publisher,
-      publisher,
-      agents: () => agents,
-    }),
-    logger,
-    meter,
-    taskTimeoutSeconds: agentSettings.taskTimeoutSeconds,
-    maxRunningTasksPerUser: agentSettings.maxRunningTasksPerUser,
-    onTaskEnd: metrics && ((command, status) => metrics.agentTaskEnded(command, status)),
-    cancels,
-  })
-  // Closed before imports and chat, which its running tasks use; the workspaces after the tasks.
-  closers.push(() => {
-    clearInterval(workspaceSweeper)
-    return workspaces.close()
-  })
-  closers.push(() => agents.close())
-  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: { limiter, policies: chatPolicies }, standing: connectionStanding(access), admission: lifecycle })
+  if (tracing) closers.push(() => tracing.shutdown())
   metrics?.watch({
     sseStreams: openSseStreams,
     webSockets: () => agentConnections.size,
@@ -372,7 +322,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     models,
     chat,
     docsIndex: createDocsIndex(bundledSite().pages, config.publicBaseUrl),
-    sandbox: sandboxFacade,
+    sandbox: sandbox.facade,
     workspaces,
     integrations,
     publisher,
@@ -388,7 +338,95 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
       for (const { part, load } of warmUps) await load().catch((err: unknown) => logger.warn('warm-up failed; loading on first use instead', { part, err }))
     },
     async close() {
-      for (const close of closers.reverse()) await close().catch((err) => logger.warn('close failed', { err }))
+      for (const close of closers) await close().catch((err) => logger.warn('close failed', { err }))
     },
   }
+}
+
+/** The sandbox, created on first use: it checks its isolation with a real launch, which only code runs should pay for. */
+function sandboxOnDemand(config: Config, logger: Logger) {
+  let sandbox: Sandbox | undefined
+  const created = () => (sandbox ??= createSandbox({ bunPath: process.execPath, defaults: config.sandbox, hiddenPaths: [config.dataDir], logger }))
+  const facade: Dependencies['sandbox'] = {
+    run: (request) => created().run(request),
+    checkSyntax: (language, code) => created().checkSyntax(language, code),
+    runCommand: (request) => created().runCommand(request),
+    get available() {
+      return created().available
+    },
+    get limits() {
+      return created().limits
+    },
+  }
+  return { facade, close: async () => sandbox?.close() }
+}
+
+/** What the agents are built on: the parts of the service their commands and connections use. */
+interface AgentParts {
+  logger: Logger
+  redis: RedisManager | undefined
+  cancels: CancelChannel
+  metrics: ServiceMetrics | undefined
+  models: Models
+  meter: UsageMeter
+  imports: ImportService
+  codeIndex: CodeIndex
+  sandbox: Dependencies['sandbox']
+  publisher: Publisher
+  access: AccessService
+  lifecycle: Lifecycle
+  /** What a command spends: the chat class's policies. */
+  rateLimit: { limiter: RateLimiter; policies: readonly Readonly<RatePolicy>[] }
+}
+
+/** The task workspaces (swept of what stopped processes left), the agent service with its commands, and the connection hub. */
+async function createAgents(config: Config, parts: AgentParts) {
+  const { logger, redis, metrics, meter } = parts
+  const agentSettings = config.agents
+  const workspaces = createWorkspaces({
+    root: join(config.dataDir, 'agent-workspaces'),
+    limits: agentSettings.workspace,
+    retentionSeconds: agentSettings.taskRetentionSeconds,
+    logger,
+  })
+  // Left by a process that stopped: past a task's longest run and the retention time, nothing reads them. Then
+  // every minute, for workspaces another process released and did not live to remove.
+  const sweepWorkspaces = () => workspaces.sweepOrphans(agentSettings.taskTimeoutSeconds + agentSettings.taskRetentionSeconds)
+  await sweepWorkspaces()
+  const workspaceSweeper = setInterval(() => void sweepWorkspaces().catch((err) => logger.warn('agent workspace sweep failed', { err })), 60_000)
+  workspaceSweeper.unref()
+  const agents = createAgentService({
+    log: redis
+      ? createRedisTaskLog({
+          redis,
+          retentionSeconds: agentSettings.taskRetentionSeconds,
+          maxTaskSeconds: agentSettings.taskTimeoutSeconds,
+          keptPerUser: agentSettings.maxTasksKeptPerUser,
+          logger,
+        })
+      : createMemoryTaskLog({ retentionSeconds: agentSettings.taskRetentionSeconds, keptPerUser: agentSettings.maxTasksKeptPerUser }),
+    commands: createCommands({
+      models: parts.models,
+      meter,
+      imports: parts.imports,
+      codeIndex: parts.codeIndex,
+      debugLimits: {
+        maxSteps: config.enhancedChat.maxSteps,
+        timeLimitMs: config.enhancedChat.timeLimitSeconds * 1000,
+        maxAttempts: config.enhancedChat.maxAttempts,
+      },
+      workspaces,
+      sandbox: parts.sandbox,
+      developLimits: agentSettings.develop,
+      publisher: parts.publisher,
+    }),
+    logger,
+    meter,
+    taskTimeoutSeconds: agentSettings.taskTimeoutSeconds,
+    maxRunningTasksPerUser: agentSettings.maxRunningTasksPerUser,
+    onTaskEnd: metrics && ((command, status) => metrics.agentTaskEnded(command, status)),
+    cancels: parts.cancels,
+  })
+  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: parts.rateLimit, standing: connectionStanding(parts.access), admission: parts.lifecycle })
+  return { workspaces, agents, agentConnections, stopSweeping: () => clearInterval(workspaceSweeper) }
 }
