@@ -283,12 +283,12 @@ function startUpstream() {
   /** When the answer leading to step N's progress was handed back (the plan's for step 1). */
   let answered = new Map<number, number>()
   const sse = (text: string) =>
-    [
+    `${[
       { choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }] },
       { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
     ]
       .map((chunk) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'bench', ...chunk })}\n\n`)
-      .join('') + 'data: [DONE]\n\n'
+      .join('')}data: [DONE]\n\n`
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
@@ -488,8 +488,8 @@ export async function run(): Promise<Row[]> {
       pingElysia.push(await trips(elysia, (n) => pingFrame(`p${n}`), isPong))
       pingService.push(await trips(service, (n) => pingFrame(`p${n}`), isPong))
     }
-    pingElysia.forEach((r, i) => show(`ping, bare Elysia, round ${i + 1}`, r))
-    pingService.forEach((r, i) => show(`ping, service, round ${i + 1}`, r))
+    for (const [i, r] of pingElysia.entries()) show(`ping, bare Elysia, round ${i + 1}`, r)
+    for (const [i, r] of pingService.entries()) show(`ping, service, round ${i + 1}`, r)
     const tripsNote = `${ROUND_TRIP_CONNECTIONS} connections, each one exchange at a time, counted over ${MEASURE_MS / 1000} s after ${WARM_UP_MS / 1000} s of warm-up`
     const pingNote = `median of ${TRIP_ROUNDS} alternating rounds`
 

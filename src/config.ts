@@ -346,6 +346,7 @@ export function defineSettings<V extends Variables, R extends object>(settings: 
 }
 
 /** Settings of any slice, for lists of them. */
+// biome-ignore lint/suspicious/noExplicitAny: a settings slice of any variables, as the composed configuration holds them
 export type AnySettings = Settings<any, object>
 
 /** A slice's part of `Config`, as its `build` returns it. */

@@ -14,6 +14,7 @@ const HELD = Symbol('heldRefusal')
 const RESULTS = Symbol('guardResults')
 let guardCount = 0
 
+// biome-ignore lint/suspicious/noExplicitAny: a guard is listed on routes whose Elysia contexts differ; it reads only request and set
 type GuardHook = ((context: any) => Promise<unknown>) & { [GUARD]: true }
 /** What a guard may read: the request, and `set` for the headers it adds (RateLimit). */
 export interface GuardContext {
@@ -31,6 +32,7 @@ const NOTHING = Symbol('nothing')
  * A hook that can decide without waiting (a token verified before, an in-process limiter) answers directly
  * rather than with a promise, and every later call then hands back that answer without one.
  */
+// biome-ignore lint/suspicious/noExplicitAny: a guard is listed on routes whose Elysia contexts differ; it reads only request and set
 export function guard<F extends (context: any) => unknown>(hook: F): Guarded<F> {
   // async, so Elysia awaits it at every place it is listed. The context is destructured, never passed whole:
   // Elysia reads hooks' source to learn what a route uses, and a whole context would make it parse cookies,
@@ -56,12 +58,15 @@ export function guard<F extends (context: any) => unknown>(hook: F): Guarded<F> 
     return result === NOTHING ? undefined : result
   }) as unknown as GuardHook & Guarded<F>
   guarded[GUARD] = true
+  // biome-ignore lint/suspicious/noExplicitAny: a guard is listed on routes whose Elysia contexts differ; it reads only request and set
   guarded.early = guarded as unknown as (context: any) => Promise<void>
   return guarded
 }
 
 /** What `guard` makes of a hook: always a promise of its answer, for Elysia to await. */
+// biome-ignore lint/suspicious/noExplicitAny: a guard is listed on routes whose Elysia contexts differ; it reads only request and set
 type Guarded<F extends (context: any) => unknown> = ((context: Parameters<F>[0]) => Promise<Awaited<ReturnType<F>>>) & {
+  // biome-ignore lint/suspicious/noExplicitAny: a guard is listed on routes whose Elysia contexts differ; it reads only request and set
   early: (context: any) => Promise<void>
 }
 
@@ -115,7 +120,7 @@ export class RouteGuards {
 
 /** A route path (`/api/chat/:id/stream`, `/docs/*`) as a regular expression over request paths. */
 export function routePattern(path: string): RegExp {
-  return new RegExp('^' + path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*') + '/?$')
+  return new RegExp(`^${path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}/?$`)
 }
 
 async function runInOrder(hooks: GuardHook[], context: GuardContext): Promise<void> {

@@ -95,7 +95,7 @@ function batchedStdout(): Sink {
   }
   process.once('exit', flush)
   return (line, level) => {
-    waiting += line + '\n'
+    waiting += `${line}\n`
     if (rank[level] >= rank.warn || waiting.length >= FLUSH_BYTES) flush()
     else if (timer === undefined) {
       timer = setTimeout(flush, FLUSH_INTERVAL_MS)
@@ -120,7 +120,7 @@ export function createLogger(options: LoggerOptions = {}, base: LogFields = {}):
       const extras = Object.entries(all)
         .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
         .join(' ')
-      write(`${new Date().toISOString().slice(11, 23)} ${level.toUpperCase().padEnd(5)} ${msg}${extras ? ' ' + extras : ''}`, level)
+      write(`${new Date().toISOString().slice(11, 23)} ${level.toUpperCase().padEnd(5)} ${msg}${extras ? ` ${extras}` : ''}`, level)
     }
   }
 

@@ -27,6 +27,7 @@ export interface BlockingConnection {
 
 export interface RedisManager {
   readonly connected: boolean
+  // biome-ignore lint/suspicious/noExplicitAny: a Redis reply's shape depends on the command; each caller reads its own
   send(command: string, args: string[], timeoutMs?: number): Promise<any>
   /** Runs several commands on the shared connection under one deadline. */
   run<T>(work: (client: RedisClient) => Promise<T>, timeoutMs?: number): Promise<T>

@@ -111,7 +111,7 @@ export function sseResponse(source: AsyncIterable<SseEvent | string>, options: S
 
   const onDrain = () => {
     if (closed || !controller) return
-    write(retryField(options.drain!.retryMs) + formatSseComment('server shutting down; reconnect with Last-Event-ID') + '\n')
+    write(`${retryField(options.drain!.retryMs) + formatSseComment('server shutting down; reconnect with Last-Event-ID')}\n`)
     stop('drained')
   }
 
@@ -146,7 +146,7 @@ export function sseResponse(source: AsyncIterable<SseEvent | string>, options: S
       iterator = source[Symbol.asyncIterator]()
       try {
         // Bun sends the status and headers only with the first bytes; clients should not wait for the first token.
-        write(options.retryMs === undefined ? formatSseComment('open') : retryField(options.retryMs) + '\n')
+        write(options.retryMs === undefined ? formatSseComment('open') : `${retryField(options.retryMs)}\n`)
         heartbeat = setTimeout(beat, heartbeatMs)
         if (options.drain?.signal.aborted) return onDrain()
         while (!closed) {

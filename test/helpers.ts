@@ -17,7 +17,7 @@ export function unmountUnder(path: string): void {
   const points = readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
     .map((line) => line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8))))
-    .filter((point): point is string => point !== undefined && point.startsWith(`${path}/`))
+    .filter((point): point is string => point?.startsWith(`${path}/`) === true)
   for (const point of points.sort((a, b) => b.length - a.length)) Bun.spawnSync(['umount', '-l', point])
 }
 

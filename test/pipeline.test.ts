@@ -165,13 +165,13 @@ describe('request pipeline', () => {
   })
 
   test('JSON nested deeper than 64 levels is 400 nesting_too_deep; 64 levels are read', async () => {
-    const deep = await post(app, '{"name":' + '['.repeat(65) + ']'.repeat(65) + '}')
+    const deep = await post(app, `{"name":${'['.repeat(65)}${']'.repeat(65)}}`)
     expect(deep.status).toBe(400)
     expect(await problem(deep)).toMatchObject({ code: 'nesting_too_deep', maxDepth: 64 })
     // Brackets inside strings are text, not nesting.
-    const ok = await post(app, JSON.stringify({ name: '['.repeat(500) + '{', count: 1, tags: ['}'.repeat(100)] }))
+    const ok = await post(app, JSON.stringify({ name: `${'['.repeat(500)}{`, count: 1, tags: ['}'.repeat(100)] }))
     expect(ok.status).toBe(200)
-    const atLimit = await post(app, '{"name":"a","count":1,"tags":' + '['.repeat(63) + ']'.repeat(63) + '}')
+    const atLimit = await post(app, `{"name":"a","count":1,"tags":${'['.repeat(63)}${']'.repeat(63)}}`)
     expect(atLimit.status).toBe(422)
   })
 
@@ -227,7 +227,10 @@ describe('client address in the access log', () => {
     const routeIndex = new RouteIndex()
     let lookups = 0
     const app = new Elysia({ normalize: false })
-      .use(requestPipeline({ logger, bodyLimitBytes: LIMIT, routeIndex, logClientAddress, peerAddress: () => (lookups++, peer()) }))
+      .use(requestPipeline({ logger, bodyLimitBytes: LIMIT, routeIndex, logClientAddress, peerAddress: () => {
+            lookups++
+            return peer()
+          }, }))
       .get('/plain', () => ({ ok: true }))
       .get('/reads-address', ({ request }) => ({ ip: requestMeta(request).clientIp }))
       .get('/refused', () => {

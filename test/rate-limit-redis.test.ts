@@ -211,5 +211,12 @@ function cuttableProxy(target: URL) {
     for (const socket of open) socket.end()
     open.clear()
   }
-  return { port: server.port, cut, restore: () => (refusing = false), stop: () => (cut(), server.stop(true)) }
+  return { port: server.port, cut, restore: () => {
+      refusing = false
+    },
+    stop: () => {
+      cut()
+      server.stop(true)
+    },
+  }
 }

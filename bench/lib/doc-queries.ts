@@ -142,7 +142,7 @@ function pythonQueries(path: string, source: string): DocQuery[] {
     if (!opening) continue
     const quote = opening[1]!
     let text = opening[2]!
-    for (let k = j + 2; !text.includes(quote) && k < lines.length && k < j + 30; k++) text += '\n' + lines[k]
+    for (let k = j + 2; !text.includes(quote) && k < lines.length && k < j + 30; k++) text += `\n${lines[k]}`
     const sentence = firstSentence(text.split(quote)[0]!.split(/\n\s*\n/)[0]!)
     if (sentence) queries.push({ query: sentence, path, line: i + 1 })
   }

@@ -119,7 +119,11 @@ export async function buildRealRepository(gitdir: string): Promise<RealRepositor
   const packages = SOURCES.map((source) => ({ source, files: sourceFiles(source) })).filter((p) => p.files.length > 0)
   let files = 0
   let bytes = 0
-  for (const { files: list } of packages) for (const file of list) (files++, (bytes += file.content.byteLength))
+  for (const { files: list } of packages)
+    for (const file of list) {
+      files++
+      bytes += file.content.byteLength
+    }
 
   // git fast-import builds every commit in one process; its stream is written as it is produced.
   const stream = new ReadableStream<Uint8Array>({

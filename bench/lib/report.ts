@@ -48,7 +48,7 @@ export function printTable(rows: Row[]): void {
   console.log(line(header))
   console.log(widths.map((w) => '-'.repeat(w)).join('  '))
   for (const cells of body) console.log(line(cells))
-  notes.forEach((n, i) => console.log(`[${i + 1}] ${n}`))
+  for (const [i, n] of notes.entries()) console.log(`[${i + 1}] ${n}`)
   for (const r of rows) if (r.warning) console.log(`!! ${r.bench ? `${r.bench}: ` : ''}${r.figure}: ${r.warning.toUpperCase()}`)
 }
 
@@ -124,6 +124,6 @@ export function writeResults(name: string, rows: Row[]): string {
   mkdirSync(dir, { recursive: true })
   // Colons are not portable in file names.
   const path = join(dir, `${name}-${at.replace(/[:.]/g, '-')}.json`)
-  writeFileSync(path, JSON.stringify({ name, at, machine: machineFacts(), rows }, null, 2) + '\n')
+  writeFileSync(path, `${JSON.stringify({ name, at, machine: machineFacts(), rows }, null, 2)}\n`)
   return path
 }

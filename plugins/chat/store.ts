@@ -1,5 +1,5 @@
 import type { TransactionSQL } from 'bun'
-import type { Database } from '../../src/storage/database.ts'
+import type { Database, SqlRow } from '../../src/storage/database.ts'
 import { toNumber } from '../../src/storage/database.ts'
 import type { UiMessage } from '../../src/llm/ui-stream.ts'
 
@@ -12,7 +12,7 @@ export interface Chat {
   updatedAt: number
 }
 
-const chatFrom = (r: any): Chat => ({
+const chatFrom = (r: SqlRow): Chat => ({
   id: r.id,
   orgId: r.org_id,
   userId: r.user_id,
@@ -21,7 +21,7 @@ const chatFrom = (r: any): Chat => ({
   updatedAt: toNumber(r.updated_at),
 })
 
-const messageFrom = (r: any): UiMessage => ({
+const messageFrom = (r: SqlRow): UiMessage => ({
   id: r.id,
   role: r.role,
   parts: JSON.parse(r.parts),

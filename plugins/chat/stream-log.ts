@@ -183,5 +183,13 @@ export function createRedisStreamLog(options: RedisStreamLogOptions): StreamLog 
     },
     options.logger,
   )
-  return options.redis ? log : { ...log, close: async () => (await log.close(), redis.close()) }
+  return options.redis
+    ? log
+    : {
+        ...log,
+        async close() {
+          await log.close()
+          redis.close()
+        },
+      }
 }

@@ -88,7 +88,7 @@ export function serverTools(deps: ServerToolDependencies): Map<ServerToolName, S
       async execute(input, context) {
         const count = typeof input.count === 'number' ? Math.min(10, Math.max(1, Math.floor(input.count))) : 5
         const answer = await deps.webSearch.search(text(input, 'query'), { count, caller: { orgId: context.orgId, userId: context.userId } })
-        answer.results.forEach((r, i) => context.emit({ type: 'source-url', sourceId: `web-${i + 1}-${r.url}`.slice(0, 200), url: r.url, title: r.title }))
+        for (const [i, r] of answer.results.entries()) context.emit({ type: 'source-url', sourceId: `web-${i + 1}-${r.url}`.slice(0, 200), url: r.url, title: r.title })
         return { results: answer.results.map(({ title, url, snippet, publishedAt }) => ({ title, url, snippet, publishedAt })) }
       },
     })

@@ -232,7 +232,7 @@ async function groundedAnswer(scope: TurnScope, history: ModelMessage[], query: 
     const answer = await services.webSearch.search(query, { count: 5, caller: scope.caller })
     results = answer.results.map(({ title, url, snippet }) => ({ title, url, snippet }))
     emit({ type: 'tool-output-available', toolCallId, output: { results } })
-    results.forEach((r, i) => emit({ type: 'source-url', sourceId: `source-${i + 1}`, url: r.url, title: r.title }))
+    for (const [i, r] of results.entries()) emit({ type: 'source-url', sourceId: `source-${i + 1}`, url: r.url, title: r.title })
   } catch (err) {
     emit({ type: 'tool-output-error', toolCallId, errorText: `Web search failed: ${(err as Error).message}` })
   }

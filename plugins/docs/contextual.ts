@@ -140,16 +140,19 @@ function hrefProblems(href: unknown, at: string, problems: string[]) {
   if (href.query === undefined) problems.push(`${at}.query: is required (a list of { key, value })`)
   else if (!Array.isArray(href.query)) problems.push(`${at}.query: must be a list of { key, value }, got ${kindOf(href.query)}`)
   else
-    href.query.forEach((entry: unknown, i) => {
+    for (const [i, entry] of (href.query as unknown[]).entries()) {
       const entryAt = `${at}.query[${i}]`
-      if (!isRecord(entry)) return problems.push(`${entryAt}: must be an object with key and value, got ${kindOf(entry)}`)
+      if (!isRecord(entry)) {
+        problems.push(`${entryAt}: must be an object with key and value, got ${kindOf(entry)}`)
+        continue
+      }
       for (const field of ['key', 'value'] as const) {
         if (entry[field] === undefined) problems.push(`${entryAt}.${field}: is required`)
         else if (typeof entry[field] !== 'string') problems.push(`${entryAt}.${field}: must be a string, got ${kindOf(entry[field])}`)
       }
       if (entry.key === '') problems.push(`${entryAt}.key: must not be empty`)
       for (const key of Object.keys(entry)) if (key !== 'key' && key !== 'value') problems.push(`${entryAt}.${key}: is not a known field`)
-    })
+    }
   for (const key of Object.keys(href)) if (key !== 'base' && key !== 'query') problems.push(`${at}.${key}: is not a known field`)
 }
 
@@ -185,16 +188,20 @@ export function parseContextualConfig(raw: unknown): ContextualMenuConfig {
   else if (!Array.isArray(raw.options)) problems.push(`contextual.options: must be a list, got ${kindOf(raw.options)}`)
   else {
     const seen = new Map<string, number>()
-    raw.options.forEach((entry: unknown, i) => {
+    for (const [i, entry] of (raw.options as unknown[]).entries()) {
       const at = `contextual.options[${i}]`
       if (typeof entry === 'string') {
         const id = NEUTRAL_OPTION_ALIASES[entry] ?? entry
         if (!(BUILT_IN_OPTIONS as readonly string[]).includes(id)) {
           const known = [...BUILT_IN_OPTIONS, ...Object.keys(NEUTRAL_OPTION_ALIASES)].join(', ')
-          return problems.push(`${at}: "${entry}" is not a built-in option; known ids are ${known}`)
+          problems.push(`${at}: "${entry}" is not a built-in option; known ids are ${known}`)
+          continue
         }
         const earlier = seen.get(id)
-        if (earlier !== undefined) return problems.push(`${at}: "${entry}" repeats contextual.options[${earlier}] (${id}); each option may appear once`)
+        if (earlier !== undefined) {
+          problems.push(`${at}: "${entry}" repeats contextual.options[${earlier}] (${id}); each option may appear once`)
+          continue
+        }
         seen.set(id, i)
         options.push(id as BuiltInOption)
       } else if (isRecord(entry)) {
@@ -211,7 +218,7 @@ export function parseContextualConfig(raw: unknown): ContextualMenuConfig {
           })
         }
       } else problems.push(`${at}: must be a built-in id (a string) or a custom option (an object), got ${kindOf(entry)}`)
-    })
+    }
   }
   if (problems.length > 0) throw new ContextualConfigError(problems)
   return { options, display: display as ContextualDisplay }
@@ -373,7 +380,7 @@ export function mcpServerKey(name: string): string {
 
 /** One POSIX shell word: left bare when it holds only characters no shell treats specially, else single-quoted. */
 export function shellWord(text: string): string {
-  if (/^[A-Za-z0-9_\/:.,@%+=-]+$/.test(text)) return text
+  if (/^[A-Za-z0-9_/:.,@%+=-]+$/.test(text)) return text
   return `'${text.replaceAll("'", `'\\''`)}'`
 }
 

@@ -24,6 +24,7 @@ export interface RenderedMarkdown {
 export function safeHref(href: string): string | undefined {
   const trimmed = href.trim()
   // Browsers ignore whitespace and control characters inside a scheme ("java\tscript:").
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this strips, as browsers do
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(trimmed.replace(/[\u0000-\u0020]/g, ''))?.[1]?.toLowerCase()
   if (scheme === undefined || scheme === 'http' || scheme === 'https' || scheme === 'mailto') return trimmed
   return undefined
@@ -140,7 +141,8 @@ export function renderMarkdown(markdown: string, usedIds: Set<string> = new Set(
         // A row keyed by an identifier in code (an error code, a variable) is a link target: /docs/errors#not_found.
         const first = row[0]
         const key = first && first.tokens.length === 1 && first.tokens[0]!.type === 'codespan' ? (first.tokens[0] as Tokens.Codespan).text : undefined
-        const id = key && /^[A-Za-z][\w.-]*$/.test(key) && !usedIds.has(key) ? (usedIds.add(key), key) : undefined
+        const id = key && /^[A-Za-z][\w.-]*$/.test(key) && !usedIds.has(key) ? key : undefined
+        if (id) usedIds.add(id)
         return `<tr>${row.map((c, i) => cell(c, 'td', i === 0 ? id : undefined)).join('')}</tr>`
       })
       return `<div class="table"><table><thead>${head}</thead><tbody>${rows.join('')}</tbody></table></div>\n`

@@ -17,6 +17,7 @@ import { OptionalKind, type TSchema } from '@sinclair/typebox'
 import { problem } from '../../src/schemas.ts'
 import { MAX_HEADER_BYTES, MAX_URL_BYTES } from '../../src/request-pipeline.ts'
 
+// biome-ignore lint/suspicious/noExplicitAny: an OpenAPI document walked as plain JSON, any node of any shape
 type Json = Record<string, any>
 
 /** What the completion reads of one route (a subset of Elysia's route table). */
@@ -169,7 +170,7 @@ function takesForm(parse: unknown): boolean {
  */
 export function wireValue(schema: Json): Json {
   const options: Json[] | undefined = schema.anyOf
-  if (!options || options.length !== 2) return schema
+  if (options?.length !== 2) return schema
   const text = options.find((o) => o.type === 'string' && ['integer', 'numeric', 'boolean'].includes(o.format))
   const value = options.find((o) => o !== text)
   if (!text || !value || !['integer', 'number', 'boolean'].includes(value.type)) return schema
@@ -192,7 +193,10 @@ const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1
  */
 function dropNullable(node: unknown): void {
   if (!node || typeof node !== 'object') return
-  if (Array.isArray(node)) return node.forEach(dropNullable)
+  if (Array.isArray(node)) {
+    for (const item of node) dropNullable(item)
+    return
+  }
   const schema = node as Json
   const admitsNull = (Array.isArray(schema.type) && schema.type.includes('null')) || schema.anyOf?.some((o: Json) => o?.type === 'null')
   if (schema.nullable === true && admitsNull) delete schema.nullable

@@ -49,6 +49,7 @@ const STAND_INS: Readonly<Record<string, string>> = {
 }
 
 // Zero-width characters and controls take no room in print.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: controls are what this matches
 const INVISIBLE = /^[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200d\u2060\ufeff\u00ad]$/
 
 /**

@@ -1,5 +1,5 @@
 import { Lexer, type Token, type Tokens } from 'marked'
-import { PDFDocument, PDFFont, PDFPage, rgb, StandardFonts, type RGB } from 'pdf-lib'
+import { PDFDocument, type PDFFont, type PDFPage, rgb, StandardFonts, type RGB } from 'pdf-lib'
 import { decodeEntities, printable, wrapCode, wrapRuns, type Line, type Run } from './pdf-text.ts'
 
 /**

@@ -81,7 +81,7 @@ export function createDocsIndex(pages: readonly DocsPage[], publicBaseUrl: strin
 
   const page = (path: string) => {
     let key = path.trim()
-    if (key.startsWith(base + '/')) key = key.slice(base.length)
+    if (key.startsWith(`${base}/`)) key = key.slice(base.length)
     key = key.replace(/[?#].*$/, '').replace(/^\/+|\/+$/g, '').replace(/\.mdx?$/, '')
     return byPath.get(key) ?? byPath.get(`docs/${key}`)
   }

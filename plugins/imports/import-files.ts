@@ -84,6 +84,7 @@ export async function readImportFiles(gitdir: string, commit: string, request: I
 export function normaliseDirectory(field: string, value: string): string {
   const directory = value.replace(/^\/+|\/+$/g, '')
   const segments = directory === '' ? [] : directory.split('/')
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: a path segment holding a control character is refused
   if (segments.some((s) => s === '' || s === '.' || s === '..' || s.toLowerCase() === '.git' || /[\u0000-\u001f\u007f\\]/.test(s)))
   {
     const message = `"${value}" must be a directory inside the repository, / separated, without . or .. segments`

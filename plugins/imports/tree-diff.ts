@@ -150,8 +150,10 @@ export async function diffTrees(options: { gitdir: string; cache: object; from?:
       const a = older[i]
       const b = newer[j]
       const name = !b || (a && a.name < b.name) ? a!.name : b.name
-      const before = a?.name === name ? (i++, a) : undefined
-      const after = b?.name === name ? (j++, b) : undefined
+      const before = a?.name === name ? a : undefined
+      const after = b?.name === name ? b : undefined
+      if (before) i++
+      if (after) j++
       await visit(path === '' ? name : `${path}/${name}`, before, after)
     }
   }

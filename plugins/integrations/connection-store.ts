@@ -3,7 +3,7 @@
  * module never sees clear tokens. Every token change bumps `version`, and the refresh lease is taken by
  * compare-and-set on it, so across processes exactly one holder spends a refresh token.
  */
-import { toNullableNumber, toNumber, type Database } from '../../src/storage/database.ts'
+import { toNullableNumber, toNumber, type Database, type SqlRow } from '../../src/storage/database.ts'
 
 export interface ConnectionRow {
   userId: string
@@ -56,7 +56,7 @@ export interface AccountFields {
 
 const scopesFrom = (text: unknown) => (typeof text === 'string' && text !== '' ? text.split(' ') : [])
 
-const connectionFrom = (r: any): ConnectionRow => ({
+const connectionFrom = (r: SqlRow): ConnectionRow => ({
   userId: r.user_id,
   provider: r.provider,
   accessToken: r.access_token,

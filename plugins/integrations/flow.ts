@@ -160,7 +160,7 @@ export function createFlow(options: FlowOptions) {
       // Unreadable only if the encryption key changed during the flow with the old one dropped.
       const verifier = await box.open(flow.codeVerifier, verifierContext(stateHash)).catch(() => undefined)
       if (verifier === undefined) return fail(flow.returnTo, 'invalid_state', undefined, flow.userId)
-      let granted
+      let granted: Awaited<ReturnType<typeof exchangeCode>>
       try {
         granted = await exchangeCode(http, provider, provider.client, { code: params.code, verifier, redirectUri: redirectUri(id) }, now)
       } catch (error) {

@@ -71,6 +71,7 @@ interface Change {
   mutate(record: SubscriptionRecord): SubscriptionRecord
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a Stripe event's object, read field by field with checks
 type Obj = Record<string, any>
 const idOf = (value: unknown): string | null =>
   typeof value === 'string' && value ? value : typeof (value as Obj)?.id === 'string' ? (value as Obj).id : null

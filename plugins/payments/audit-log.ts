@@ -5,7 +5,7 @@
  * write lock on SQLite) until the transaction ends: concurrent appends queue and never fork the chain.
  */
 import type { SQL } from 'bun'
-import type { Database } from '../../src/storage/database.ts'
+import type { Database, SqlRow } from '../../src/storage/database.ts'
 import { toNumber } from '../../src/storage/database.ts'
 
 export const GENESIS_HASH = '0'.repeat(64)
@@ -76,7 +76,7 @@ export async function appendAudit(tx: SQL, input: AuditInput, at: number): Promi
   return { ...fields, details: input.details, prevHash, hash }
 }
 
-const entryFrom = (r: any): AuditEntry => ({
+const entryFrom = (r: SqlRow): AuditEntry => ({
   seq: toNumber(r.seq),
   at: toNumber(r.at),
   orgId: r.org_id ?? null,

@@ -3,7 +3,7 @@
  * can change a subscription, the plan and the audit log in one transaction.
  */
 import type { SQL } from 'bun'
-import { toNullableNumber } from '../../src/storage/database.ts'
+import { toNullableNumber, type SqlRow } from '../../src/storage/database.ts'
 import type { InvoiceOutcome, SubscriptionRecord } from './subscription-state.ts'
 
 export async function customerOf(sql: SQL, orgId: string): Promise<string | undefined> {
@@ -22,7 +22,7 @@ export async function linkCustomer(sql: SQL, orgId: string, customerId: string, 
   return customerOf(sql, orgId)
 }
 
-const recordFrom = (r: any): SubscriptionRecord => ({
+const recordFrom = (r: SqlRow): SubscriptionRecord => ({
   id: r.id,
   orgId: r.org_id,
   customerId: r.customer_id ?? null,

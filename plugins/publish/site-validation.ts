@@ -46,6 +46,7 @@ export const MAX_PATH_BYTES = 1024
 // Strict base64: the alphabet, padding only at the end, whole quads.
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 // C0 controls, DEL: invisible in listings and refused or mangled by hosting.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: controls are what this matches
 const CONTROL = /[\u0000-\u001f\u007f]/
 const WINDOWS_DRIVE = /^[A-Za-z]:/
 
@@ -87,18 +88,30 @@ export function buildSite(files: readonly (InlineFile | ReadFile)[], limits: Sit
   const site: SiteFile[] = []
   const seen = new Map<string, number>()
   let totalBytes = 0
-  files.forEach((file, i) => {
+  for (const [i, file] of files.entries()) {
     const problem = pathProblem(file.path)
-    if (problem) return problems.push({ field: `${fieldOf(i, file.path)}.path`, message: `"${printable(file.path)}" ${problem}` })
-    if (file.path === 'CNAME') return problems.push({ field: `${fieldOf(i, file.path)}.path`, message: 'CNAME is written from customDomain; set that instead' })
+    if (problem) {
+      problems.push({ field: `${fieldOf(i, file.path)}.path`, message: `"${printable(file.path)}" ${problem}` })
+      continue
+    }
+    if (file.path === 'CNAME') {
+      problems.push({ field: `${fieldOf(i, file.path)}.path`, message: 'CNAME is written from customDomain; set that instead' })
+      continue
+    }
     const earlier = seen.get(file.path)
-    if (earlier !== undefined) return problems.push({ field: `${fieldOf(i, file.path)}.path`, message: `"${file.path}" is also ${fieldOf(earlier, file.path)}.path` })
+    if (earlier !== undefined) {
+      problems.push({ field: `${fieldOf(i, file.path)}.path`, message: `"${file.path}" is also ${fieldOf(earlier, file.path)}.path` })
+      continue
+    }
     seen.set(file.path, i)
     const bytes = decode(file)
-    if (!bytes) return problems.push({ field: `${fieldOf(i, file.path)}.content`, message: 'is not valid base64 (encoding is base64)' })
+    if (!bytes) {
+      problems.push({ field: `${fieldOf(i, file.path)}.content`, message: 'is not valid base64 (encoding is base64)' })
+      continue
+    }
     totalBytes += bytes.byteLength
     site.push({ path: file.path, bytes })
-  })
+  }
   // A path cannot be both a file and a directory of the tree.
   for (const path of seen.keys()) {
     for (let at = path.indexOf('/'); at > 0; at = path.indexOf('/', at + 1)) {
@@ -124,5 +137,6 @@ export function buildSite(files: readonly (InlineFile | ReadFile)[], limits: Sit
 
 /** The path as it can be shown in a message: control characters escaped. */
 function printable(path: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: controls are what this escapes
   return path.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
 }

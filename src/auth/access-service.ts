@@ -80,7 +80,7 @@ function sha256(text: string): string {
 }
 
 function newRefreshToken(): string {
-  return 'rt_' + Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')
+  return `rt_${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')}`
 }
 
 export function normaliseEmail(email: string): string {
@@ -176,7 +176,7 @@ export function createAccessService(deps: AccessServiceDeps) {
     await assertNotLocked(subjects)
     const user = await accounts.userByEmail(normalised)
     const ok = await Bun.password.verify(password, user?.passwordHash ?? (await decoyHash))
-    if (!user || !user.passwordHash || !ok) {
+    if (!user?.passwordHash || !ok) {
       for (const s of subjects) await recordFailure(s)
       throw badCredentials()
     }

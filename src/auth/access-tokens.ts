@@ -56,7 +56,7 @@ export function createAccessTokens(options: AccessTokenOptions) {
   }
 
   async function verify(token: string): Promise<AccessClaims> {
-    let header
+    let header: ReturnType<typeof decodeProtectedHeader>
     try {
       header = decodeProtectedHeader(token)
     } catch {
@@ -64,7 +64,7 @@ export function createAccessTokens(options: AccessTokenOptions) {
     }
     if (header.alg !== 'HS256') throw invalidToken('unsupported algorithm')
     if (header.typ !== TOKEN_TYPE) throw invalidToken('not an access token')
-    let payload
+    let payload: Awaited<ReturnType<typeof jwtVerify>>['payload']
     try {
       ;({ payload } = await jwtVerify(token, await keyPromise, {
         algorithms: ['HS256'],

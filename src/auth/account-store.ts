@@ -1,5 +1,5 @@
 import type { SQL } from 'bun'
-import type { Database } from '../storage/database.ts'
+import type { Database, SqlRow } from '../storage/database.ts'
 import { toNullableNumber, toNumber } from '../storage/database.ts'
 import type { Role } from './roles.ts'
 
@@ -34,7 +34,7 @@ export interface RefreshTokenRow {
   revokedAt: number | null
 }
 
-const orgFrom = (r: any): Organization => ({
+const orgFrom = (r: SqlRow): Organization => ({
   id: r.id,
   name: r.name,
   plan: r.plan,
@@ -42,7 +42,7 @@ const orgFrom = (r: any): Organization => ({
   externalKey: r.external_key ?? null,
   createdAt: toNumber(r.created_at),
 })
-const userFrom = (r: any): User => ({
+const userFrom = (r: SqlRow): User => ({
   id: r.id,
   orgId: r.org_id,
   email: r.email,
@@ -52,7 +52,7 @@ const userFrom = (r: any): User => ({
   externalSubject: r.external_subject ?? null,
   createdAt: toNumber(r.created_at),
 })
-const refreshFrom = (r: any): RefreshTokenRow => ({
+const refreshFrom = (r: SqlRow): RefreshTokenRow => ({
   id: r.id,
   familyId: r.family_id,
   userId: r.user_id,

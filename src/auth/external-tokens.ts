@@ -37,7 +37,7 @@ function withoutTrailingSlash(url: string): string {
 /** Refuses, without any key lookup, tokens whose shape or header could only be an attack or garbage. */
 function checkShape(token: string, algorithms: readonly string[]): void {
   if (token.length > MAX_TOKEN_LENGTH || token.split('.').length !== 3) throw invalidToken('malformed token')
-  let header
+  let header: ReturnType<typeof decodeProtectedHeader>
   try {
     header = decodeProtectedHeader(token)
   } catch {

@@ -55,7 +55,7 @@ export function serializeChunk(chunk: UiChunk): string {
   return JSON.stringify(chunk)
 }
 
-const chunk = <T extends string, P extends TProperties = {}>(type: T, description: string, properties: P = {} as P) =>
+const chunk = <T extends string, P extends TProperties = Record<never, never>>(type: T, description: string, properties: P = {} as P) =>
   t.Object({ type: t.Literal(type), ...properties }, { description })
 const partId = t.String({ description: 'Ties the start, deltas and end of one text or reasoning part' })
 const toolCallId = t.String()
@@ -104,6 +104,7 @@ export const UI_CHUNKS = {
     transient: t.Optional(t.Boolean()),
   }),
   data: t.Object(
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: TypeBox's template literal syntax, not a JavaScript template
     { type: t.TemplateLiteral('data-${string}'), id: t.Optional(t.String()), data: t.Unknown(), transient: t.Optional(t.Boolean()) },
     { description: "Another data part: enhanced chat writes `data-plan`, `data-step` and `data-check`; an agent task run from the chat, `data-agent` (one id per task, updated in place)" },
   ),

@@ -28,9 +28,15 @@ export function combineModelCallObservers(observers: readonly (ModelCallObserver
     started(call) {
       const watches = present.map((o) => o.started(call))
       return {
-        firstToken: () => watches.forEach((w) => w.firstToken()),
-        usage: (input, output) => watches.forEach((w) => w.usage(input, output)),
-        ended: (outcome, error) => watches.forEach((w) => w.ended(outcome, error)),
+        firstToken: () => {
+          for (const w of watches) w.firstToken()
+        },
+        usage: (input, output) => {
+          for (const w of watches) w.usage(input, output)
+        },
+        ended: (outcome, error) => {
+          for (const w of watches) w.ended(outcome, error)
+        },
       }
     },
   }
@@ -42,7 +48,13 @@ export function combineRequestObservers(observers: readonly (RequestObserver | u
   if (present.length <= 1) return present[0]
   const starting = present.filter((o) => o.started)
   return {
-    started: starting.length ? (request) => starting.forEach((o) => o.started!(request)) : undefined,
-    finished: (request, route, status, durationMs) => present.forEach((o) => o.finished(request, route, status, durationMs)),
+    started: starting.length
+      ? (request) => {
+          for (const o of starting) o.started!(request)
+        }
+      : undefined,
+    finished: (request, route, status, durationMs) => {
+      for (const o of present) o.finished(request, route, status, durationMs)
+    },
   }
 }

@@ -87,7 +87,7 @@ export function visibleProgram(program: string, hiddenPaths: readonly string[]):
 /** The program and its arguments as seen inside, and the directory to bind when the program would be hidden. */
 export function visibleCommand(command: readonly string[], hiddenPaths: readonly string[]): { runtime: string; command: readonly string[] } {
   const [program, ...args] = command
-  if (!program || !program.startsWith('/')) return { runtime: '', command }
+  if (!program?.startsWith('/')) return { runtime: '', command }
   const visible = visibleProgram(program, hiddenPaths)
   return { runtime: visible.runtime, command: [visible.path, ...args] }
 }

@@ -1,6 +1,13 @@
 import { SQL } from 'bun'
 import { join } from 'node:path'
 
+/**
+ * A row as Bun's SQL client answers it, typed by no schema: each store's mapper reads its fields and converts them
+ * (a PostgreSQL BIGINT arrives as a string, a SQLite boolean as 0 or 1) into the store's own type.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the one untyped boundary, narrowed by the mappers that take it
+export type SqlRow = Record<string, any>
+
 /** The data-access layer: one Bun SQL client over SQLite (embedded) or PostgreSQL. */
 export interface Database {
   readonly dialect: 'sqlite' | 'postgres'

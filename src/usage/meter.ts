@@ -1,5 +1,5 @@
 import type { Logger } from '../log.ts'
-import type { Database } from '../storage/database.ts'
+import type { Database, SqlRow } from '../storage/database.ts'
 import { toNumber } from '../storage/database.ts'
 
 export const USAGE_KINDS = [
@@ -126,8 +126,8 @@ export async function queryUsage(db: Database, q: UsageQuery) {
       AND (CAST(${kind} AS TEXT) IS NULL OR kind = ${kind})
     GROUP BY bucket_start, kind ORDER BY bucket_start, kind`
   return {
-    totals: totals.map((r: any) => ({ kind: r.kind as UsageKind, model: r.model ?? null, quantity: toNumber(r.quantity) })),
-    series: series.map((r: any) => ({
+    totals: totals.map((r: SqlRow) => ({ kind: r.kind as UsageKind, model: r.model ?? null, quantity: toNumber(r.quantity) })),
+    series: series.map((r: SqlRow) => ({
       bucketStart: new Date(toNumber(r.bucket_start)).toISOString(),
       kind: r.kind as UsageKind,
       quantity: toNumber(r.quantity),

@@ -7,7 +7,7 @@ const probes: { name: string; headers: Record<string, string>; body?: string }[]
   { name: 'an empty JSON object', headers: { 'content-type': 'application/json' }, body: '{}' },
   { name: 'malformed JSON', headers: { 'content-type': 'application/json' }, body: '{"messages": [' },
   { name: 'a text/plain body', headers: { 'content-type': 'text/plain' }, body: 'hello' },
-  { name: 'JSON nested 5,000 levels', headers: { 'content-type': 'application/json' }, body: '{"a":' + '['.repeat(5000) + ']'.repeat(5000) + '}' },
+  { name: 'JSON nested 5,000 levels', headers: { 'content-type': 'application/json' }, body: `{"a":${'['.repeat(5000)}${']'.repeat(5000)}}` },
   { name: 'a body over the size limit', headers: { 'content-type': 'application/json', 'content-length': String(64 * 1024 * 1024) }, body: '{}' },
 ]
 

@@ -56,10 +56,10 @@ async function expectProblem(res: Response, status: number, code: string) {
 
 describe('requests Bun would refuse before the app sees them', () => {
   test('a 20 KB request target answers 414 problem+json naming the limit', async () => {
-    const problem = await expectProblem(await service.request('/api/agents/protocol?q=' + 'a'.repeat(20_000)), 414, 'uri_too_long')
+    const problem = await expectProblem(await service.request(`/api/agents/protocol?q=${'a'.repeat(20_000)}`), 414, 'uri_too_long')
     expect(problem.limitBytes).toBe(8192)
     // A guarded route still says only 401 to an anonymous caller.
-    await expectProblem(await service.request('/api/usage?q=' + 'a'.repeat(20_000)), 401, 'unauthenticated')
+    await expectProblem(await service.request(`/api/usage?q=${'a'.repeat(20_000)}`), 401, 'unauthenticated')
   })
 
   test('40 KB of headers answer 431 problem+json', async () => {
@@ -78,7 +78,7 @@ describe('requests Bun would refuse before the app sees them', () => {
   })
 
   test('a JSON body nested 5,000 levels is refused as 400 naming the limit, anonymous or not', async () => {
-    const body = '{"email":' + '['.repeat(5000) + ']'.repeat(5000) + '}'
+    const body = `{"email":${'['.repeat(5000)}${']'.repeat(5000)}}`
     const problem = await expectProblem(await service.request('/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body }), 400, 'nesting_too_deep')
     expect(problem.detail).toContain('64')
   })

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chromiumAvailable, launchChromium } from '../chromium.ts'
 import { join } from 'node:path'
-import { type Browser, type BrowserContext, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { ADMIN, makeApp, type TestApp } from '../helpers.ts'
 

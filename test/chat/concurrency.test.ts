@@ -19,7 +19,7 @@ test('100 concurrent chats each get their own complete answer', async () => {
       return textOf(events)
     }),
   )
-  answers.forEach((text, i) => expect(text).toBe(Array.from({ length: 20 }, (_, k) => `q${i}-${k} `).join('')))
+  for (const [i, text] of answers.entries()) expect(text).toBe(Array.from({ length: 20 }, (_, k) => `q${i}-${k} `).join(''))
   const list = await fetch(`${h.url}/api/chats`, { headers: h.headers }).then((r) => r.json())
   expect(list.chats).toHaveLength(100)
   expect(h.t.deps.chat.runningCount).toBe(0)

@@ -5,7 +5,7 @@ import { createOpenAiProvider, type ModelEvent } from '../../src/llm/provider.ts
 // each piece reaches the provider as a read of its own.
 const chunk = (content: string, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: finish ? {} : { content }, finish_reason: finish }] })}\n\n`
-const wire = new TextEncoder().encode(chunk('naïve café ') + chunk('日本語 🙂') + chunk('', 'stop') + 'data: [DONE]\n\n')
+const wire = new TextEncoder().encode(`${chunk('naïve café ') + chunk('日本語 🙂') + chunk('', 'stop')}data: [DONE]\n\n`)
 const cuts = [...wire.keys()].filter((i) => i > 0 && (wire[i]! & 0xc0) === 0x80 && (wire[i - 1]! & 0xc0) !== 0x80)
 const upstream = Bun.serve({
   hostname: '127.0.0.1',

@@ -16,7 +16,7 @@ const upstream = Bun.serve({
         async pull(controller) {
           controller.enqueue(encoder.encode(chunk({ role: 'assistant', content: '' }) + tokens.slice(0, 40).map((t) => chunk({ content: t })).join('')))
           await Bun.sleep(50)
-          controller.enqueue(encoder.encode(tokens.slice(40).map((t) => chunk({ content: t })).join('') + chunk({}, 'stop') + 'data: [DONE]\n\n'))
+          controller.enqueue(encoder.encode(`${tokens.slice(40).map((t) => chunk({ content: t })).join('') + chunk({}, 'stop')}data: [DONE]\n\n`))
           controller.close()
         },
       }),

@@ -15,7 +15,10 @@ forEachBackend((backend) => {
       const counted = new Proxy(db.sql, {
         get(target, name) {
           if (name !== 'begin') return Reflect.get(target, name)
-          return (...args: unknown[]) => (transactions++, (target.begin as (...a: unknown[]) => unknown).apply(target, args))
+          return (...args: unknown[]) => {
+            transactions++
+            return (target.begin as (...a: unknown[]) => unknown).apply(target, args)
+          }
         },
       })
       const store = new ChatStore({ ...db, sql: counted } as typeof db)

@@ -168,7 +168,10 @@ forEachBackend(({ name, open }) => {
       const behind: SnapshotStore = {
         ...store,
         current: async (orgId) => (saving ? store.current(orgId) : undefined),
-        commit: (...args) => ((saving = true), store.commit(...args)),
+        commit: (...args) => {
+          saving = true
+          return store.commit(...args)
+        },
       }
       const logger = memoryLogger('info')
       const b = make({ snapshots: behind, logger })
@@ -226,7 +229,11 @@ forEachBackend(({ name, open }) => {
       let first = true
       const racing: SnapshotStore = {
         ...store,
-        current: async (orgId) => (first ? ((first = false), stale) : store.current(orgId)),
+        current: async (orgId) => {
+          if (!first) return store.current(orgId)
+          first = false
+          return stale
+        },
       }
       const reader = make({ snapshots: racing })
       expect(await paths(reader, org, 'cows')).toEqual(['farm/barn.py'])

@@ -198,7 +198,7 @@ export function renderNginx(options: { upstreams: string[]; listen: string; extr
   chmodSync(dir.path, 0o755)
   mkdirSync(join(dir.path, 'logs'))
   let servers = 0
-  let conf = readDeploymentFile('nginx.conf').replace(/server\s+service-\d+:\d+/g, (found) => {
+  let conf = readDeploymentFile('nginx.conf').replace(/server\s+service-\d+:\d+/g, () => {
     const address = options.upstreams[servers++]
     if (!address) throw new Error(`nginx.conf has more upstream servers than the ${options.upstreams.length} given`)
     return `server ${address}`

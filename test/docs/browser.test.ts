@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chromiumAvailable, launchChromium } from '../chromium.ts'
-import { type Browser, type BrowserContext, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { makeApp, type TestApp } from '../helpers.ts'
 
@@ -116,6 +116,7 @@ describe.skipIf(!available)('documentation menu in a browser', () => {
     await markdownPage.waitForLoadState('domcontentloaded')
     expect(markdownPage.url()).toBe(markdownUrl)
     const expected = await (await fetch(markdownUrl)).text()
+    // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText is the text as the page shows it, which is what is compared.
     expect((await markdownPage.locator('body').innerText()).trim()).toBe(expected.trim())
     await markdownPage.close()
   })

@@ -82,6 +82,7 @@ world.git.createRepository('octo-dev/hello-api', {
     "  const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]))",
     '  if (!parts.t || !parts.v1) return false',
     "  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign'])",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: code quoted from the documentation, as text
     "  const mac = await crypto.subtle.sign('HMAC', key, new TextEncoder().encode(`${parts.t}.${payload}`))",
     "  return Buffer.from(mac).toString('hex') === parts.v1",
     '}',
@@ -102,11 +103,11 @@ const values: Record<string, string> = {
 }
 
 /** Upstream behaviour an example needs beyond the defaults above, by a pattern over its request line and body. */
-const arrange: { when: RegExp; then: () => void }[] = [
+const arrange: { when: RegExp; script: () => void }[] = [
   {
     // A draft the model is unsure of (confidence e^-1.2 ≈ 0.30), then the answer grounded on the search results.
     when: /^POST \/api\/chat\n.*Which Bun release/s,
-    then: () => {
+    script: () => {
       model.queue = [
         { text: 'I think it was Bun 1.1, but I am not certain.', logprobs: tokensOf('I think it was Bun 1.1, but I am not certain.').map(() => -1.2) },
         sure('Bun 1.2 added the built-in S3 client, together with Postgres support [3].'),
@@ -116,7 +117,7 @@ const arrange: { when: RegExp; then: () => void }[] = [
   {
     // A plan, code that fails the request's test, the repair, then the explanation step.
     when: /^POST \/api\/enhanced-chat\n/,
-    then: () => {
+    script: () => {
       const code = (body: string) => `Here it is:\n\`\`\`ts\nexport function slugify(title: string): string {\n  return ${body}\n}\n\`\`\`\n`
       model.queue = [
         sure('{"steps": ["Write slugify", "Explain the edge cases"]}'),
@@ -143,7 +144,7 @@ function substitute(text: string, strict: boolean): string {
 
 async function send(exchange: Exchange): Promise<Response> {
   const { method, path } = exchange.request
-  for (const step of arrange) if (step.when.test(`${method} ${path}\n${exchange.request.body}`)) step.then()
+  for (const step of arrange) if (step.when.test(`${method} ${path}\n${exchange.request.body}`)) step.script()
   const body = exchange.request.body ? substitute(exchange.request.body, false) : undefined
   // What every HTTP client sends, unless the example names another Host.
   const headers = new Headers({ host: new URL(t.config.publicBaseUrl).host })

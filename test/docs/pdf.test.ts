@@ -166,7 +166,7 @@ describe('text for the standard fonts', () => {
   })
 
   test('any string comes out drawable', () => {
-    const sample = Array.from({ length: 2000 }, (_, i) => String.fromCodePoint((i * 7919) % 0x2ffff)).join('') + '\ud800'
+    const sample = `${Array.from({ length: 2000 }, (_, i) => String.fromCodePoint((i * 7919) % 0x2ffff)).join('')}\ud800`
     for (const char of printable(sample, winAnsi)) expect(winAnsi.has(char.codePointAt(0)!)).toBe(true)
   })
 

@@ -63,7 +63,7 @@ describe('snippetOf', () => {
   })
 
   test('matches at word starts only, case-insensitively', () => {
-    const sample = 'separate ' + 'x '.repeat(150) + 'Rates apply here ' + 'y '.repeat(150)
+    const sample = `separate ${'x '.repeat(150)}Rates apply here ${'y '.repeat(150)}`
     expect(snippetOf(sample, 'rate', 60)).toContain('Rates apply')
   })
 

@@ -221,7 +221,7 @@ export function startGitServer(options: { basicAuth?: string } = {}): GitServer 
       const oid = runGit(workdir, env, ['hash-object', '-w', '--stdin'], content)
       return `${link ? '120000' : '100644'} blob ${oid}\t${entry.name}`
     })
-    return runGit(workdir, env, ['mktree'], lines.join('\n') + '\n')
+    return runGit(workdir, env, ['mktree'], `${lines.join('\n')}\n`)
   }
 }
 

@@ -212,7 +212,7 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
       state.grants.refresh_token++
       if (state.refreshDelayMs > 0) await Bun.sleep(state.refreshDelayMs)
       const held = tokens.get(form.get('refresh_token') ?? '')
-      if (!held || held.kind !== 'refresh' || held.used || held.grant.revoked || held.grant.clientId !== caller.id) return refuse(style, 'invalid_grant')
+      if (held?.kind !== 'refresh' || held.used || held.grant.revoked || held.grant.clientId !== caller.id) return refuse(style, 'invalid_grant')
       held.used = true // rotation: each refresh token is single-use
       return json(issue(style, held.grant))
     }
@@ -222,7 +222,7 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
   function bearer(request: Request): IssuedToken | undefined {
     const header = request.headers.get('authorization') ?? ''
     const held = header.startsWith('Bearer ') ? tokens.get(header.slice(7)) : undefined
-    if (!held || held.kind !== 'access' || held.grant.revoked || (held.expiresAt !== undefined && held.expiresAt <= Date.now())) return undefined
+    if (held?.kind !== 'access' || held.grant.revoked || (held.expiresAt !== undefined && held.expiresAt <= Date.now())) return undefined
     return held
   }
 

@@ -31,17 +31,17 @@ export interface FakeCollector extends FakeServer {
   readonly spans: CollectedSpan[]
 }
 
-function valueOf(value: AnyValue): unknown {
+function attributeValue(value: AnyValue): unknown {
   if (value.stringValue !== undefined) return value.stringValue
   // int64 travels as a JSON string in OTLP/JSON.
   if (value.intValue !== undefined) return Number(value.intValue)
   if (value.doubleValue !== undefined) return value.doubleValue
   if (value.boolValue !== undefined) return value.boolValue
-  if (value.arrayValue) return (value.arrayValue.values ?? []).map(valueOf)
+  if (value.arrayValue) return (value.arrayValue.values ?? []).map(attributeValue)
   return undefined
 }
 
-const attributesOf = (list: KeyValue[] | undefined) => Object.fromEntries((list ?? []).map((kv) => [kv.key, valueOf(kv.value)]))
+const attributesOf = (list: KeyValue[] | undefined) => Object.fromEntries((list ?? []).map((kv) => [kv.key, attributeValue(kv.value)]))
 
 export function startFakeCollector(): FakeCollector {
   const spans: CollectedSpan[] = []

@@ -82,7 +82,12 @@ describe('private repositories', () => {
     tokens.set(`${h.member.user.id}:github`, TOKEN)
     const harness = await startImportHarness({
       env: { IMPORT_ALLOW_HOSTS: `127.0.0.1:${elsewhere.port}` },
-      tokens: { tokenFor: async (userId, provider) => (asked.push({ userId, provider }), TOKEN) },
+      tokens: {
+        tokenFor: async (userId, provider) => {
+          asked.push({ userId, provider })
+          return TOKEN
+        },
+      },
     })
     try {
       const view = await harness.importAndWait({ repository: elsewhere.urlOf('acme/secret') })

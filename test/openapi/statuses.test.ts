@@ -32,7 +32,7 @@ const probes: Probe[] = [
   { name: 'malformed JSON', token: owner, body: '{"a":', contentType: 'application/json' },
   { name: 'a text body', token: owner, body: 'hello', contentType: 'text/plain' },
   { name: 'an oversized body', token: owner, body: `{"a":"${'x'.repeat(2 * 1024 * 1024)}"}` },
-  { name: 'a path value no route takes', token: owner, pathValue: '..%2F' + 'x'.repeat(300), body: '{}' },
+  { name: 'a path value no route takes', token: owner, pathValue: `..%2F${'x'.repeat(300)}`, body: '{}' },
   { name: 'an oversized header', token: owner, headers: { 'x-padding': 'x'.repeat(MAX_HEADER_BYTES) } },
   { name: 'an oversized target', token: owner, query: `q=${'x'.repeat(MAX_URL_BYTES)}` },
 ]

@@ -6,7 +6,7 @@ import { agentHarness, isFinal } from '../agents/helpers.ts'
 import { chatHarness, eventually, readEvents } from '../chat/helpers.ts'
 import { startGitServer } from '../fakes/git-server.ts'
 import { ADMIN, bearer, login, makeApp, userWithRole, type TestApp } from '../helpers.ts'
-import { expectValidExposition, promtool, samplesOf, valueOf } from './exposition.ts'
+import { expectValidExposition, promtool, samplesOf, sampleValue } from './exposition.ts'
 
 const TOKEN = 'metrics-token-'.padEnd(40, 'x')
 const withToken = { authorization: `Bearer ${TOKEN}` }
@@ -79,7 +79,7 @@ describe('with METRICS_TOKEN', async () => {
 
   test('counts requests by method, route pattern and status, with their latency', async () => {
     const before = await scrape(t)
-    const count = (samples: typeof before, labels: Record<string, string>) => valueOf(samples, 'http_request_duration_seconds_count', labels) ?? 0
+    const count = (samples: typeof before, labels: Record<string, string>) => sampleValue(samples, 'http_request_duration_seconds_count', labels) ?? 0
     await t.request('/health')
     await t.request('/health')
     await t.request('/api/chat/some-chat/stream')
@@ -90,17 +90,17 @@ describe('with METRICS_TOKEN', async () => {
     expect(count(after, { method: 'GET', route: '/api/chat/:id/stream', status: '401' }) - count(before, { method: 'GET', route: '/api/chat/:id/stream', status: '401' })).toBe(1)
     expect(count(after, { method: 'GET', route: 'unmatched', status: '404' }) - count(before, { method: 'GET', route: 'unmatched', status: '404' })).toBe(1)
     expect(after.some((s) => s.labels.route === '/no/such/route' || s.labels.route === '/api/chat/some-chat/stream')).toBe(false)
-    expect(valueOf(after, 'http_request_duration_seconds_sum', { route: '/health', status: '200' })).toBeGreaterThan(0)
+    expect(sampleValue(after, 'http_request_duration_seconds_sum', { route: '/health', status: '200' })).toBeGreaterThan(0)
   })
 
   test('counts rate-limit refusals by the policy that refused', async () => {
     const { accessToken } = await login(t, ADMIN.email, ADMIN.password)
-    const refusedBefore = valueOf(await scrape(t), 'rate_limit_refusals_total', { policy: 'burst' }) ?? 0
+    const refusedBefore = sampleValue(await scrape(t), 'rate_limit_refusals_total', { policy: 'burst' }) ?? 0
     const statuses: number[] = []
     for (let i = 0; i < 5; i++) statuses.push((await t.request('/auth/me', { headers: bearer(accessToken) })).status)
     const refused = statuses.filter((s) => s === 429).length
     expect(refused).toBeGreaterThan(0)
-    expect(valueOf(await scrape(t), 'rate_limit_refusals_total', { policy: 'burst' })).toBe(refusedBefore + refused)
+    expect(sampleValue(await scrape(t), 'rate_limit_refusals_total', { policy: 'burst' })).toBe(refusedBefore + refused)
   })
 })
 
@@ -113,31 +113,31 @@ describe('model calls and streams', async () => {
     const gate = new Promise<void>((resolve) => (release = resolve))
     h.model.queue.push({ text: 'one two three four', usage: { prompt_tokens: 17, completion_tokens: 4 }, pause: { after: 1, until: gate } })
     // The gauge counts the whole process's streams; a suite run before this one may have left some open.
-    const openBefore = valueOf(await scrape(h.t), 'sse_streams_open')!
+    const openBefore = sampleValue(await scrape(h.t), 'sse_streams_open')!
     const response = await h.post({ messages: [{ role: 'user', content: 'count to four' }] })
     expect(response.status).toBe(200)
     const reading = readEvents(response)
     let during = await scrape(h.t)
     await eventually(async () => {
       during = await scrape(h.t)
-      return (valueOf(during, 'model_first_token_seconds_count', { model: 'fake-model' }) ?? 0) === 1
+      return (sampleValue(during, 'model_first_token_seconds_count', { model: 'fake-model' }) ?? 0) === 1
     }, 'the first token')
-    const openDuring = valueOf(during, 'sse_streams_open')!
+    const openDuring = sampleValue(during, 'sse_streams_open')!
     expect(openDuring).toBeGreaterThanOrEqual(openBefore + 1)
     release()
     await reading
-    await eventually(async () => (valueOf(await scrape(h.t), 'model_request_duration_seconds_count', { model: 'fake-model', outcome: 'ok' }) ?? 0) === 1, 'the call to end')
+    await eventually(async () => (sampleValue(await scrape(h.t), 'model_request_duration_seconds_count', { model: 'fake-model', outcome: 'ok' }) ?? 0) === 1, 'the call to end')
     const after = await scrape(h.t)
-    expect(valueOf(after, 'model_tokens_total', { model: 'fake-model', direction: 'input' })).toBe(17)
-    expect(valueOf(after, 'model_tokens_total', { model: 'fake-model', direction: 'output' })).toBe(4)
-    expect(valueOf(after, 'model_request_duration_seconds_count', { operation: 'chat', model: 'fake-model', outcome: 'ok' })).toBe(1)
-    expect(valueOf(after, 'sse_streams_open')).toBeLessThanOrEqual(openDuring - 1)
+    expect(sampleValue(after, 'model_tokens_total', { model: 'fake-model', direction: 'input' })).toBe(17)
+    expect(sampleValue(after, 'model_tokens_total', { model: 'fake-model', direction: 'output' })).toBe(4)
+    expect(sampleValue(after, 'model_request_duration_seconds_count', { operation: 'chat', model: 'fake-model', outcome: 'ok' })).toBe(1)
+    expect(sampleValue(after, 'sse_streams_open')).toBeLessThanOrEqual(openDuring - 1)
   })
 
   test('a failed model call is counted as an error', async () => {
     h.model.queue.push({ status: 500 }, { status: 500 })
     await readEvents(await h.post({ messages: [{ role: 'user', content: 'fail please' }] }))
-    await eventually(async () => (valueOf(await scrape(h.t), 'model_request_duration_seconds_count', { model: 'fake-model', outcome: 'error' }) ?? 0) === 1, 'the failure')
+    await eventually(async () => (sampleValue(await scrape(h.t), 'model_request_duration_seconds_count', { model: 'fake-model', outcome: 'error' }) ?? 0) === 1, 'the failure')
   })
 })
 
@@ -147,18 +147,18 @@ describe('agents and imports', () => {
     try {
       const client = await h.connect()
       const second = await h.connect()
-      expect(valueOf(await scrape(h.t), 'websocket_connections_open')).toBe(2)
+      expect(sampleValue(await scrape(h.t), 'websocket_connections_open')).toBe(2)
       const done = await h.run(client, 'status')
       await client.next(isFinal(done))
       const failed = await h.run(client, 'status', { taskId: 'task_nope' })
       await client.next(isFinal(failed))
-      await eventually(async () => (valueOf(await scrape(h.t), 'agent_tasks_finished_total', { command: 'status', status: 'failed' }) ?? 0) === 1, 'the failed task')
+      await eventually(async () => (sampleValue(await scrape(h.t), 'agent_tasks_finished_total', { command: 'status', status: 'failed' }) ?? 0) === 1, 'the failed task')
       const samples = await scrape(h.t)
-      expect(valueOf(samples, 'agent_tasks_finished_total', { command: 'status', status: 'succeeded' })).toBe(1)
-      expect(valueOf(samples, 'agent_tasks_running')).toBe(0)
+      expect(sampleValue(samples, 'agent_tasks_finished_total', { command: 'status', status: 'succeeded' })).toBe(1)
+      expect(sampleValue(samples, 'agent_tasks_running')).toBe(0)
       second.close()
       client.close()
-      await eventually(async () => valueOf(await scrape(h.t), 'websocket_connections_open') === 0, 'the sockets to close')
+      await eventually(async () => sampleValue(await scrape(h.t), 'websocket_connections_open') === 0, 'the sockets to close')
     } finally {
       await h.close()
     }
@@ -179,9 +179,9 @@ describe('agents and imports', () => {
       await importOf('acme/tiny')
       await importOf('acme/missing')
       const samples = await scrape(t)
-      expect(valueOf(samples, 'imports_finished_total', { status: 'succeeded' })).toBe(1)
-      expect(valueOf(samples, 'imports_finished_total', { status: 'failed' })).toBe(1)
-      expect(valueOf(samples, 'imports_running')).toBe(0)
+      expect(sampleValue(samples, 'imports_finished_total', { status: 'succeeded' })).toBe(1)
+      expect(sampleValue(samples, 'imports_finished_total', { status: 'failed' })).toBe(1)
+      expect(sampleValue(samples, 'imports_running')).toBe(0)
     } finally {
       await t.close()
       await git.close()

@@ -1,7 +1,7 @@
 /** The hand-kept request histogram: Prometheus' bucket semantics (le: less than or equal) and escaping. */
 import { expect, test } from 'bun:test'
 import { RequestHistogram } from '../../src/observability/request-histogram.ts'
-import { expectValidExposition, samplesOf, valueOf } from './exposition.ts'
+import { expectValidExposition, samplesOf, sampleValue } from './exposition.ts'
 
 test('a value on a bound counts in that bucket, buckets are cumulative, and +Inf and _count hold every observation', () => {
   const histogram = new RequestHistogram('latency_seconds', 'Latency', [0.1, 1])
@@ -10,11 +10,11 @@ test('a value on a bound counts in that bucket, buckets are cumulative, and +Inf
   expectValidExposition(`${text}\n`)
   const samples = samplesOf(text)
   const labels = { method: 'GET', route: '/a', status: '200' }
-  expect(valueOf(samples, 'latency_seconds_bucket', { ...labels, le: '0.1' })).toBe(2)
-  expect(valueOf(samples, 'latency_seconds_bucket', { ...labels, le: '1' })).toBe(4)
-  expect(valueOf(samples, 'latency_seconds_bucket', { ...labels, le: '+Inf' })).toBe(5)
-  expect(valueOf(samples, 'latency_seconds_count', labels)).toBe(5)
-  expect(valueOf(samples, 'latency_seconds_sum', labels)).toBeCloseTo(8.65)
+  expect(sampleValue(samples, 'latency_seconds_bucket', { ...labels, le: '0.1' })).toBe(2)
+  expect(sampleValue(samples, 'latency_seconds_bucket', { ...labels, le: '1' })).toBe(4)
+  expect(sampleValue(samples, 'latency_seconds_bucket', { ...labels, le: '+Inf' })).toBe(5)
+  expect(sampleValue(samples, 'latency_seconds_count', labels)).toBe(5)
+  expect(sampleValue(samples, 'latency_seconds_sum', labels)).toBeCloseTo(8.65)
 })
 
 test('series are kept apart by method, route and status; unknown methods share one `other` series; label values are escaped', () => {

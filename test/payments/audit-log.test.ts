@@ -31,7 +31,7 @@ forEachBackend((backend) => {
       await Promise.all(Array.from({ length: 40 }, (_, i) => append(db, i)))
       const rows = await db.sql`SELECT seq, prev_hash, hash FROM audit_log ORDER BY seq`
       expect(rows.map((r: { seq: unknown }) => Number(r.seq))).toEqual(Array.from({ length: 40 }, (_, i) => i + 1))
-      rows.forEach((r: { prev_hash: string }, i: number) => expect(r.prev_hash).toBe(i === 0 ? '0'.repeat(64) : rows[i - 1].hash))
+      for (const [i, r] of (rows as { prev_hash: string }[]).entries()) expect(r.prev_hash).toBe(i === 0 ? '0'.repeat(64) : rows[i - 1].hash)
       expect(await verifyAuditChain(db)).toEqual({ valid: true, checked: 40, headSeq: 40, firstBroken: null })
     })
 

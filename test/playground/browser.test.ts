@@ -1,7 +1,7 @@
 /** The playground driven in Chromium: sign in, chat, enhanced chat, and agent tasks run and cancelled. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chromiumAvailable, launchChromium } from '../chromium.ts'
-import { type Browser, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { eventually } from '../chat/helpers.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { startFakeSearxng, type FakeSearchEngine } from '../fakes/search-providers.ts'

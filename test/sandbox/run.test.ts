@@ -23,6 +23,7 @@ beforeAll(() => {
     failing: sandbox.run({
       language: 'typescript',
       mode: 'run',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a program's source, as text
       files: { 'main.ts': "function parseAge(raw: string): number {\n  const n = Number(raw)\n  if (Number.isNaN(n)) throw new Error(`not a number: ${raw}`)\n  return n\n}\nconsole.log('before')\nparseAge('forty')\n" },
     }),
     javascript: sandbox.run({ language: 'javascript', mode: 'run', entry: 'app.mjs', files: { 'app.mjs': "console.log(typeof Bun, [1, 2, 3].map((x) => x * 2).join(','))\n" } }),

@@ -55,7 +55,7 @@ export async function startServiceProcess(name: string, env: Record<string, stri
     let buffered = ''
     for await (const chunk of stream) {
       buffered += decoder.decode(chunk, { stream: true })
-      let newline
+      let newline: number
       while ((newline = buffered.indexOf('\n')) !== -1) {
         onLine(buffered.slice(0, newline))
         buffered = buffered.slice(newline + 1)

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chromiumAvailable, launchChromium } from '../chromium.ts'
-import { type Browser, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { SETUP_LOG_MESSAGE } from '../../plugins/setup/service.ts'
 import { tempDir } from '../helpers.ts'
 import { startServiceProcess, type LogLine, type ServiceProcess } from '../scale-out/cluster.ts'

@@ -40,7 +40,7 @@ export function encodeFileChange(
   const text = encoder.encode(JSON.stringify({ kind: 'file', file: { repositoryId, repositoryName, path, language, chunks: stored } }))
   const dimensions = chunks[0]?.vector.length ?? 0
   const floats = new Float32Array(chunks.length * dimensions)
-  chunks.forEach((chunk, i) => floats.set(chunk.vector, i * dimensions))
+  for (const [i, chunk] of chunks.entries()) floats.set(chunk.vector, i * dimensions)
   return frame(text, new Uint8Array(floats.buffer))
 }
 
@@ -72,7 +72,7 @@ export function* decodeChanges(bytes: Uint8Array): Generator<Change> {
       // Copied out: a Float32Array needs an aligned offset, and the chunks outlive the segment's bytes.
       const floats = new Float32Array(bytes.slice(vectorAt + 4, end).buffer)
       const dimensions = chunks.length > 0 ? floats.length / chunks.length : 0
-      chunks.forEach((chunk, i) => (chunk.vector = floats.subarray(i * dimensions, (i + 1) * dimensions)))
+      for (const [i, chunk] of chunks.entries()) chunk.vector = floats.subarray(i * dimensions, (i + 1) * dimensions)
     }
     yield change
     at = end

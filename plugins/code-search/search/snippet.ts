@@ -80,7 +80,7 @@ export function buildSnippet(content: string, terms: ReadonlySet<string>, option
       let out = ''
       let at = 0
       for (const span of found[bestStart + i]!) {
-        out += escapeHtml(text.slice(at, span.start)) + '<mark>' + escapeHtml(text.slice(span.start, span.end)) + '</mark>'
+        out += `${escapeHtml(text.slice(at, span.start))}<mark>${escapeHtml(text.slice(span.start, span.end))}</mark>`
         at = span.end
       }
       out += escapeHtml(text.slice(at)) + (cut ? '…' : '')

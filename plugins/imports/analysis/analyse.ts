@@ -160,7 +160,7 @@ export async function analyseTree(tree: string, options: AnalyseOptions): Promis
 
   const manifests = await readManifests(tree, manifestPaths, signal)
   const knownBytes = [...languages.values()].reduce((sum, s) => sum + s.bytes, 0)
-  const declared = manifests.map((m) => m.entryPoints).flat()
+  const declared = manifests.flatMap((m) => m.entryPoints)
   const entryPoints = [...new Set([...declared.filter((path) => files.has(path)), ...[...files.keys()].filter((path) => CONVENTIONAL_ENTRY_POINTS.some((p) => p.test(path)))])]
   if (!license) {
     const declaredLicense = manifests.find((m) => m.license && !m.manifest?.path.includes('/'))?.license ?? manifests.find((m) => m.license)?.license

@@ -6,6 +6,7 @@
 import { byId, el, shortJson } from './dom.ts'
 import { accessToken } from './session.ts'
 
+// biome-ignore lint/suspicious/noExplicitAny: the page shows whatever fields a server message has
 type ServerMessage = { type: string; [field: string]: any }
 
 export function agentPanel() {
@@ -144,6 +145,7 @@ export function agentPanel() {
 }
 
 /** A debug task's output: whether the fix passed, the fixed program and the explanation. */
+// biome-ignore lint/suspicious/noExplicitAny: a task's output, shown field by field as far as it has them
 function debugResult(output: any): HTMLElement[] {
   if (!output || typeof output !== 'object' || !('passed' in output)) return [el('pre', {}, shortJson(output, 4000))]
   const checks = (output.checks ?? []) as { step: number; attempt: number; verdict: string }[]

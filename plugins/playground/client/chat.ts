@@ -70,6 +70,7 @@ class PanelChat extends AbstractChat<UIMessage> {
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: a data part's payload, shown field by field
 const data = (part: Part) => ((part as { data?: unknown }).data ?? {}) as Record<string, any>
 
 function toolCall(part: Part): HTMLElement {
@@ -186,7 +187,7 @@ export function chatPanel(name: string, api: string, body: (form: HTMLFormElemen
   const redraw = () => {
     const elements = chat.messages.map((m) => drawn.get(m) ?? renderMessage(m))
     drawn.clear()
-    chat.messages.forEach((m, i) => drawn.set(m, elements[i]!))
+    for (const [i, m] of chat.messages.entries()) drawn.set(m, elements[i]!)
     list.replaceChildren(...elements)
     const busy = chat.status === 'submitted' || chat.status === 'streaming'
     stop.disabled = !busy

@@ -65,6 +65,7 @@ export async function providerJson(upstream: Upstream, send: () => Promise<Respo
 }
 
 /** The `results` array of a provider's body; a body of another shape is the provider's failure. */
+// biome-ignore lint/suspicious/noExplicitAny: each provider picks its list out of its own JSON answer
 export function resultList(body: unknown, pick: (body: Record<string, any>) => unknown, upstream: Upstream): Record<string, unknown>[] {
   const list = typeof body === 'object' && body !== null && !Array.isArray(body) ? pick(body) : undefined
   if (!Array.isArray(list)) throw new AppError('upstream_error', `${upstream.label} answered JSON without a result list`, { extensions: { provider: upstream.name } })
