@@ -1,7 +1,8 @@
 /**
  * The agent commands. `debug` runs the enhanced chat's plan-check-repair loop on the given code, with code
  * from an imported repository found by search as context; `analyze` summarises an import with the model;
- * `index` rebuilds an import's search index; `status` reports tasks; `develop` (develop.ts) changes code in a workspace.
+ * `index` rebuilds an import's search index; `status` reports tasks; `develop` and `continue` (develop/) and
+ * `build_site` (sites/) change code in a workspace.
  */
 import { AppError } from '../../src/errors.ts'
 import { streamModelText } from '../../src/llm/model-call.ts'
@@ -13,11 +14,10 @@ import type { ImportService, ImportView } from '../imports/index.ts'
 import { answerEnhancedTurn, extractCode, type CodeChecker, type EnhancedOptions, type TurnObserver } from '../enhanced-chat/index.ts'
 import type { CodeIndex } from '../code-search/index.ts'
 import type { DebugParams } from './schemas.ts'
-import { continueCommand, developCommand, type DevelopDependencies, type DevelopLimits } from './develop.ts'
-import { buildSiteCommand, type BuildSiteDependencies } from './build-site.ts'
-import { plainSnippet } from './develop/search.ts'
-import type { Workspaces } from './workspaces.ts'
-import { TaskError, type CommandContext, type CommandHandler, type CommandHandlers } from './service.ts'
+import { continueCommand, developCommand, plainSnippet, type DevelopDependencies, type DevelopLimits } from './develop/index.ts'
+import { buildSiteCommand, type BuildSiteDependencies } from './sites/index.ts'
+import type { Workspaces } from './workspaces/index.ts'
+import { TaskError, type CommandContext, type CommandHandler, type CommandHandlers } from './tasks/index.ts'
 
 export interface CommandDependencies {
   /** The model provider `debug` and `analyze` ask; they fail with `not_configured` without one. */

@@ -6,20 +6,24 @@ import { upgradeOriginAllowed, type OriginPolicy } from '../../src/cors.ts'
 import { AppError } from '../../src/errors.ts'
 import { problem } from '../../src/schemas.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
-import { CLOSE_POLICY, type AgentConnection, type AgentSocket, type ConnectionGrant, type ConnectionHub, type SlotReservation } from './connections.ts'
-import { handshakeProblem, refusedHandshake } from './handshake.ts'
+import {
+  CLOSE_POLICY,
+  handshakeProblem,
+  refusedHandshake,
+  type AgentConnection,
+  type AgentSocket,
+  type ConnectionGrant,
+  type ConnectionHub,
+  type SlotReservation,
+} from './connections/index.ts'
 import { protocolSchema } from './schemas.ts'
 export { agentsSettings } from './settings.ts'
 
-export { createAgentService, type AgentService } from './service.ts'
+export { createAgentService, createMemoryTaskLog, createRedisTaskLog, type AgentService } from './tasks/index.ts'
 export { createCommands } from './commands.ts'
-export { createConnectionHub, type ConnectionHub } from './connections.ts'
-export { connectionStanding } from './standing.ts'
-export { createMemoryTaskLog, createRedisTaskLog } from './task-log.ts'
-export { createWorkspaces, type Workspaces } from './workspaces.ts'
-export { developCommand } from './develop.ts'
-export { createAgentRunner, type AgentRunner } from './runner.ts'
-export { workspaceRoutes } from './workspace-routes.ts'
+export { connectionStanding, createAgentRunner, createConnectionHub, type AgentRunner, type ConnectionHub } from './connections/index.ts'
+export { createWorkspaces, workspaceRoutes, type Workspaces } from './workspaces/index.ts'
+export { developCommand } from './develop/index.ts'
 export { CLIENT_MESSAGES, COMMAND_PARAMS, commandParamsSchema, MESSAGE_ERROR_CODES, PROTOCOL_VERSION, SERVER_MESSAGES } from './schemas.ts'
 
 export interface AgentsPluginOptions {

@@ -11,9 +11,9 @@ import { createModels } from '../../src/llm/models.ts'
 import type { ModelEvent, ModelProvider } from '../../src/llm/provider.ts'
 import { memoryLogger } from '../../src/log.ts'
 import type { SandboxCommandRequest, SandboxResult } from '../../src/sandbox/index.ts'
-import { developCommand } from '../../plugins/agents/develop.ts'
-import { loopStepsAhead, StepPace, StepProgress } from '../../plugins/agents/eta.ts'
-import { createWorkspaces } from '../../plugins/agents/workspaces.ts'
+import { developCommand } from '../../plugins/agents/develop/develop.ts'
+import { loopStepsAhead, StepPace, StepProgress } from '../../plugins/agents/tasks/eta.ts'
+import { createWorkspaces } from '../../plugins/agents/workspaces/workspaces.ts'
 
 class FakeClock {
   ms = 0

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { imageBytes } from '../../plugins/agents/workspace-volume.ts'
+import { imageBytes } from '../../plugins/agents/workspaces/workspace-volume.ts'
 import { marker, processesWith, startWitness, waitFor } from '../sandbox/support.ts'
 import { agentHarness, call, isFinal, type AgentHarness } from './helpers.ts'
 

@@ -10,8 +10,8 @@ import { join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
 import type { SandboxCommandRequest, SandboxResult } from '../../src/sandbox/index.ts'
 import type { CodeSearchResult } from '../../plugins/code-search/index.ts'
-import { newDevelopSession, runDevelopTool, type DevelopToolContext } from '../../plugins/agents/develop-tools.ts'
-import { createWorkspaces } from '../../plugins/agents/workspaces.ts'
+import { newDevelopSession, runDevelopTool, type DevelopToolContext } from '../../plugins/agents/develop/develop-tools.ts'
+import { createWorkspaces } from '../../plugins/agents/workspaces/workspaces.ts'
 import { makeSandbox, TEST_LIMITS } from '../sandbox/support.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'develop-tools-test-'))

@@ -1,7 +1,7 @@
 /** An agent task whose process died: followers elsewhere get `task_interrupted` in the task's envelope, and its state says failed. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { memoryLogger } from '../../src/log.ts'
-import { createRedisTaskLog } from '../../plugins/agents/task-log.ts'
+import { createRedisTaskLog } from '../../plugins/agents/tasks/task-log.ts'
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../event-log/private-redis.ts'
 
 if (!redisServerInstalled) console.warn('[skip] interrupted agent tasks: redis-server is not installed at /usr/bin/redis-server')

@@ -1,7 +1,7 @@
 /** The pure parts of the agent protocol: reading client frames, checking commands, progress and ETA. */
 import { describe, expect, test } from 'bun:test'
-import { formatDuration, StepProgress } from '../../plugins/agents/eta.ts'
-import { checkCommand, decodeClientMessage } from '../../plugins/agents/protocol.ts'
+import { formatDuration, StepProgress } from '../../plugins/agents/tasks/eta.ts'
+import { checkCommand, decodeClientMessage } from '../../plugins/agents/connections/protocol.ts'
 
 describe('reading client frames', () => {
   test('text, bytes and already parsed values are read alike; size is measured before parsing', () => {

@@ -4,7 +4,7 @@
  * style sheets) that name no file of the site.
  */
 import { describe, expect, test } from 'bun:test'
-import { checkSite, srcsetUrls, styleSheetReferences } from '../../plugins/agents/site-check.ts'
+import { checkSite, srcsetUrls, styleSheetReferences } from '../../plugins/agents/sites/site-check.ts'
 import { bakerySite, page, siteOf } from './site-support.ts'
 
 describe('valid sites pass', () => {

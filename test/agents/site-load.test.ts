@@ -4,7 +4,7 @@
  * warning; without a sandbox nothing is loaded, and a warning says so.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { loadSitePages, type PageLoadSandbox } from '../../plugins/agents/site-load.ts'
+import { loadSitePages, type PageLoadSandbox } from '../../plugins/agents/sites/site-load.ts'
 import { makeSandbox } from '../sandbox/support.ts'
 import { bakerySite, page, siteOf } from './site-support.ts'
 

@@ -1,7 +1,7 @@
 /** Sites for the build_site checks: a realistic valid one read from fixtures/site, and small ones written inline. */
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { SiteFileBytes } from '../../plugins/agents/site-check.ts'
+import type { SiteFileBytes } from '../../plugins/agents/sites/site-check.ts'
 
 const FIXTURE = join(import.meta.dir, 'fixtures', 'site')
 

@@ -1,6 +1,6 @@
 /** The in-memory task log: replay by seq, newest-first listing, and the bound on kept tasks. */
 import { describe, expect, test } from 'bun:test'
-import { createMemoryTaskLog } from '../../plugins/agents/task-log.ts'
+import { createMemoryTaskLog } from '../../plugins/agents/tasks/task-log.ts'
 
 const meta = (taskId: string, userId = 'u1') => ({ taskId, userId, orgId: 'o1', command: 'status', createdAt: Date.now() })
 

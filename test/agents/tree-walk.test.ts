@@ -3,7 +3,7 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { walkTree } from '../../plugins/agents/tree-walk.ts'
+import { walkTree } from '../../plugins/agents/workspaces/tree-walk.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'tree-walk-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))

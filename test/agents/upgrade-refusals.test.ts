@@ -3,8 +3,8 @@
  * body, and none of them keeps one of the user's connection slots.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { createConnectionHub, type ConnectionHubOptions } from '../../plugins/agents/connections.ts'
-import type { AgentService } from '../../plugins/agents/service.ts'
+import { createConnectionHub, type ConnectionHubOptions } from '../../plugins/agents/connections/connections.ts'
+import type { AgentService } from '../../plugins/agents/tasks/service.ts'
 import { createApp } from '../../src/main/app.ts'
 import { memoryLogger } from '../../src/log.ts'
 import { eventually } from '../chat/helpers.ts'

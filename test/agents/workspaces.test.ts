@@ -4,9 +4,9 @@ import { existsSync, linkSync, mkdtempSync, readFileSync, rmSync, symlinkSync, u
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
-import { createWorkspaceVolumes, imageBytes } from '../../plugins/agents/workspace-volume.ts'
+import { createWorkspaceVolumes, imageBytes } from '../../plugins/agents/workspaces/workspace-volume.ts'
 import { makeSandbox } from '../sandbox/support.ts'
-import { createWorkspaces, pathSegments } from '../../plugins/agents/workspaces.ts'
+import { createWorkspaces, pathSegments } from '../../plugins/agents/workspaces/workspaces.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'workspaces-test-'))
 const workspaces = createWorkspaces({ root: join(root, 'ws'), limits: { maxFiles: 5, maxBytes: 1000 }, retentionSeconds: 60, logger: memoryLogger() })

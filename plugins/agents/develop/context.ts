@@ -4,8 +4,8 @@
  */
 import type { SandboxCommandRequest, SandboxResult } from '../../../src/sandbox/index.ts'
 import type { CodeIndex } from '../../code-search/index.ts'
-import { TaskError } from '../service.ts'
-import type { Workspaces } from '../workspaces.ts'
+import { TaskError } from '../tasks/index.ts'
+import type { Workspaces } from '../workspaces/index.ts'
 import { EditHistory } from './history.ts'
 import type { ShellState } from './shell.ts'
 

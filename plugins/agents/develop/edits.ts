@@ -5,8 +5,8 @@
  * refused with the parser's message, and the file left as it was, unless the model passes `force: true`; a file
  * that did not parse before the change is not held to it.
  */
-import { TaskError } from '../service.ts'
-import { asText, pathSegments } from '../workspaces.ts'
+import { TaskError } from '../tasks/index.ts'
+import { asText, pathSegments } from '../workspaces/index.ts'
 import { booleanArg, integerArg, refused, stringArg, type DevelopToolContext, type ToolOutcome } from './context.ts'
 import { EditHistory, UNDO_LEVELS } from './history.ts'
 import { parseProblem, pythonProblem, syntaxKind } from './syntax.ts'

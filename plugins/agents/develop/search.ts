@@ -7,8 +7,8 @@
  */
 import { basename } from 'node:path'
 import type { CodeSearchResult } from '../../code-search/index.ts'
-import { TaskError } from '../service.ts'
-import { asText, pathSegments, WorkspacePathError, type WorkspaceEntry } from '../workspaces.ts'
+import { TaskError } from '../tasks/index.ts'
+import { asText, pathSegments, WorkspacePathError, type WorkspaceEntry } from '../workspaces/index.ts'
 import { refused, stringArg, type DevelopToolContext, type ToolOutcome } from './context.ts'
 import { count, linesLabel, linesOf, numbered, numberedLine, plural } from './text.ts'
 

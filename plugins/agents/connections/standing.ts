@@ -4,8 +4,8 @@
  * processes' logouts reach within milliseconds through Redis or PostgreSQL), and the user still exists with a role
  * that grants agents:run (read from the database, so a role changed by any process or the admin command counts).
  */
-import type { AccessService } from '../../src/auth/access-service.ts'
-import { grantedScopes } from '../../src/auth/roles.ts'
+import type { AccessService } from '../../../src/auth/access-service.ts'
+import { grantedScopes } from '../../../src/auth/roles.ts'
 import { CLOSE_NOT_ALLOWED, CLOSE_SIGNED_OUT, type ConnectionStanding, type Revocation } from './connections.ts'
 
 export function connectionStanding(access: Pick<AccessService, 'sessionEnded' | 'rolesOf'>): ConnectionStanding {

@@ -3,13 +3,13 @@
  * tasks each follows, the heartbeat that pings them all and closes the silent ones, and the handling of every
  * client message. Kept small per connection: 10,000 idle ones must fit in a few KB each.
  */
-import type { Lifecycle } from '../../src/lifecycle.ts'
-import { AppError } from '../../src/errors.ts'
-import type { Logger } from '../../src/log.ts'
-import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/index.ts'
+import type { Lifecycle } from '../../../src/lifecycle.ts'
+import { AppError } from '../../../src/errors.ts'
+import type { Logger } from '../../../src/log.ts'
+import type { RateCheck, RateLimiter, RatePolicy } from '../../../src/rate-limit/index.ts'
 import { checkCommand, decodeClientMessage, type ProtocolError } from './protocol.ts'
-import type { ClientMessage } from './schemas.ts'
-import { TaskError, type AgentCaller, type AgentService } from './service.ts'
+import type { ClientMessage } from '../schemas.ts'
+import { TaskError, type AgentCaller, type AgentService } from '../tasks/index.ts'
 
 /** What the connection needs of Bun's ServerWebSocket. */
 export interface AgentSocket {

@@ -3,14 +3,14 @@
  * connection, reporting through its task log (ack, progress with ETA, log lines, then result or error).
  * Cancelling reaches the task wherever it runs (Redis pub/sub between processes).
  */
-import { AppError } from '../../src/errors.ts'
-import { createCancelChannel, type CancelChannel } from '../../src/event-log/cancel.ts'
-import type { Logger } from '../../src/log.ts'
-import type { UsageMeter } from '../../src/usage/meter.ts'
+import { AppError } from '../../../src/errors.ts'
+import { createCancelChannel, type CancelChannel } from '../../../src/event-log/cancel.ts'
+import type { Logger } from '../../../src/log.ts'
+import type { UsageMeter } from '../../../src/usage/meter.ts'
 import { StepProgress } from './eta.ts'
-import { FINISHED_STATUSES, type CommandName } from './schemas.ts'
+import { FINISHED_STATUSES, type CommandName } from '../schemas.ts'
 import { RESUMED_COMMANDS, resumedTaskId, type TaskListener, type TaskLog, type TaskMeta, type TaskWriter } from './task-log.ts'
-import type { Caller } from '../../src/auth/caller.ts'
+import type { Caller } from '../../../src/auth/caller.ts'
 
 /** The caller a task runs for. */
 export type AgentCaller = Caller

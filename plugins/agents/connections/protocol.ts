@@ -4,7 +4,7 @@
  */
 import { TypeCompiler, type TypeCheck } from 'elysia/type-system'
 import type { TSchema } from 'elysia'
-import { CLIENT_MESSAGES, COMMAND_PARAMS, COMMANDS, type ClientMessage, type CommandName, type MESSAGE_ERROR_CODES } from './schemas.ts'
+import { CLIENT_MESSAGES, COMMAND_PARAMS, COMMANDS, type ClientMessage, type CommandName, type MESSAGE_ERROR_CODES } from '../schemas.ts'
 
 export type MessageErrorCode = keyof typeof MESSAGE_ERROR_CODES
 

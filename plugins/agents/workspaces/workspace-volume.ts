@@ -11,7 +11,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { mkdir, rm, rmdir, truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Logger } from '../../src/log.ts'
+import type { Logger } from '../../../src/log.ts'
 
 export interface VolumeLimits {
   maxFiles: number

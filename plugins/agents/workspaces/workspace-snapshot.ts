@@ -11,7 +11,7 @@ import { closeSync, constants, read, type BigIntStats } from 'node:fs'
 import { lstat, readlink, realpath } from 'node:fs/promises'
 import { promisify } from 'node:util'
 import ignore, { type Ignore } from 'ignore'
-import { TaskError } from './service.ts'
+import { TaskError } from '../tasks/index.ts'
 import { inDirectory, namesIn, openDirectory, openFileInTree } from './tree-walk.ts'
 import { blobId, type BlobEntry, type GitFileMode } from './workspace-git.ts'
 

@@ -4,7 +4,7 @@
  * problem. The sandbox has no network, so on a page that also asked for addresses outside the site its errors may
  * come from what it could not fetch: they are warnings there, not problems.
  */
-import type { Sandbox } from '../../src/sandbox/index.ts'
+import type { Sandbox } from '../../../src/sandbox/index.ts'
 import { REPORT_PREFIX, SITE_INPUT_FILE, type SiteLoadInput, type SiteLoadReport } from './site-files.ts'
 import type { SiteFileBytes } from './site-check.ts'
 

@@ -2,9 +2,9 @@
  * Agent tasks started from elsewhere in the service (the chat's run_agent tool): the same checks as a command
  * over /ws/agent (the command's schema, the chat budget), the same task, followed through the same log.
  */
-import type { RateCheck, RateLimiter, RatePolicy } from '../../src/rate-limit/index.ts'
-import type { AgentCaller, AgentService } from './service.ts'
-import { commandParamsSchema } from './schemas.ts'
+import type { RateCheck, RateLimiter, RatePolicy } from '../../../src/rate-limit/index.ts'
+import type { AgentCaller, AgentService } from '../tasks/index.ts'
+import { commandParamsSchema } from '../schemas.ts'
 import { checkCommand } from './protocol.ts'
 
 export interface AgentRunnerOptions {

@@ -1,23 +1,23 @@
 /**
  * The tools the `develop` loop offers the model, as OpenAI function definitions, and what each does in the
- * task's workspace (the work itself is in develop/). The descriptions are written so a model can pick a tool by
- * its description alone, as SWE-agent's and OpenHands' are. A refused call (a path outside the workspace, an edit
- * whose text is not found or not unique, a change that would break a file's syntax) answers the model with the
- * reason; it is not a failure of the task.
+ * task's workspace (the work itself is in the files beside this one). The descriptions are written so a model can
+ * pick a tool by its description alone, as SWE-agent's and OpenHands' are. A refused call (a path outside the
+ * workspace, an edit whose text is not found or not unique, a change that would break a file's syntax) answers the
+ * model with the reason; it is not a failure of the task.
  */
-import type { ModelTool } from '../../src/llm/provider.ts'
-import { TaskError } from './service.ts'
-import { integerArg, refused, stringArg, type DevelopToolContext, type ToolOutcome } from './develop/context.ts'
-import { deleteFile, editFile, insertLines, undoEdit, writeFile } from './develop/edits.ts'
-import { UNDO_LEVELS } from './develop/history.ts'
-import { findFile, MAX_FOUND_FILES, MAX_SHOWN_MATCHES, searchCode } from './develop/search.ts'
-import { carryOver, describeRun, newMarker, readShellTail, sessionDirectory, shellScript } from './develop/shell.ts'
-import { clip, count } from './develop/text.ts'
-import { viewFile, WINDOW_LINES } from './develop/viewer.ts'
-import { asText } from './workspaces.ts'
+import type { ModelTool } from '../../../src/llm/provider.ts'
+import { TaskError } from '../tasks/index.ts'
+import { integerArg, refused, stringArg, type DevelopToolContext, type ToolOutcome } from './context.ts'
+import { deleteFile, editFile, insertLines, undoEdit, writeFile } from './edits.ts'
+import { UNDO_LEVELS } from './history.ts'
+import { findFile, MAX_FOUND_FILES, MAX_SHOWN_MATCHES, searchCode } from './search.ts'
+import { carryOver, describeRun, newMarker, readShellTail, sessionDirectory, shellScript } from './shell.ts'
+import { clip, count } from './text.ts'
+import { viewFile, WINDOW_LINES } from './viewer.ts'
+import { asText } from '../workspaces/index.ts'
 
-export { clip } from './develop/text.ts'
-export { newDevelopSession, type DevelopSession, type DevelopToolContext, type ToolOutcome } from './develop/context.ts'
+export { clip } from './text.ts'
+export { newDevelopSession, type DevelopSession, type DevelopToolContext, type ToolOutcome } from './context.ts'
 
 export const DEVELOP_TOOL_NAMES = [
   'list_files',

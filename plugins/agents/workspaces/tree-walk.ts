@@ -6,7 +6,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readlinkSync, type BigIntStats } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
-import { isWithin } from '../../src/paths.ts'
+import { isWithin } from '../../../src/paths.ts'
 
 export interface TreeEntry {
   name: string

@@ -5,10 +5,10 @@
  * the agents' own: the JSON envelope (`type`, `taskId`, `seq` first), the task's state (status, step, percent)
  * and each user's recent tasks, and the `task_interrupted` error that ends a task whose process died.
  */
-import { createMemoryEventLog, createRedisEventLog, type EventLog, type InterruptionCause, type LoggedEvent } from '../../src/event-log/index.ts'
-import type { Logger } from '../../src/log.ts'
-import { createRedisManager, type RedisManager } from '../../src/redis.ts'
-import { FINISHED_STATUSES, type TaskStatus } from './schemas.ts'
+import { createMemoryEventLog, createRedisEventLog, type EventLog, type InterruptionCause, type LoggedEvent } from '../../../src/event-log/index.ts'
+import type { Logger } from '../../../src/log.ts'
+import { createRedisManager, type RedisManager } from '../../../src/redis.ts'
+import { FINISHED_STATUSES, type TaskStatus } from '../schemas.ts'
 
 export interface TaskMeta {
   taskId: string

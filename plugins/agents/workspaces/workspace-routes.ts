@@ -4,14 +4,13 @@
  * agents:run); another user's task, an unknown one and a removed workspace are all 404.
  */
 import { Elysia, t } from 'elysia'
-import type { AccessService } from '../../src/auth/access-service.ts'
-import type { PlanDirectory } from '../../src/auth/plans.ts'
-import { accessControl } from '../../src/auth/plugin.ts'
-import { AppError } from '../../src/errors.ts'
-import { integer, problem } from '../../src/schemas.ts'
-import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
-import type { AgentService } from './service.ts'
-import { TaskError } from './service.ts'
+import type { AccessService } from '../../../src/auth/access-service.ts'
+import type { PlanDirectory } from '../../../src/auth/plans.ts'
+import { accessControl } from '../../../src/auth/plugin.ts'
+import { AppError } from '../../../src/errors.ts'
+import { integer, problem } from '../../../src/schemas.ts'
+import { rateLimiting, type RateLimitingOptions } from '../../../src/rate-limit/plugin.ts'
+import { TaskError, type AgentService } from '../tasks/index.ts'
 import type { Workspaces } from './workspaces.ts'
 
 export interface WorkspaceRoutesOptions {

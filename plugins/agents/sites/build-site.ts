@@ -3,16 +3,16 @@
  * checked (the HTML parses, every local link and asset resolves, the pages load with their scripts in the
  * sandbox) and published with the publish service. The answer's URL is the one the Pages API reports.
  */
-import { AppError } from '../../src/errors.ts'
-import type { Caller } from '../../src/auth/caller.ts'
-import type { PublishAnswer, PublishJob } from '../publish/index.ts'
-import { developCommand, type DevelopDependencies } from './develop.ts'
-import type { BuildSiteParams } from './schemas.ts'
-import { TaskError, type CommandHandler, type TaskContext } from './service.ts'
+import { AppError } from '../../../src/errors.ts'
+import type { Caller } from '../../../src/auth/caller.ts'
+import type { PublishAnswer, PublishJob } from '../../publish/index.ts'
+import { developCommand, type DevelopDependencies } from '../develop/index.ts'
+import type { BuildSiteParams } from '../schemas.ts'
+import { TaskError, type CommandHandler, type TaskContext } from '../tasks/index.ts'
 
 // parse5 loads with the first site checked, not at start-up.
 const siteCheck = lazily(() => import('./site-check.ts'))
-import { lazily } from '../../src/lazy.ts'
+import { lazily } from '../../../src/lazy.ts'
 import { loadSitePages, type PageLoadSandbox } from './site-load.ts'
 
 export interface BuildSiteDependencies extends Omit<DevelopDependencies, 'systemPrompt' | 'sandbox' | 'publisher'> {

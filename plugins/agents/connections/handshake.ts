@@ -2,7 +2,7 @@
  * The WebSocket handshake fields Bun insists on (RFC 6455 section 4.2.1), checked before a connection slot is
  * reserved so a malformed upgrade is answered with a problem body instead of Bun's plain-text 400 or bare 426.
  */
-import { AppError } from '../../src/errors.ts'
+import { AppError } from '../../../src/errors.ts'
 
 /** The only protocol version Bun speaks; also advertised on a refusal, as RFC 6455 section 4.4 asks. */
 export const WEBSOCKET_VERSION = '13'

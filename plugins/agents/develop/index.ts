@@ -1,0 +1,6 @@
+/**
+ * The `develop` and `continue` commands (develop.ts): the model's loop over the tools (develop-tools.ts, each tool's
+ * work in the files beside it) in a task's workspace, then the checks, the commit and, when asked, the push.
+ */
+export { continueCommand, developCommand, type DevelopDependencies, type DevelopLimits } from './develop.ts'
+export { plainSnippet } from './search.ts'
