@@ -200,10 +200,11 @@ export function createConnectionHub(options: ConnectionHubOptions) {
     checkingUsers = true
     try {
       const lost = await standing.lost([...perUser.keys()])
-      if (lost.size > 0) for (const connection of connections) {
-        const revocation = lost.get(connection.caller.userId)
-        if (revocation) revoke(connection, revocation)
-      }
+      if (lost.size > 0)
+        for (const connection of connections) {
+          const revocation = lost.get(connection.caller.userId)
+          if (revocation) revoke(connection, revocation)
+        }
     } catch (err) {
       logger.warn('agent connections: the users could not be checked', { err })
     } finally {
@@ -297,16 +298,18 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       opened: Promise.resolve(),
     }
     channels.set(taskId, channel)
-    channel.opened = agents.follow(caller, taskId, 0, (text, seq, final) => deliver(channel, taskId, text, seq, final)).then(
-      ({ stop }) => {
-        channel.stop = stop
-        if (channels.get(taskId) !== channel) stop()
-      },
-      (err: unknown) => {
-        if (channels.get(taskId) === channel) channels.delete(taskId)
-        throw err
-      },
-    )
+    channel.opened = agents
+      .follow(caller, taskId, 0, (text, seq, final) => deliver(channel, taskId, text, seq, final))
+      .then(
+        ({ stop }) => {
+          channel.stop = stop
+          if (channels.get(taskId) !== channel) stop()
+        },
+        (err: unknown) => {
+          if (channels.get(taskId) === channel) channels.delete(taskId)
+          throw err
+        },
+      )
     return channel
   }
 
@@ -379,7 +382,8 @@ export function createConnectionHub(options: ConnectionHubOptions) {
         return connection.send({ type: 'unsubscribed', id: message.id, taskId: message.taskId })
       case 'cancel': {
         const cancelled = await agents.cancel(connection.caller, message.taskId)
-        if (!cancelled) return connection.send({ type: 'error', id: message.id, taskId: message.taskId, code: 'task_finished', message: 'The task has already ended' })
+        if (!cancelled)
+          return connection.send({ type: 'error', id: message.id, taskId: message.taskId, code: 'task_finished', message: 'The task has already ended' })
         return connection.send({ type: 'cancelling', id: message.id, taskId: message.taskId })
       }
     }

@@ -19,7 +19,9 @@ export function handshakeProblem(headers: Headers): AppError | undefined {
   if (version !== WEBSOCKET_VERSION)
     return new AppError(
       'bad_request',
-      version === null ? 'The WebSocket upgrade has no Sec-WebSocket-Version header; send 13' : `Sec-WebSocket-Version ${JSON.stringify(version)} is not supported; send 13`,
+      version === null
+        ? 'The WebSocket upgrade has no Sec-WebSocket-Version header; send 13'
+        : `Sec-WebSocket-Version ${JSON.stringify(version)} is not supported; send 13`,
       { headers: { 'sec-websocket-version': WEBSOCKET_VERSION } },
     )
   return undefined

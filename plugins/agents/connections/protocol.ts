@@ -43,7 +43,8 @@ export function firstProblem(schema: TSchema, value: unknown, prefix = ''): { fi
  */
 export function decodeClientMessage(frame: unknown, maxBytes: number): Decoded {
   const raw = typeof frame === 'string' || frame instanceof Uint8Array
-  const size = typeof frame === 'string' ? Buffer.byteLength(frame) : frame instanceof Uint8Array ? frame.byteLength : Buffer.byteLength(JSON.stringify(frame) ?? '')
+  const size =
+    typeof frame === 'string' ? Buffer.byteLength(frame) : frame instanceof Uint8Array ? frame.byteLength : Buffer.byteLength(JSON.stringify(frame) ?? '')
   if (size > maxBytes) return fail({ code: 'message_too_large', message: `The message has ${size} bytes; at most ${maxBytes} are taken` })
   let value: unknown = frame
   if (raw)
@@ -52,7 +53,8 @@ export function decodeClientMessage(frame: unknown, maxBytes: number): Decoded {
     } catch (err) {
       return fail({ code: 'invalid_json', message: `The message is not JSON: ${(err as Error).message}` })
     }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return fail({ code: 'invalid_json', message: 'The message must be a JSON object with a type' })
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return fail({ code: 'invalid_json', message: 'The message must be a JSON object with a type' })
   const record = value as Record<string, unknown>
   const id = typeof record.id === 'string' && record.id.length <= 128 ? record.id : undefined
   const type = record.type
@@ -81,7 +83,13 @@ export function checkCommand(id: string | undefined, command: string, params: Re
   if (!Object.hasOwn(COMMAND_PARAMS, command))
     return {
       ok: false,
-      error: { code: 'unknown_command', id, field: 'command', commands: COMMANDS, message: `command "${command}" is not known; known commands: ${COMMANDS.join(', ')}` },
+      error: {
+        code: 'unknown_command',
+        id,
+        field: 'command',
+        commands: COMMANDS,
+        message: `command "${command}" is not known; known commands: ${COMMANDS.join(', ')}`,
+      },
     }
   const name = command as CommandName
   const given = params ?? {}

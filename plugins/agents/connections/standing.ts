@@ -12,7 +12,8 @@ export function connectionStanding(access: Pick<AccessService, 'sessionEnded' | 
   return {
     ended(grant, now) {
       if (grant.expiresAt !== undefined && grant.expiresAt <= now) return { code: CLOSE_SIGNED_OUT, reason: 'token expired: connect again with a fresh token' }
-      if (grant.sessionId !== undefined && access.sessionEnded(grant.sessionId)) return { code: CLOSE_SIGNED_OUT, reason: 'signed out: the session this connection was opened with has ended' }
+      if (grant.sessionId !== undefined && access.sessionEnded(grant.sessionId))
+        return { code: CLOSE_SIGNED_OUT, reason: 'signed out: the session this connection was opened with has ended' }
       return undefined
     },
     async lost(userIds) {
@@ -21,7 +22,8 @@ export function connectionStanding(access: Pick<AccessService, 'sessionEnded' | 
       for (const userId of userIds) {
         const role = roles.get(userId)
         if (role === undefined) lost.set(userId, { code: CLOSE_SIGNED_OUT, reason: 'the user was removed' })
-        else if (!grantedScopes(role).includes('agents:run')) lost.set(userId, { code: CLOSE_NOT_ALLOWED, reason: `the ${role} role does not allow agents:run` })
+        else if (!grantedScopes(role).includes('agents:run'))
+          lost.set(userId, { code: CLOSE_NOT_ALLOWED, reason: `the ${role} role does not allow agents:run` })
       }
       return lost
     },

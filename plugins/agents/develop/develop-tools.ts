@@ -43,9 +43,11 @@ const int = (minimum: number, description: string) => ({ type: 'integer', minimu
 const path = str('Path of the file, relative to the workspace root (for example src/index.ts)')
 const force = {
   type: 'boolean',
-  description: 'Make the change even though the file would not parse afterwards. Default false: such a change is refused with the parser\'s message',
+  description: "Make the change even though the file would not parse afterwards. Default false: such a change is refused with the parser's message",
 }
-const within = str('Only look here: a directory (src), a file (src/app.ts), or a glob over paths (src/**/*.ts; one without a slash, like *.py, matches file names anywhere). Default: the whole workspace')
+const within = str(
+  'Only look here: a directory (src), a file (src/app.ts), or a glob over paths (src/**/*.ts; one without a slash, like *.py, matches file names anywhere). Default: the whole workspace',
+)
 
 export const DEVELOP_TOOLS: ModelTool[] = [
   fn(
@@ -75,22 +77,22 @@ export const DEVELOP_TOOLS: ModelTool[] = [
     'read_file',
     `Read a text file with line numbers, one window at a time: ${WINDOW_LINES} lines from start (default line 1), or as many as lines says. ` +
       'The first line of the answer names the lines shown, the file\'s length, and where the next window starts ("src/a.ts lines 101-200 of 512; next: start=201"). ' +
-      'A start past the end is refused with the file\'s length. Each line is shown as its number, a tab, then the line exactly as in the file: the number and the tab are not part of the file, so leave them out of edit_file\'s old_text.',
+      "A start past the end is refused with the file's length. Each line is shown as its number, a tab, then the line exactly as in the file: the number and the tab are not part of the file, so leave them out of edit_file's old_text.",
     { path, start: int(1, 'First line to show, from 1. Default 1'), lines: int(1, `How many lines to show. Default ${WINDOW_LINES}`) },
     ['path'],
   ),
   fn(
     'edit_file',
     'Change part of a file: replace the one exact occurrence of old_text with new_text. old_text must match the file exactly, whitespace and indentation included (copy it from read_file, without the line numbers). ' +
-      'Refused when old_text is not found, or is found more than once (add neighbouring lines to make it unique), and when the change would make a TypeScript, JavaScript, JSON or Python file stop parsing (the parser\'s message is given; force: true makes it anyway). ' +
+      "Refused when old_text is not found, or is found more than once (add neighbouring lines to make it unique), and when the change would make a TypeScript, JavaScript, JSON or Python file stop parsing (the parser's message is given; force: true makes it anyway). " +
       'Answers the changed lines and a few lines around them, numbered, as the file now reads.',
     { path, old_text: str('The exact text to replace'), new_text: str('The text to put in its place (empty to delete old_text)'), force },
     ['path', 'old_text', 'new_text'],
   ),
   fn(
     'insert',
-    'Add lines to a file without replacing anything: text goes in after line after_line (0 puts it at the top; the file\'s line count appends it at the end). ' +
-      'Checked like edit_file (a change that would break the file\'s syntax is refused unless force: true), and answers the same way.',
+    "Add lines to a file without replacing anything: text goes in after line after_line (0 puts it at the top; the file's line count appends it at the end). " +
+      "Checked like edit_file (a change that would break the file's syntax is refused unless force: true), and answers the same way.",
     { path, after_line: int(0, 'The line after which text goes; 0 for the top'), text: str('The lines to insert'), force },
     ['path', 'after_line', 'text'],
   ),
@@ -104,7 +106,7 @@ export const DEVELOP_TOOLS: ModelTool[] = [
   fn(
     'write_file',
     'Create a file, or replace the whole content of one. To change part of an existing file use edit_file or insert instead. ' +
-      'Refused when the content would not parse as TypeScript, JavaScript, JSON or Python (by the file\'s extension), unless force: true.',
+      "Refused when the content would not parse as TypeScript, JavaScript, JSON or Python (by the file's extension), unless force: true.",
     { path, content: str('The whole content of the file'), force },
     ['path', 'content'],
   ),
@@ -117,7 +119,12 @@ export const DEVELOP_TOOLS: ModelTool[] = [
     { command: str('The command line, for example `bun test` or `cd src && ls`') },
     ['command'],
   ),
-  fn('finish', 'End the task once the change is made and the checks pass, with a summary for the reviewer of what was changed and why.', { summary: str('What was done and why, for the reviewer') }, ['summary']),
+  fn(
+    'finish',
+    'End the task once the change is made and the checks pass, with a summary for the reviewer of what was changed and why.',
+    { summary: str('What was done and why, for the reviewer') },
+    ['summary'],
+  ),
 ]
 
 async function readText(context: DevelopToolContext, path: string): Promise<string> {
@@ -133,7 +140,12 @@ async function runCommand(context: DevelopToolContext, args: Record<string, unkn
   const fromRoot = session.shell.cwd === undefined
   const marker = newMarker()
   const { value: raw, problem } = await workspaces.whileWithinLimits(taskId, context.signal, (signal) =>
-    context.runCommand({ directory: workspaces.get(taskId).tree, command: shellScript(session.shell, command, marker), maxFileBytes: workspaces.limits.maxBytes, signal }),
+    context.runCommand({
+      directory: workspaces.get(taskId).tree,
+      command: shellScript(session.shell, command, marker),
+      maxFileBytes: workspaces.limits.maxBytes,
+      signal,
+    }),
   )
   if (problem) throw new TaskError('workspace_limit', `\`${command.slice(0, 200)}\` made the workspace hold ${problem}; it was stopped`)
   const tail = readShellTail(raw.output, marker)
@@ -161,7 +173,10 @@ export async function runDevelopTool(context: DevelopToolContext, name: string, 
         const entries = await workspaces.list(taskId, directory)
         const lines = entries.map((e) => `${e.path}${e.type === 'symlink' ? ' (symbolic link)' : ''} ${count(e.bytes)} B`)
         const head = `${count(entries.length)} file${entries.length === 1 ? '' : 's'}${directory ? ` under ${directory}` : ''}:`
-        return { answer: clip([head, ...lines].join('\n'), context.maxAnswerChars), summary: `listed ${entries.length} files${directory ? ` in ${directory}` : ''}` }
+        return {
+          answer: clip([head, ...lines].join('\n'), context.maxAnswerChars),
+          summary: `listed ${entries.length} files${directory ? ` in ${directory}` : ''}`,
+        }
       }
       case 'find_file':
         return await findFile(context, args)

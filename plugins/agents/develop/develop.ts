@@ -76,8 +76,8 @@ export interface CheckVerdict {
 const SYSTEM_PROMPT = [
   'You are a software engineer working in a workspace through tools. Make the change the user asks for, and nothing else.',
   'Look before you edit: find files with find_file, text with search_code, and read the lines around it with read_file (a window at a time).',
-  'Change files with edit_file (exact text, unique in the file) or insert; undo_edit takes a change back. A change that breaks a file\'s syntax is refused with the parser\'s message.',
-  'Run the project\'s checks with run_command (one shell session: cd and exports carry over) and iterate until they pass. When done, call finish with a short summary for the reviewer.',
+  "Change files with edit_file (exact text, unique in the file) or insert; undo_edit takes a change back. A change that breaks a file's syntax is refused with the parser's message.",
+  "Run the project's checks with run_command (one shell session: cd and exports carry over) and iterate until they pass. When done, call finish with a short summary for the reviewer.",
   'The sandbox has no network: nothing can be installed. Do not repeat a call whose answer you already have.',
 ].join('\n')
 
@@ -104,7 +104,10 @@ async function openWorkspace(
   const read = await deps.imports.readFiles(context.caller.orgId, importId, { directory: '', maxFiles, maxBytes })
   if (!read) throw new TaskError('not_found', `params.importId: no import ${importId} in your organisation`)
   if (read.exceeded)
-    throw new TaskError('workspace_limit', `${view.repository.name} has more ${read.exceeded} than a workspace holds (AGENT_WORKSPACE_MAX_FILES, AGENT_WORKSPACE_MAX_BYTES)`)
+    throw new TaskError(
+      'workspace_limit',
+      `${view.repository.name} has more ${read.exceeded} than a workspace holds (AGENT_WORKSPACE_MAX_FILES, AGENT_WORKSPACE_MAX_BYTES)`,
+    )
   const workspace = await deps.workspaces.create(context.taskId, read.files, { importId, commit: read.commit })
   return { workspace, repositoryId: view.repository.id, source: { url: view.repository.url, ref: view.ref } }
 }
@@ -122,7 +125,9 @@ async function asTaskError<T>(work: () => Promise<T>): Promise<T> {
 /** The pull request's body: the model's summary, then each check with its verdict. */
 export function pullRequestBody(summary: string, checks: readonly CheckVerdict[]): string {
   if (checks.length === 0) return summary
-  const lines = checks.map((c) => `- ${c.passed ? '✅' : '❌'} \`${c.command.replaceAll('`', "'")}\`: ${c.verdict}${c.exitCode !== null && !c.passed ? ` (exit ${c.exitCode})` : ''}`)
+  const lines = checks.map(
+    (c) => `- ${c.passed ? '✅' : '❌'} \`${c.command.replaceAll('`', "'")}\`: ${c.verdict}${c.exitCode !== null && !c.passed ? ` (exit ${c.exitCode})` : ''}`,
+  )
   return [summary, '', '### Checks', '', ...lines].join('\n').trim()
 }
 
@@ -224,8 +229,12 @@ export function continueCommand(deps: DevelopDependencies): CommandHandler {
       const pace = firstStep(deps, context, `Taking over the workspace of ${params.taskId}`, stepsAfterLoop)
       const earlier = await context.tasks.ownTask(context.caller, params.taskId)
       if (earlier.command !== 'develop' && earlier.command !== 'continue')
-        throw new TaskError('validation_failed', `params.taskId: ${params.taskId} is a ${earlier.command} task; only develop tasks (and their follow-ups) can be continued`)
-      if (!FINISHED_STATUSES.includes(earlier.status)) throw new TaskError('task_running', `params.taskId: ${params.taskId} is still ${earlier.status}; continue it once it has ended`)
+        throw new TaskError(
+          'validation_failed',
+          `params.taskId: ${params.taskId} is a ${earlier.command} task; only develop tasks (and their follow-ups) can be continued`,
+        )
+      if (!FINISHED_STATUSES.includes(earlier.status))
+        throw new TaskError('task_running', `params.taskId: ${params.taskId} is still ${earlier.status}; continue it once it has ended`)
       const workspace = await deps.workspaces.adopt(params.taskId, context.taskId)
       const kept = deps.workspaces.loadConversation(context.taskId)
       const saved = kept && { ...(kept.header as ConversationHeader), messages: kept.messages as ModelMessage[] }
@@ -319,7 +328,9 @@ async function runTask(deps: DevelopDependencies, context: TaskContext, start: T
     const step = pace.typicalMs()
     // This step takes the checks' time (StepProgress counts a mean step for the step running); the caller's steps follow.
     const msAfter =
-      mean === undefined || step === undefined ? undefined : Math.max(0, checks.reduce((sum, c) => sum + (checkMs.get(c) ?? step), 0) - mean) + (stepsAfterLoop - 1) * step
+      mean === undefined || step === undefined
+        ? undefined
+        : Math.max(0, checks.reduce((sum, c) => sum + (checkMs.get(c) ?? step), 0) - mean) + (stepsAfterLoop - 1) * step
     context.step(
       loop.steps + 1,
       `${checks.length ? `Running ${checks.length} check${checks.length === 1 ? '' : 's'}` : 'Collecting the diff'} · ${loop.budgetsNote()}`,
@@ -352,7 +363,16 @@ async function runTask(deps: DevelopDependencies, context: TaskContext, start: T
         context.log(message, 'warn')
       } else {
         context.log(`Pushing ${branch} to ${source.url} and opening a${start.draft ? ' draft' : ''} pull request`)
-        pushed = await pushChange(deps, context, { source, baseCommit: workspace.base.commit, branch, committed, message, summary, checks: verdicts, draft: start.draft })
+        pushed = await pushChange(deps, context, {
+          source,
+          baseCommit: workspace.base.commit,
+          branch,
+          committed,
+          message,
+          summary,
+          checks: verdicts,
+          draft: start.draft,
+        })
         context.log(`Pull request ${pushed.pullRequest.url}`)
       }
     }
@@ -363,7 +383,12 @@ async function runTask(deps: DevelopDependencies, context: TaskContext, start: T
       base: workspace.base ?? null,
       branch,
       commit,
-      ...(pushed ? { pushed: { repository: pushed.repository, branch: pushed.branch, commit: pushed.commit, base: pushed.base }, pullRequest: { ...pushed.pullRequest, draft: start.draft } } : {}),
+      ...(pushed
+        ? {
+            pushed: { repository: pushed.repository, branch: pushed.branch, commit: pushed.commit, base: pushed.base },
+            pullRequest: { ...pushed.pullRequest, draft: start.draft },
+          }
+        : {}),
       ...(pushRefused ? { pushRefused } : {}),
       files: changed,
       diff,
@@ -487,7 +512,11 @@ async function runLoop(
       async run(call, spent) {
         const steps = spent.toolCalls
         pace.start()
-        context.step(steps, `${call.name}${describeCall(call.arguments)} · ${budgetsNote(spent)}`, pace.totalFor(steps, msAfter(steps), loopStepsAhead(steps, limits.maxSteps - steps) + task.stepsAfterLoop))
+        context.step(
+          steps,
+          `${call.name}${describeCall(call.arguments)} · ${budgetsNote(spent)}`,
+          pace.totalFor(steps, msAfter(steps), loopStepsAhead(steps, limits.maxSteps - steps) + task.stepsAfterLoop),
+        )
         const args = parseArguments(call.arguments)
         const outcome: ToolOutcome = args
           ? await runDevelopTool(toolContext, call.name, args)
@@ -515,7 +544,18 @@ async function runLoop(
   // Nothing here stops a model call or answers a tool elsewhere: the loop ended answered, finished, stuck or out of a budget.
   const stopped = end.stop === 'finished' ? undefined : (end.stop as LoopStop)
   if (stopped && stopped !== 'answered') context.log(STOP_NOTES[stopped], 'warn')
-  return { summary, stopped, steps: end.toolCalls, tokens: end.tokens, lastVerdicts, checkMs, started, loopMs: Math.round(clock.now() - started), budgetsNote: () => budgetsNote(end), messages }
+  return {
+    summary,
+    stopped,
+    steps: end.toolCalls,
+    tokens: end.tokens,
+    lastVerdicts,
+    checkMs,
+    started,
+    loopMs: Math.round(clock.now() - started),
+    budgetsNote: () => budgetsNote(end),
+    messages,
+  }
 }
 
 /** The first line of the instruction as the subject, the model's summary as the body. */

@@ -53,7 +53,11 @@ export function buildSiteCommand(deps: BuildSiteDependencies): CommandHandler<Ta
         last = index
         context.step(index, label, steps)
       }
-      const built = (await develop.run({ ...context, step, params: { instruction: params.instruction } })) as { summary: string | null; finished: boolean; stopped?: string }
+      const built = (await develop.run({ ...context, step, params: { instruction: params.instruction } })) as {
+        summary: string | null
+        finished: boolean
+        stopped?: string
+      }
       context.step(last + 1, 'Checking the site', last + 3)
       const files = []
       for (const entry of await deps.workspaces.list(context.taskId))
@@ -67,7 +71,10 @@ export function buildSiteCommand(deps: BuildSiteDependencies): CommandHandler<Ta
       }
       for (const problem of problems.slice(0, 20)) context.log(problem, 'warn')
       if (problems.length)
-        throw new TaskError('invalid_site', `The site is not published: ${problems.length} problem${problems.length === 1 ? '' : 's'} (${problems.slice(0, 5).join('; ')})`)
+        throw new TaskError(
+          'invalid_site',
+          `The site is not published: ${problems.length} problem${problems.length === 1 ? '' : 's'} (${problems.slice(0, 5).join('; ')})`,
+        )
       context.step(last + 2, `Publishing to ${params.repository}`, last + 3)
       let answer: PublishAnswer
       try {

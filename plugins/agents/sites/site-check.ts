@@ -38,7 +38,29 @@ const REPORTED_PARSE_ERRORS: Record<string, string> = {
 }
 
 // Elements whose end tag HTML lets an author leave out (or that have none): the parser closes them itself.
-const END_TAG_OPTIONAL = new Set(['html', 'head', 'body', 'p', 'li', 'dt', 'dd', 'option', 'optgroup', 'rb', 'rp', 'rt', 'rtc', 'colgroup', 'caption', 'thead', 'tbody', 'tfoot', 'tr', 'td', 'th'])
+const END_TAG_OPTIONAL = new Set([
+  'html',
+  'head',
+  'body',
+  'p',
+  'li',
+  'dt',
+  'dd',
+  'option',
+  'optgroup',
+  'rb',
+  'rp',
+  'rt',
+  'rtc',
+  'colgroup',
+  'caption',
+  'thead',
+  'tbody',
+  'tfoot',
+  'tr',
+  'td',
+  'th',
+])
 const END_TAG_OPTIONAL_ROOTS = new Set(['html', 'head', 'body'])
 const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'frame', 'hr', 'img', 'input', 'link', 'meta', 'param', 'source', 'track', 'wbr'])
 // Elements holding text only: nothing but their own end tag closes them, and the end of the page is a parse error.
@@ -186,8 +208,8 @@ function examinePage(html: string): { problems: Finding[]; references: Reference
   walk(parser.document)
 
   const endTagAt = new Map(parser.endTags.map((token) => [token.location!.startOffset, token]))
+  // html, head and body may have no start tag: the parser supplies them without a location to record their end tag in.
   for (const token of parser.endTags)
-    // html, head and body may have no start tag: the parser supplies them without a location to record their end tag in.
     if (!matchedEndTags.has(token.location!.startOffset) && !END_TAG_OPTIONAL_ROOTS.has(token.tagName))
       problems.push({ line: token.location!.startLine, message: `</${token.tagName}> closes no open element (end-tag-without-matching-open-element)` })
 
@@ -202,7 +224,10 @@ function examinePage(html: string): { problems: Finding[]; references: Reference
     const closer = endTagAt.get(location.endOffset)
     if (location.endOffset >= html.length) problems.push({ line, message: `<${name}> is never closed (open-elements-left-after-eof)` })
     else if (closer)
-      problems.push({ line, message: `<${name}> is not closed before </${closer.tagName}> on line ${location.endLine} (closing-of-element-with-open-child-elements)` })
+      problems.push({
+        line,
+        message: `<${name}> is not closed before </${closer.tagName}> on line ${location.endLine} (closing-of-element-with-open-child-elements)`,
+      })
     else problems.push({ line, message: `<${name}> is not closed: the tag on line ${location.endLine} ends it without its end tag` })
   }
 

@@ -76,19 +76,23 @@ export async function loadSitePages(sandbox: PageLoadSandbox, files: readonly Si
   let loading: string | undefined
   for (const report of parseReports(result.output)) {
     if ('loading' in report) loading = report.loading
-    else if ('skipped' in report) warnings.push(`${report.skipped.length} pages were not loaded in the time the check has: ${report.skipped.slice(0, 5).join(', ')}`)
+    else if ('skipped' in report)
+      warnings.push(`${report.skipped.length} pages were not loaded in the time the check has: ${report.skipped.slice(0, 5).join(', ')}`)
     else {
       loading = undefined
       const { page, errors, missing, external } = report
       for (const path of missing) problems.push(`${page}: a script asked for ${path}, which is not a file of the site`)
       if (external.length) {
-        warnings.push(`${page}: asked for ${external.length} address${external.length === 1 ? '' : 'es'} outside the site (${external[0]}); the sandbox has no network`)
+        warnings.push(
+          `${page}: asked for ${external.length} address${external.length === 1 ? '' : 'es'} outside the site (${external[0]}); the sandbox has no network`,
+        )
         for (const error of errors) warnings.push(`${page}: script error, perhaps from what could not be fetched: ${error}`)
       } else for (const error of errors) problems.push(`${page}: script error: ${error}`)
     }
   }
   // A page that never hands control back (a loop in a script) holds the loader until the sandbox stops it.
-  if (result.verdict === 'timeout' && loading) problems.push(`${loading}: the page did not finish loading in ${Math.round(timeoutMs / 1000)} s (a script that never returns?)`)
+  if (result.verdict === 'timeout' && loading)
+    problems.push(`${loading}: the page did not finish loading in ${Math.round(timeoutMs / 1000)} s (a script that never returns?)`)
   else if (result.verdict !== 'passed') warnings.push(`The page loader stopped early (${result.verdict}): ${result.output.slice(-300).trim()}`)
   return { problems, warnings }
 }

@@ -105,7 +105,14 @@ export function createAgentService(options: AgentServiceOptions) {
   }
   const tasks: TaskRecords = { ownTask, recent: (caller, limit = 20) => log.recent(caller.userId, limit) }
 
-  async function execute(taskId: string, caller: AgentCaller, command: CommandName, params: Record<string, unknown>, writer: TaskWriter, controller: AbortController) {
+  async function execute(
+    taskId: string,
+    caller: AgentCaller,
+    command: CommandName,
+    params: Record<string, unknown>,
+    writer: TaskWriter,
+    controller: AbortController,
+  ) {
     const handler = options.commands[command]
     const progress = new StepProgress(handler.steps)
     const timeout = setTimeout(
@@ -204,7 +211,9 @@ export function createAgentService(options: AgentServiceOptions) {
       })
       recorded.catch(() => undefined)
       // Its log taken from this process (Redis unreachable, or a follower ended it), no one can follow the task: it stops.
-      writer.lost.addEventListener('abort', () => controller.abort(new TaskError('task_interrupted', 'The task log could not be reached; the task stopped')), { once: true })
+      writer.lost.addEventListener('abort', () => controller.abort(new TaskError('task_interrupted', 'The task log could not be reached; the task stopped')), {
+        once: true,
+      })
       const unregister = cancels.register(taskId, () => void abortLocal(taskId, new TaskError('task_cancelled', 'The task was cancelled')))
       options.meter?.record({ ...caller, kind: 'agent_run' })
       runningByUser.set(caller.userId, count + 1)
@@ -279,7 +288,12 @@ export function createAgentService(options: AgentServiceOptions) {
       const pending = [...running.entries()]
       for (const [taskId, task] of pending) {
         if (log.shared && RESUMED_COMMANDS.includes(task.command)) handedOver.add(taskId)
-        task.controller.abort(new TaskError('task_interrupted', 'The server is shutting down; send the command again, or continue a develop task (command continue with its taskId)'))
+        task.controller.abort(
+          new TaskError(
+            'task_interrupted',
+            'The server is shutting down; send the command again, or continue a develop task (command continue with its taskId)',
+          ),
+        )
       }
       await Promise.race([Promise.allSettled(pending.map(([, t]) => t.done)), Bun.sleep(waitMs)])
       await log.close()

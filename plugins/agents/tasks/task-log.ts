@@ -120,7 +120,9 @@ function interruption(info: string): string[] {
 /** The end of a task whose log could not be stored (Redis unreachable, or it lost the log): the task stopped. */
 function unavailable(info: string): string[] {
   const meta = JSON.parse(info) as Pick<TaskMeta, 'taskId' | 'command'>
-  const goOn = RESUMED_COMMANDS.includes(meta.command) ? `; send \`continue\` with taskId ${meta.taskId} to go on from its last completed step` : '; send the command again'
+  const goOn = RESUMED_COMMANDS.includes(meta.command)
+    ? `; send \`continue\` with taskId ${meta.taskId} to go on from its last completed step`
+    : '; send the command again'
   return [logged({ ...INTERRUPTED, message: `The task log could not be reached (Redis), so the task stopped${goOn} once the service is available again` })]
 }
 
@@ -223,42 +225,46 @@ export function createMemoryTaskLog(options: { retentionSeconds: number; keptPer
     if (meta) Object.assign(meta, { status: 'failed', finishedAt: Date.now() })
   })
   const resumed = new Set<string>()
-  return createTaskLog(events, {
-    async claimResumption(taskId) {
-      if (resumed.has(taskId)) return false
-      resumed.add(taskId)
-      return true
+  return createTaskLog(
+    events,
+    {
+      async claimResumption(taskId) {
+        if (resumed.has(taskId)) return false
+        resumed.add(taskId)
+        return true
+      },
+      save(meta, running) {
+        if (!tasks.has(meta.taskId)) {
+          tasks.set(meta.taskId, meta)
+          let own = byUser.get(meta.userId)
+          if (!own) byUser.set(meta.userId, (own = new Set()))
+          own.add(meta.taskId)
+        }
+        if (!running && meta.finishedAt !== undefined && !retiring.has(meta.taskId)) {
+          retiring.add(meta.taskId)
+          dropOldestFinished(meta.userId)
+          const timer = setTimeout(() => {
+            timers.delete(timer)
+            forget(meta)
+          }, retentionMs)
+          timers.add(timer)
+        }
+      },
+      load: async (taskId) => tasks.get(taskId),
+      async recent(userId, limit) {
+        // The set keeps creation order, so this reads only `limit` of them.
+        const ids = [...(byUser.get(userId) ?? [])]
+        const out: TaskMeta[] = []
+        for (let i = ids.length - 1; i >= 0 && out.length < limit; i--) out.push(tasks.get(ids[i]!)!)
+        return out
+      },
+      close() {
+        for (const timer of timers) clearTimeout(timer)
+        timers.clear()
+      },
     },
-    save(meta, running) {
-      if (!tasks.has(meta.taskId)) {
-        tasks.set(meta.taskId, meta)
-        let own = byUser.get(meta.userId)
-        if (!own) byUser.set(meta.userId, (own = new Set()))
-        own.add(meta.taskId)
-      }
-      if (!running && meta.finishedAt !== undefined && !retiring.has(meta.taskId)) {
-        retiring.add(meta.taskId)
-        dropOldestFinished(meta.userId)
-        const timer = setTimeout(() => {
-          timers.delete(timer)
-          forget(meta)
-        }, retentionMs)
-        timers.add(timer)
-      }
-    },
-    load: async (taskId) => tasks.get(taskId),
-    async recent(userId, limit) {
-      // The set keeps creation order, so this reads only `limit` of them.
-      const ids = [...(byUser.get(userId) ?? [])]
-      const out: TaskMeta[] = []
-      for (let i = ids.length - 1; i >= 0 && out.length < limit; i--) out.push(tasks.get(ids[i]!)!)
-      return out
-    },
-    close() {
-      for (const timer of timers) clearTimeout(timer)
-      timers.clear()
-    },
-  }, false)
+    false,
+  )
 }
 
 export interface RedisTaskLogOptions {
@@ -304,36 +310,46 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
   }
   events.onInterrupted(async (taskId) => {
     const meta = await readMeta(taskId)
-    if (meta && !isFinished(meta.status)) await redis.send('SET', [keys.meta(taskId), JSON.stringify({ ...meta, status: 'failed', finishedAt: Date.now() }), 'PX', String(retentionMs)])
+    if (meta && !isFinished(meta.status))
+      await redis.send('SET', [keys.meta(taskId), JSON.stringify({ ...meta, status: 'failed', finishedAt: Date.now() }), 'PX', String(retentionMs)])
   })
-  const log = createTaskLog(events, {
-    async claimResumption(taskId) {
-      const claimed = await redis.send('SET', [`${prefix}resumed:${taskId}`, '1', 'NX', 'PX', String(runningTtlMs)])
-      return claimed !== null
+  const log = createTaskLog(
+    events,
+    {
+      async claimResumption(taskId) {
+        const claimed = await redis.send('SET', [`${prefix}resumed:${taskId}`, '1', 'NX', 'PX', String(runningTtlMs)])
+        return claimed !== null
+      },
+      save(meta, running) {
+        const first = !mine.has(meta.taskId) && running
+        if (running) mine.set(meta.taskId, meta)
+        else mine.delete(meta.taskId)
+        const ttl = String(running ? runningTtlMs : retentionMs)
+        void redis
+          .run((client) =>
+            Promise.all([
+              client.send('SET', [keys.meta(meta.taskId), JSON.stringify(meta), 'PX', ttl]),
+              ...(first
+                ? [
+                    client.send('ZADD', [keys.user(meta.userId), String(meta.createdAt), meta.taskId]),
+                    client.send('PEXPIRE', [keys.user(meta.userId), String(runningTtlMs)]),
+                  ]
+                : []),
+            ]),
+          )
+          .catch(warn('saving the task state'))
+      },
+      load: async (taskId) => mine.get(taskId) ?? (await readMeta(taskId)),
+      async recent(userId, limit) {
+        const ids = ((await redis.send('ZREVRANGE', [keys.user(userId), '0', String(limit - 1)])) as string[] | null) ?? []
+        const metas = await Promise.all(ids.map((id) => mine.get(String(id)) ?? readMeta(String(id))))
+        return metas.filter((m): m is TaskMeta => m !== undefined)
+      },
+      close() {
+        mine.clear()
+      },
     },
-    save(meta, running) {
-      const first = !mine.has(meta.taskId) && running
-      if (running) mine.set(meta.taskId, meta)
-      else mine.delete(meta.taskId)
-      const ttl = String(running ? runningTtlMs : retentionMs)
-      void redis
-        .run((client) =>
-          Promise.all([
-            client.send('SET', [keys.meta(meta.taskId), JSON.stringify(meta), 'PX', ttl]),
-            ...(first ? [client.send('ZADD', [keys.user(meta.userId), String(meta.createdAt), meta.taskId]), client.send('PEXPIRE', [keys.user(meta.userId), String(runningTtlMs)])] : []),
-          ]),
-        )
-        .catch(warn('saving the task state'))
-    },
-    load: async (taskId) => mine.get(taskId) ?? (await readMeta(taskId)),
-    async recent(userId, limit) {
-      const ids = ((await redis.send('ZREVRANGE', [keys.user(userId), '0', String(limit - 1)])) as string[] | null) ?? []
-      const metas = await Promise.all(ids.map((id) => mine.get(String(id)) ?? readMeta(String(id))))
-      return metas.filter((m): m is TaskMeta => m !== undefined)
-    },
-    close() {
-      mine.clear()
-    },
-  }, true)
+    true,
+  )
   return options.redis ? log : { ...log, close: async () => (await log.close(), redis.close()) }
 }

@@ -90,7 +90,12 @@ function quotePath(path: string): string {
  * Writes `entries` as the whole tree of a new commit on `ref` (replacing what the ref held), whose parent is
  * `parent` when given, with one `git fast-import`. Answers the commit's id.
  */
-export async function commitTree(gitdir: string, ref: string, entries: readonly BlobEntry[], options: { parent?: string; message: string; time?: Date }): Promise<string> {
+export async function commitTree(
+  gitdir: string,
+  ref: string,
+  entries: readonly BlobEntry[],
+  options: { parent?: string; message: string; time?: Date },
+): Promise<string> {
   const parts: (string | Uint8Array)[] = []
   const seconds = Math.floor((options.time ?? new Date()).getTime() / 1000)
   const message = Buffer.from(options.message)

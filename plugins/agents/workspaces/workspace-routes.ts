@@ -77,7 +77,10 @@ export function workspaceRoutes(options: WorkspaceRoutesOptions) {
         auth: 'agents:run',
         rateLimit: 'default',
         response: { 200: t.Object({ files: t.Array(entry) }), 401: problem, 403: problem, 404: problem, 429: problem },
-        detail: { summary: "List a development task's workspace files", description: 'Every file and symbolic link of the workspace, with its size, sorted by path.' },
+        detail: {
+          summary: "List a development task's workspace files",
+          description: 'Every file and symbolic link of the workspace, with its size, sorted by path.',
+        },
       },
     )
     .get(

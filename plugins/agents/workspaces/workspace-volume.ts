@@ -87,7 +87,11 @@ export function createWorkspaceVolumes(logger: Logger, options: WorkspaceVolumes
   let unavailable: string | undefined =
     options.images === false
       ? 'images are turned off'
-      : process.getuid?.() !== 0 ? 'the service does not run as root' : !mkfs || !mount || !umount ? 'mkfs.ext4 or mount is missing (e2fsprogs, mount)' : undefined
+      : process.getuid?.() !== 0
+        ? 'the service does not run as root'
+        : !mkfs || !mount || !umount
+          ? 'mkfs.ext4 or mount is missing (e2fsprogs, mount)'
+          : undefined
   let reported = false
   const fallBack = (why: string) => {
     unavailable = why
@@ -124,7 +128,12 @@ export function createWorkspaceVolumes(logger: Logger, options: WorkspaceVolumes
       const image = join(dir, IMAGE)
       if (!mount || !existsSync(image) || mountedOn(dir, tree)) return
       // mount refuses an image another loop device already holds, so two processes never mount it twice.
-      const result = Bun.spawnSync([mount, '-o', 'loop,nosuid,nodev', image, tree], { stdin: 'ignore', stdout: 'ignore', stderr: 'pipe', env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' } })
+      const result = Bun.spawnSync([mount, '-o', 'loop,nosuid,nodev', image, tree], {
+        stdin: 'ignore',
+        stdout: 'ignore',
+        stderr: 'pipe',
+        env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C' },
+      })
       if (result.exitCode !== 0) logger.warn('agent workspace image not mounted', { tree, err: result.stderr.toString().trim().slice(0, 300) })
     },
 

@@ -183,7 +183,10 @@ export function createWorkspaces(options: WorkspacesOptions) {
   function serialised<T>(taskId: string, work: () => Promise<T>): Promise<T> {
     const previous = queues.get(taskId) ?? Promise.resolve()
     const next = previous.then(work, work)
-    queues.set(taskId, next.catch(() => undefined))
+    queues.set(
+      taskId,
+      next.catch(() => undefined),
+    )
     return next
   }
 
@@ -202,7 +205,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
         throw err
       })
       if (!info) return { absolute: join(tree, ...segments), exists: false }
-      if (info.isSymbolicLink()) throw new WorkspacePathError(path, `goes through a symbolic link (${segments.slice(0, i + 1).join('/')}); links are not followed`)
+      if (info.isSymbolicLink())
+        throw new WorkspacePathError(path, `goes through a symbolic link (${segments.slice(0, i + 1).join('/')}); links are not followed`)
       if (!last && !info.isDirectory()) throw new WorkspacePathError(path, `needs ${segments.slice(0, i + 1).join('/')} to be a directory`)
       if (last && final === 'file' && !info.isFile()) throw new WorkspacePathError(path, 'is not a regular file')
     }
@@ -216,7 +220,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
     for (const [i, segment] of segments.entries()) {
       current = join(current, segment)
       await mkdir(current, { mode: 0o755 }).catch((err: NodeJS.ErrnoException) => {
-        if (err.code === 'ENOSPC' || err.code === 'EDQUOT') throw new TaskError('workspace_limit', `Making the directories of ${path} would pass the workspace's limits`)
+        if (err.code === 'ENOSPC' || err.code === 'EDQUOT')
+          throw new TaskError('workspace_limit', `Making the directories of ${path} would pass the workspace's limits`)
         if (err.code !== 'EEXIST') throw new WorkspacePathError(path, `cannot have ${segments.slice(0, i + 1).join('/')} as a directory`)
       })
       const info = await lstat(current).catch(() => undefined)
@@ -272,7 +277,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
     if (found) return found
     // Another process's task, on the shared root.
     const record = readRecord(taskId)
-    if (!record || expired(record)) throw new TaskError('workspace_not_found', `The workspace of ${taskId} is gone (removed after AGENT_TASK_RETENTION_SECONDS)`)
+    if (!record || expired(record))
+      throw new TaskError('workspace_not_found', `The workspace of ${taskId} is gone (removed after AGENT_TASK_RETENTION_SECONDS)`)
     volumes.attach(dirOf(taskId), treeOf(taskId))
     return { taskId, tree: treeOf(taskId), base: record.base ?? undefined }
   }
@@ -316,7 +322,9 @@ export function createWorkspaces(options: WorkspacesOptions) {
 
   /** What a snapshot holds, as one key: its paths, modes and blob ids, and what it left out. */
   const treeKey = (snapshot: Snapshot) =>
-    new Bun.CryptoHasher('sha1').update(JSON.stringify([snapshot.entries.map((e) => [e.path, e.mode, e.oid]), snapshot.leftOut, snapshot.leftOutCount])).digest('hex')
+    new Bun.CryptoHasher('sha1')
+      .update(JSON.stringify([snapshot.entries.map((e) => [e.path, e.mode, e.oid]), snapshot.leftOut, snapshot.leftOutCount]))
+      .digest('hex')
 
   const withChanges = (snapshot: Snapshot, changes: { diff: string; files: WorkspaceChange[] }): WorkspaceDiff => {
     const note = describeLeftOut(snapshot)
@@ -330,7 +338,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
     async create(taskId: string, files: WorkspaceFile[], base?: TaskWorkspace['base']): Promise<TaskWorkspace> {
       const bytes = files.reduce((sum, f) => sum + f.bytes.byteLength, 0)
       const problem = overLimit({ files: files.length, directories: 0, bytes })
-      if (problem) throw new TaskError('workspace_limit', `The repository holds ${problem}; AGENT_WORKSPACE_MAX_FILES and AGENT_WORKSPACE_MAX_BYTES bound a workspace`)
+      if (problem)
+        throw new TaskError('workspace_limit', `The repository holds ${problem}; AGENT_WORKSPACE_MAX_FILES and AGENT_WORKSPACE_MAX_BYTES bound a workspace`)
       const tree = treeOf(taskId)
       const gitdir = gitdirOf(taskId)
       try {
@@ -442,7 +451,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
       } catch (err) {
         // The workspace's own filesystem is full (its hard limit), or the file passed RLIMIT_FSIZE.
         const code = (err as NodeJS.ErrnoException).code
-        if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG') throw new TaskError('workspace_limit', `Writing ${path} would pass the workspace's size limit`)
+        if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG')
+          throw new TaskError('workspace_limit', `Writing ${path} would pass the workspace's size limit`)
         throw err
       } finally {
         closeSync(fd)
@@ -477,7 +487,11 @@ export function createWorkspaces(options: WorkspacesOptions) {
      * passes a limit, not found over it afterwards: the signal handed to `work` aborts then (and when `signal` does).
      * Answers what `work` answered and the limit passed, if any, measured again once it ended.
      */
-    async whileWithinLimits<T>(taskId: string, signal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<{ value: T; problem?: string }> {
+    async whileWithinLimits<T>(
+      taskId: string,
+      signal: AbortSignal | undefined,
+      work: (signal: AbortSignal) => Promise<T>,
+    ): Promise<{ value: T; problem?: string }> {
       const { tree } = workspaceOf(taskId)
       const controller = new AbortController()
       const abort = () => controller.abort(signal?.reason)
@@ -540,7 +554,10 @@ export function createWorkspaces(options: WorkspacesOptions) {
         const changes = withChanges(snapshot, await diffCommits(gitdir, requireBase(taskId), commit))
         const byPath = new Map(snapshot.entries.map((e) => [e.path, e]))
         const kept = changes.files.filter((f) => f.status !== 'deleted').map((f) => byPath.get(f.path)!)
-        const blobs = await readBlobs(gitdir, kept.filter((e) => !e.bytes).map((e) => e.oid))
+        const blobs = await readBlobs(
+          gitdir,
+          kept.filter((e) => !e.bytes).map((e) => e.oid),
+        )
         const contents: WorkspaceCommit['contents'] = new Map()
         for (const file of changes.files) {
           const entry = byPath.get(file.path)
@@ -596,7 +613,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
      */
     async adopt(fromTaskId: string, toTaskId: string): Promise<TaskWorkspace> {
       const record = readRecord(fromTaskId)
-      if (!record || expired(record)) throw new TaskError('workspace_not_found', `The workspace of ${fromTaskId} is gone (removed after AGENT_TASK_RETENTION_SECONDS, or continued already)`)
+      if (!record || expired(record))
+        throw new TaskError('workspace_not_found', `The workspace of ${fromTaskId} is gone (removed after AGENT_TASK_RETENTION_SECONDS, or continued already)`)
       clearTimeout(removals.get(fromTaskId))
       removals.delete(fromTaskId)
       open.delete(fromTaskId)
@@ -608,7 +626,8 @@ export function createWorkspaces(options: WorkspacesOptions) {
       try {
         await rename(dirOf(fromTaskId), dirOf(toTaskId))
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new TaskError('workspace_not_found', `The workspace of ${fromTaskId} is gone (continued already, or removed)`)
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+          throw new TaskError('workspace_not_found', `The workspace of ${fromTaskId} is gone (continued already, or removed)`)
         throw err
       }
       volumes.attach(dirOf(toTaskId), treeOf(toTaskId))
