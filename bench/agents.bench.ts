@@ -356,7 +356,11 @@ async function fanOutRound(clients: Client[], upstream: Upstream, round: number)
     } else if (isTaskEnd(text) && ++ended === clients.length) allEnded()
   }
   const [starter, ...followers] = clients as [Client, ...Client[]]
-  const ack = await exchange(starter, JSON.stringify({ type: 'agent_command', id: `debug-${round}`, command: 'debug', params: { error: 'x' } }), (t) => t.startsWith('{"type":"ack"') || t.startsWith('{"type":"error"'))
+  const ack = await exchange(
+    starter,
+    JSON.stringify({ type: 'agent_command', id: `debug-${round}`, command: 'debug', params: { error: 'x' } }),
+    (t) => t.startsWith('{"type":"ack"') || t.startsWith('{"type":"error"'),
+  )
   const { taskId } = JSON.parse(ack) as { taskId?: string }
   if (!taskId) throw new Error(`debug was refused: ${ack}`)
   starter.onText = follow
@@ -373,7 +377,9 @@ async function fanOutRound(clients: Client[], upstream: Upstream, round: number)
   const answered = upstream.answerTimes()
   const latencies = arrivals.map(({ step, at }) => at - answered.get(step)!)
   if (latencies.some((l) => !Number.isFinite(l))) throw new Error('a step progress arrived for a step the provider never answered')
-  const firstArrivals = Array.from({ length: PLAN_STEPS }, (_, i) => Math.min(...arrivals.filter((a) => a.step === i + 1).map((a) => a.at - answered.get(i + 1)!)))
+  const firstArrivals = Array.from({ length: PLAN_STEPS }, (_, i) =>
+    Math.min(...arrivals.filter((a) => a.step === i + 1).map((a) => a.at - answered.get(i + 1)!)),
+  )
   return { latencies, firstArrivals, messageBytes: bytes / arrivals.length, expected: clients.length * PLAN_STEPS }
 }
 
@@ -415,7 +421,11 @@ const errorsIn = (runs: RoundTrips[], what: string) => {
 async function exchangeTaskId(server: Running, url: string, headers: Record<string, string>): Promise<string> {
   const client = await connect(url, headers)
   try {
-    const ack = await exchange(client, JSON.stringify({ type: 'agent_command', id: 'first', command: 'status' }), (t) => t.startsWith('{"type":"ack"') || t.startsWith('{"type":"error"'))
+    const ack = await exchange(
+      client,
+      JSON.stringify({ type: 'agent_command', id: 'first', command: 'status' }),
+      (t) => t.startsWith('{"type":"ack"') || t.startsWith('{"type":"error"'),
+    )
     const { taskId } = JSON.parse(ack) as { taskId?: string }
     if (!taskId) throw new Error(`status was refused by ${server.url}: ${ack}`)
     return taskId
@@ -428,7 +438,6 @@ function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!
 }
-
 
 export async function run(): Promise<Row[]> {
   const upstream = startUpstream()
@@ -530,7 +539,8 @@ export async function run(): Promise<Row[]> {
       `baseline: bare Bun server.publish of a ${Math.round(messageBytes)}-byte message to ${FAN_OUT_CONNECTIONS.toLocaleString('en-US')} subscribers, from the POST that triggers it; ` +
       `all clients read in this one process, so both include its time to take 1,000 messages in turn`
     const fanOutTarget = `fan-out target p99 < 20 ms (issue): ${sp99 < 20 ? 'met' : 'NOT met'} at ${sp99.toFixed(2)} ms (1-minute load average ${loadDuringFanOut.toFixed(1)} on ${os.cpus().length} cores)`
-    const fanOutWarning = serviceLatencies.length === expected ? undefined : `${expected - serviceLatencies.length} of ${expected} step progress messages never arrived`
+    const fanOutWarning =
+      serviceLatencies.length === expected ? undefined : `${expected - serviceLatencies.length} of ${expected} step progress messages never arrived`
 
     // 4. A real command, in both forms; last, since every command leaves a task in the log for the retention time.
     const statusAgainstEcho = async (label: string, params: () => Record<string, unknown> | undefined) => {
@@ -539,7 +549,11 @@ export async function run(): Promise<Row[]> {
       const copies = Math.round(measured.messagesEach)
       const head = JSON.stringify({ type: 'echo', id: 'e0000000', repeat: copies, pad: '' })
       const pad = 'x'.repeat(Math.max(0, Math.round(measured.bytesEach) - head.length))
-      const echo = await trips(elysia, (n) => JSON.stringify({ type: 'echo', id: `e${n}`, repeat: copies, pad }), (_, received) => received === copies)
+      const echo = await trips(
+        elysia,
+        (n) => JSON.stringify({ type: 'echo', id: `e${n}`, repeat: copies, pad }),
+        (_, received) => received === copies,
+      )
       show(`${label}, service`, measured)
       show(`${label}, bare Elysia echo of ${copies}`, echo)
       const note = `${label}: ${measured.messagesEach.toFixed(1)} messages per command (ack, progress, result) of ${Math.round(measured.bytesEach)} bytes on average; the echo answers one message with ${copies} copies of that size`
@@ -549,7 +563,9 @@ export async function run(): Promise<Row[]> {
     const firstTask = await exchangeTaskId(service, wsOf(service), headers)
     const statusOne = await statusAgainstEcho('status of one task', () => ({ taskId: firstTask }))
     const tasksLeft = statusAll.measured.sent + statusOne.measured.sent + 1 + FAN_OUT_ROUNDS + 1
-    console.log(`agents: service VmRSS ${(rssBytes(service.pid) / 2 ** 20).toFixed(1)} MiB with about ${tasksLeft.toLocaleString('en-US')} finished tasks retained`)
+    console.log(
+      `agents: service VmRSS ${(rssBytes(service.pid) / 2 ** 20).toFixed(1)} MiB with about ${tasksLeft.toLocaleString('en-US')} finished tasks retained`,
+    )
     const [firstSecond, lastSecond] = [statusAll.measured.bySecond[0]!, statusAll.measured.bySecond.at(-1)!]
     const growthNote =
       `status without taskId lists the user's most recent tasks: ${firstSecond.toLocaleString('en-US')} commands in the first measured second, ` +

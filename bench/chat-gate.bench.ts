@@ -102,7 +102,8 @@ export async function run(): Promise<Row[]> {
         on.push(await runOnce(service.url, auth, true, round))
       }
     }
-    for (const r of on) if (r.decision!.decision !== 'answer' || r.decision!.tokens !== WINDOW) throw new Error(`unexpected decision ${JSON.stringify(r.decision)}`)
+    for (const r of on)
+      if (r.decision!.decision !== 'answer' || r.decision!.tokens !== WINDOW) throw new Error(`unexpected decision ${JSON.stringify(r.decision)}`)
     if (!model.completions.some((c) => c.logprobs === true)) throw new Error('the gate-on runs never asked the upstream for log-probabilities')
 
     const offFirst = median(off.map((r) => r.firstTokenMs))
@@ -111,7 +112,15 @@ export async function run(): Promise<Row[]> {
     const note = `median of ${ROUNDS} alternating rounds; upstream ${TOKEN_MS} ms a token, search provider configured; the baseline is the same service with options.searchAugmentation: false`
     return [
       { figure: 'time to first token, gate on', unit: 'ms', baseline: offFirst, value: onFirst, ratio: ratioOf(onFirst, offFirst), notes: [note] },
-      { figure: 'added time to first token, gate on', unit: 'ms', baseline: null, value: onFirst - offFirst, ratio: null, limit: { atMost: 10 }, notes: [note] },
+      {
+        figure: 'added time to first token, gate on',
+        unit: 'ms',
+        baseline: null,
+        value: onFirst - offFirst,
+        ratio: null,
+        limit: { atMost: 10 },
+        notes: [note],
+      },
       {
         figure: 'added time to first token, gate on, per-round median',
         unit: 'ms',

@@ -134,7 +134,13 @@ export async function run(): Promise<Row[]> {
     }
     const note = `median step time by tasks at once: 1: ${alone.toFixed(2)} ms, ${levels.join(', ')}`
     return [
-      { figure: 'sandbox command start (true)', unit: 'ms', baseline: median(spawned), value: median(sandboxed), ratio: ratioOf(median(sandboxed), median(spawned)) },
+      {
+        figure: 'sandbox command start (true)',
+        unit: 'ms',
+        baseline: median(spawned),
+        value: median(sandboxed),
+        ratio: ratioOf(median(sandboxed), median(spawned)),
+      },
       {
         figure: 'sandbox command start (true), 5,000-file workspace',
         unit: 'ms',
@@ -142,8 +148,21 @@ export async function run(): Promise<Row[]> {
         value: median(sandboxedLarge),
         ratio: ratioOf(median(sandboxedLarge), median(spawned)),
       },
-      { figure: 'sandbox command start (bun --version)', unit: 'ms', baseline: median(spawnedBun), value: median(sandboxedBun), ratio: ratioOf(median(sandboxedBun), median(spawnedBun)) },
-      { figure: 'develop step overhead, model excluded (read_file)', unit: 'ms', baseline: median(directReads), value: alone, ratio: ratioOf(alone, median(directReads)), notes: [note] },
+      {
+        figure: 'sandbox command start (bun --version)',
+        unit: 'ms',
+        baseline: median(spawnedBun),
+        value: median(sandboxedBun),
+        ratio: ratioOf(median(sandboxedBun), median(spawnedBun)),
+      },
+      {
+        figure: 'develop step overhead, model excluded (read_file)',
+        unit: 'ms',
+        baseline: median(directReads),
+        value: alone,
+        ratio: ratioOf(alone, median(directReads)),
+        notes: [note],
+      },
       {
         figure: 'develop tasks at once before a step takes twice as long',
         unit: 'tasks',

@@ -53,8 +53,7 @@ export async function run(): Promise<Row[]> {
       const measures: LoadResult[] = []
       for (let round = 0; round < ROUNDS; round++) {
         baselines.push(await load(bare.url, { path: route.path, headers, serverPid: bare.pid, durationSeconds: 5 }))
-        if (authenticated)
-          sameWork.push(await load(bareAuthenticated.url, { path: route.path, headers, serverPid: bareAuthenticated.pid, durationSeconds: 5 }))
+        if (authenticated) sameWork.push(await load(bareAuthenticated.url, { path: route.path, headers, serverPid: bareAuthenticated.pid, durationSeconds: 5 }))
         measures.push(await load(service.url, { path: route.path, headers, serverPid: service.pid, durationSeconds: 5 }))
       }
       const baseline = median(baselines)
@@ -64,7 +63,9 @@ export async function run(): Promise<Row[]> {
       const [b, v] = [cpuPerRequest(baselines), cpuPerRequest(measures)]
       if (b !== undefined && v !== undefined)
         rows.push({
-          figure: authenticated ? `GET ${route.path} server CPU per request, vs a bare server that verifies nothing` : `GET ${route.path} server CPU per request`,
+          figure: authenticated
+            ? `GET ${route.path} server CPU per request, vs a bare server that verifies nothing`
+            : `GET ${route.path} server CPU per request`,
           unit: 'µs',
           baseline: b,
           value: v,
@@ -93,16 +94,15 @@ export async function run(): Promise<Row[]> {
   }
 }
 
-
 const latencyNote = 'autocannon records latency in whole milliseconds: 0 means under 1 ms'
 const generatorBoundNote =
-  'autocannon used a full core while the server had CPU to spare: the figure is the load generator\'s ceiling, not the server\'s; compare req/core-s'
+  "autocannon used a full core while the server had CPU to spare: the figure is the load generator's ceiling, not the server's; compare req/core-s"
 
 const ROUNDS = 3
 const cpuNote = `server CPU time (every thread, from /proc) over the requests answered, median of ${ROUNDS} alternating rounds; the load generator's CPU is not counted`
 
 const sameWorkNote =
-  'the baseline verifies the HS256 signature of every request\'s token (node:crypto HMAC, constant-time compare), checks type, issuer, audience, expiry and a scope, and counts the caller in a one-second window, by hand in one fetch handler (bench/baseline/bare-authenticated.ts); the service also logs each request, sets request ids and security headers, checks revoked sessions and answers from its cache of verified tokens'
+  "the baseline verifies the HS256 signature of every request's token (node:crypto HMAC, constant-time compare), checks type, issuer, audience, expiry and a scope, and counts the caller in a one-second window, by hand in one fetch handler (bench/baseline/bare-authenticated.ts); the service also logs each request, sets request ids and security headers, checks revoked sessions and answers from its cache of verified tokens"
 
 function medianOf(values: (number | undefined)[]): number | undefined {
   const known = values.filter((v): v is number => v !== undefined).sort((a, b) => a - b)

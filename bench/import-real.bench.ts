@@ -29,7 +29,6 @@ const REPOSITORY = 'bench/real-code'
 const DEADLINE_MS = 10 * 60_000
 const EMBEDDINGS = { kind: 'hashed' as const, dimensions: 256 }
 
-
 type Durations = NonNullable<ImportView['summary']>['durationsMs']
 
 interface Measured {
@@ -156,7 +155,12 @@ export async function run(): Promise<Row[]> {
         handed = []
         const fromMemory = await timed(() => inMemory.indexFiles({ orgId: 'memory', repositoryId: 'memory', repositoryName: REPOSITORY, files }))
         await inMemory.close()
-        indexing.push({ chunks: lastShallow.summary!.index.chunks, ms: lastShallow.summary!.durationsMs.indexing, fromMemoryMs: fromMemory.ms, fromMemoryChunks: fromMemory.value.chunks })
+        indexing.push({
+          chunks: lastShallow.summary!.index.chunks,
+          ms: lastShallow.summary!.durationsMs.indexing,
+          fromMemoryMs: fromMemory.ms,
+          fromMemoryChunks: fromMemory.value.chunks,
+        })
       }
       if (nativeFirst) shallow.native.push(await cloneNative(1))
       await shallowImport()
@@ -207,7 +211,13 @@ export async function run(): Promise<Row[]> {
       { figure: 'indexing the same files from memory', unit: 'chunks/s', baseline: null, value: memoryRate, ratio: null },
     )
     const depthOneTotal = median(shallow.service.map((d) => d.total))
-    rows.push({ figure: 'depth 1: whole import (with analysis and indexing)', unit: 'ms', baseline: median(shallow.native), value: depthOneTotal, ratio: ratioOf(depthOneTotal, median(shallow.native)) })
+    rows.push({
+      figure: 'depth 1: whole import (with analysis and indexing)',
+      unit: 'ms',
+      baseline: median(shallow.native),
+      value: depthOneTotal,
+      ratio: ratioOf(depthOneTotal, median(shallow.native)),
+    })
     return rows
   } finally {
     await imports.close()

@@ -131,10 +131,14 @@ export async function run(): Promise<Row[]> {
       if (view.status !== 'succeeded') throw new Error(`import failed: ${JSON.stringify(view.error)}`)
       chunks = view.summary?.index.chunks ?? 0
     })
-    console.log(`import-stalls: import of ${count} files took ${(during.ms / 1000).toFixed(1)} s; ${during.health.length} polls, ${during.search.length} searches`)
+    console.log(
+      `import-stalls: import of ${count} files took ${(during.ms / 1000).toFixed(1)} s; ${during.health.length} polls, ${during.search.length} searches`,
+    )
     // The import ends by learning the organisation's term space again, on a Worker: the service meanwhile.
     const learning = await measure(url, () => codeIndex.meaningLearnt!(orgId))
-    console.log(`import-stalls: the term space of ${(SEED_CHUNKS + chunks).toLocaleString('en-US')} chunks learnt in ${(learning.ms / 1000).toFixed(1)} s after the import; ${learning.health.length} polls, ${learning.search.length} searches`)
+    console.log(
+      `import-stalls: the term space of ${(SEED_CHUNKS + chunks).toLocaleString('en-US')} chunks learnt in ${(learning.ms / 1000).toFixed(1)} s after the import; ${learning.health.length} polls, ${learning.search.length} searches`,
+    )
 
     // A large import into an empty organisation; the client still searches the seeded one.
     const large = await buildRealRepository(join(gitServer.root, 'bench/large.git'))
@@ -157,11 +161,46 @@ export async function run(): Promise<Row[]> {
     ]
     const longest = (answer: PollAnswer) => Math.max(0, ...answer.health)
     return [
-      { figure: 'longest /health stall during an import', unit: 'ms', baseline: longest(baseline), value: longest(during), ratio: ratioOf(longest(during), longest(baseline)), limit: { atMost: 50 }, notes, warning },
-      { figure: '/health p99 during an import', unit: 'ms', baseline: percentile(baseline.health, 99), value: percentile(during.health, 99), ratio: ratioOf(percentile(during.health, 99), percentile(baseline.health, 99)) },
-      { figure: 'search p50 during an import', unit: 'ms', baseline: percentile(baseline.search, 50), value: percentile(during.search, 50), ratio: ratioOf(percentile(during.search, 50), percentile(baseline.search, 50)) },
-      { figure: 'search p99 during an import', unit: 'ms', baseline: percentile(baseline.search, 99), value: percentile(during.search, 99), ratio: ratioOf(percentile(during.search, 99), percentile(baseline.search, 99)), limit: { atMost: 50 } },
-      { figure: 'longest /health stall while the term space is learnt', unit: 'ms', baseline: longest(baseline), value: longest(learning), ratio: ratioOf(longest(learning), longest(baseline)), limit: { atMost: 50 } },
+      {
+        figure: 'longest /health stall during an import',
+        unit: 'ms',
+        baseline: longest(baseline),
+        value: longest(during),
+        ratio: ratioOf(longest(during), longest(baseline)),
+        limit: { atMost: 50 },
+        notes,
+        warning,
+      },
+      {
+        figure: '/health p99 during an import',
+        unit: 'ms',
+        baseline: percentile(baseline.health, 99),
+        value: percentile(during.health, 99),
+        ratio: ratioOf(percentile(during.health, 99), percentile(baseline.health, 99)),
+      },
+      {
+        figure: 'search p50 during an import',
+        unit: 'ms',
+        baseline: percentile(baseline.search, 50),
+        value: percentile(during.search, 50),
+        ratio: ratioOf(percentile(during.search, 50), percentile(baseline.search, 50)),
+      },
+      {
+        figure: 'search p99 during an import',
+        unit: 'ms',
+        baseline: percentile(baseline.search, 99),
+        value: percentile(during.search, 99),
+        ratio: ratioOf(percentile(during.search, 99), percentile(baseline.search, 99)),
+        limit: { atMost: 50 },
+      },
+      {
+        figure: 'longest /health stall while the term space is learnt',
+        unit: 'ms',
+        baseline: longest(baseline),
+        value: longest(learning),
+        ratio: ratioOf(longest(learning), longest(baseline)),
+        limit: { atMost: 50 },
+      },
       {
         figure: 'longest /health stall during a large import into an empty organisation',
         unit: 'ms',
@@ -169,7 +208,9 @@ export async function run(): Promise<Row[]> {
         value: longest(duringLarge),
         ratio: ratioOf(longest(duringLarge), longest(baseline)),
         limit: { atMost: 50 },
-        notes: [`${large.files.toLocaleString('en-US')} files (${(large.bytes / 1024 ** 2).toFixed(1)} MiB) of real code at depth 1 (bench/lib/real-repository.ts), ${largeChunks.toLocaleString('en-US')} chunks, prepared on a Worker; the client searches the seeded organisation meanwhile`],
+        notes: [
+          `${large.files.toLocaleString('en-US')} files (${(large.bytes / 1024 ** 2).toFixed(1)} MiB) of real code at depth 1 (bench/lib/real-repository.ts), ${largeChunks.toLocaleString('en-US')} chunks, prepared on a Worker; the client searches the seeded organisation meanwhile`,
+        ],
       },
       {
         figure: 'search p99 during a large import into an empty organisation',
@@ -179,7 +220,14 @@ export async function run(): Promise<Row[]> {
         ratio: ratioOf(percentile(duringLarge.search, 99), percentile(baseline.search, 99)),
         limit: { atMost: 50 },
       },
-      { figure: 'search p99 while the term space is learnt', unit: 'ms', baseline: percentile(baseline.search, 99), value: percentile(learning.search, 99), ratio: ratioOf(percentile(learning.search, 99), percentile(baseline.search, 99)), limit: { atMost: 50 } },
+      {
+        figure: 'search p99 while the term space is learnt',
+        unit: 'ms',
+        baseline: percentile(baseline.search, 99),
+        value: percentile(learning.search, 99),
+        ratio: ratioOf(percentile(learning.search, 99), percentile(baseline.search, 99)),
+        limit: { atMost: 50 },
+      },
     ]
   } finally {
     server.stop(true)

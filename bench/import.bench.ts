@@ -25,7 +25,7 @@ const DEADLINE_MS = 8 * 60_000
 // Deterministic content: the same repository every run, files of varied size and language.
 function generateRepository(count: number): FixtureFiles {
   let seed = 0x2545f491
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) >>> 0) / 2 ** 32)
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) >>> 0) / 2 ** 32
   const kinds = [
     { ext: 'ts', line: (i: number, n: number) => `export function handle${i}_${n}(input: string): number {\n  return input.length * ${n}\n}\n` },
     { ext: 'py', line: (i: number, n: number) => `def compute_${i}_${n}(value):\n    return value * ${n}\n\n` },
@@ -45,7 +45,6 @@ function generateRepository(count: number): FixtureFiles {
   }
   return files
 }
-
 
 export async function run(): Promise<Row[]> {
   const deadline = performance.now() + DEADLINE_MS
@@ -85,7 +84,11 @@ export async function run(): Promise<Row[]> {
       const imported = await timed(() => importAs(`org-${round}`))
       service.push(imported.ms)
       lastView = imported.value
-      phases.push({ clone: imported.value.summary!.durationsMs.clone, analysis: imported.value.summary!.durationsMs.analysis, indexing: imported.value.summary!.durationsMs.indexing })
+      phases.push({
+        clone: imported.value.summary!.durationsMs.clone,
+        analysis: imported.value.summary!.durationsMs.analysis,
+        indexing: imported.value.summary!.durationsMs.indexing,
+      })
       console.log(`import: round ${round + 1}: git clone ${native.at(-1)!.toFixed(0)} ms, service ${imported.ms.toFixed(0)} ms`)
     }
 
@@ -105,7 +108,15 @@ export async function run(): Promise<Row[]> {
     const clonePhase = median(phases.map((p) => p.clone))
     const analysisPhase = median(phases.map((p) => p.analysis))
     return [
-      { figure: 'import of a fresh repository', unit: 'ms', baseline: median(native), value: median(service), ratio: ratioOf(median(service), median(native)), target: { atMost: 2.5 }, notes },
+      {
+        figure: 'import of a fresh repository',
+        unit: 'ms',
+        baseline: median(native),
+        value: median(service),
+        ratio: ratioOf(median(service), median(native)),
+        target: { atMost: 2.5 },
+        notes,
+      },
       { figure: 'import: fetch + checkout phase', unit: 'ms', baseline: median(native), value: clonePhase, ratio: ratioOf(clonePhase, median(native)) },
       { figure: 'import: analysis phase', unit: 'ms', baseline: null, value: analysisPhase, ratio: null },
       { figure: 'import: hand-off to the index', unit: 'ms', baseline: null, value: median(phases.map((p) => p.indexing)), ratio: null },
@@ -115,7 +126,9 @@ export async function run(): Promise<Row[]> {
         baseline: pull.ms,
         value: reimport.ms,
         ratio: ratioOf(reimport.ms, pull.ms),
-        notes: ['baseline: git pull --ff-only in a clone; the service fetches the new objects, checks out the difference, analyses the whole tree again and re-indexes the changed files'],
+        notes: [
+          'baseline: git pull --ff-only in a clone; the service fetches the new objects, checks out the difference, analyses the whole tree again and re-indexes the changed files',
+        ],
       },
     ]
   } finally {

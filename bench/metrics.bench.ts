@@ -89,7 +89,11 @@ async function inProcessCpu(): Promise<{ off: number; on: number; note: string }
     const deps = await buildDependencies(config, { sqliteFile: ':memory:', logger: createLogger({ level: 'error' }) })
     const app = createApp(deps)
     const login = await app.handle(
-      new Request('http://localhost/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) }),
+      new Request('http://localhost/auth/login', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password }),
+      }),
     )
     const { accessToken } = (await login.json()) as { accessToken: string }
     const request = () => app.handle(new Request('http://localhost/auth/me', { headers: { authorization: `Bearer ${accessToken}` } }))
@@ -155,9 +159,11 @@ function observationCost(): Row {
 
 async function countedRequests(url: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`, { headers: { Authorization: `Bearer ${metricsToken}` } })).text()
-  return [...text.matchAll(/^http_request_duration_seconds_count\{[^}]*route="\/auth\/me"[^}]*status="200"[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0)
+  return [...text.matchAll(/^http_request_duration_seconds_count\{[^}]*route="\/auth\/me"[^}]*status="200"[^}]*\} (\d+)$/gm)].reduce(
+    (sum, m) => sum + Number(m[1]),
+    0,
+  )
 }
-
 
 function median(results: LoadResult[]): LoadResult {
   return [...results].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(results.length / 2)]!

@@ -54,7 +54,8 @@ type Method = SearchMode | 'hybrid + model' | 'bm25 files' | 'grep'
 // With a model configured, hybrid search also over the code the model writes for each question
 // (CODE_SEARCH_EXPANSION_MODEL), on the same questions: the gain of a model.
 const EXPANSION_MODEL = process.env.BENCH_EXPANSION_MODEL
-const PROVIDER = process.env.OPENAI_BASE_URL || process.env.OPENAI_API_KEY ? { baseUrl: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY } : undefined
+const PROVIDER =
+  process.env.OPENAI_BASE_URL || process.env.OPENAI_API_KEY ? { baseUrl: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY } : undefined
 const expandQuery =
   EXPANSION_MODEL && PROVIDER
     ? createQueryExpander({ provider: createOpenAiProvider({ ...PROVIDER, timeoutMs: 30_000, idleMs: 30_000 }), model: EXPANSION_MODEL, timeoutMs: 30_000 })
@@ -79,7 +80,11 @@ function record(tally: Tally, fileRank: number, chunkRank: number): void {
 }
 
 // minisearch's default tokenizer (split on spaces and punctuation) and BM25+ parameters (k 1.2, b 0.7, d 0.5).
-const plainWords = (text: string) => text.toLowerCase().split(/[\n\r\p{Z}\p{P}]+/u).filter(Boolean)
+const plainWords = (text: string) =>
+  text
+    .toLowerCase()
+    .split(/[\n\r\p{Z}\p{P}]+/u)
+    .filter(Boolean)
 
 function bm25Files(files: EvaluationRepository['files']) {
   const docs = files.map((f) => {
@@ -199,19 +204,21 @@ export async function run(): Promise<Row[]> {
     perRepository.push(
       `${repository.name} (${repository.language}, ${repository.files.length} files, ${chunks} chunks, ${repository.queries.length} questions${TUNING.has(repository.name) ? ', tuning' : ', held out'}): file MRR@10 ` +
         METHODS.map((m) => `${m} ${mrr(m).toFixed(3)}`).join(', ') +
-        `; chunk MRR@10 ${METHODS.filter((m) => m !== 'bm25 files' && m !== 'grep').map((m) => `${m} ${chunkMrr(m).toFixed(3)}`).join(', ')}`,
+        `; chunk MRR@10 ${METHODS.filter((m) => m !== 'bm25 files' && m !== 'grep')
+          .map((m) => `${m} ${chunkMrr(m).toFixed(3)}`)
+          .join(', ')}`,
     )
   }
   for (const line of perRepository) console.log(`search-quality: ${line}`)
   if (!expandQuery)
-    console.log('search-quality: hybrid + model left out: set BENCH_EXPANSION_MODEL and OPENAI_BASE_URL or OPENAI_API_KEY to measure a model\'s gain')
+    console.log("search-quality: hybrid + model left out: set BENCH_EXPANSION_MODEL and OPENAI_BASE_URL or OPENAI_API_KEY to measure a model's gain")
 
   const names = repositories.map((r) => `${r.name}${TUNING.has(r.name) ? ' (tuning)' : ''}`).join(', ')
   const questions = totals.all.get('text')!.count
   const heldOutQuestions = totals.heldOut.get('text')!.count
   const note = `${questions} questions (first sentence of a doc comment; comments blanked in the indexed copy) over ${names}; answer: the function's file`
   const heldOutNote = `held out: the ${heldOutQuestions} questions of the repositories not used for tuning`
-  const chunkNote = 'chunk level: a returned chunk holds the documented function\'s first line'
+  const chunkNote = "chunk level: a returned chunk holds the documented function's first line"
   const baselineNote = 'baseline: BM25 over whole files (minisearch tokenizer and parameters), same questions, same run'
   const rows: Row[] = []
   const bm25 = totals.all.get('bm25 files')!
@@ -259,7 +266,9 @@ export async function run(): Promise<Row[]> {
     baseline: null,
     value: (1000 * searchSeconds) / Math.max(1, searches),
     ratio: null,
-    notes: [`${searches} searches; indexing the ${repositories.length} repositories took ${indexSeconds.toFixed(1)} s, learning their term spaces ${learnSeconds.toFixed(1)} s after`],
+    notes: [
+      `${searches} searches; indexing the ${repositories.length} repositories took ${indexSeconds.toFixed(1)} s, learning their term spaces ${learnSeconds.toFixed(1)} s after`,
+    ],
   })
   return rows
 }

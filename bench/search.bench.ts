@@ -37,12 +37,36 @@ const ROUNDS = 3
 const ORAMA_SIMILARITY = 0.1
 
 const QUERIES = [
-  'parse json response body', 'createServer', 'retry request with backoff', 'verify jwt signature', 'http request timeout',
-  'read file as text', 'websocket message handler', 'validate schema', 'stream chunks to the client', 'abort controller signal',
-  'base64 encode', 'compare strings in constant time', 'merge headers', 'format date', 'error stack trace',
-  'typebox object schema', 'git pack index', 'stripe webhook', 'openai chat completion', 'tokenizer', 'radix tree insert',
-  'cookie parser', 'escape html', 'deep clone object', 'event emitter listener', 'uuid', 'url search params', 'promise all settled',
-  'hash password', 'load balancer',
+  'parse json response body',
+  'createServer',
+  'retry request with backoff',
+  'verify jwt signature',
+  'http request timeout',
+  'read file as text',
+  'websocket message handler',
+  'validate schema',
+  'stream chunks to the client',
+  'abort controller signal',
+  'base64 encode',
+  'compare strings in constant time',
+  'merge headers',
+  'format date',
+  'error stack trace',
+  'typebox object schema',
+  'git pack index',
+  'stripe webhook',
+  'openai chat completion',
+  'tokenizer',
+  'radix tree insert',
+  'cookie parser',
+  'escape html',
+  'deep clone object',
+  'event emitter listener',
+  'uuid',
+  'url search params',
+  'promise all settled',
+  'hash password',
+  'load balancer',
 ]
 
 const cpuSeconds = () => {
@@ -113,7 +137,9 @@ export async function run(): Promise<Row[]> {
   try {
     const corpus = await loadCodeCorpus(CHUNKS)
     const files = corpus.repositories.flatMap((r) => r.files)
-    console.log(`search: ${corpus.chunks.toLocaleString('en-US')} chunks from ${files.length.toLocaleString('en-US')} files of node_modules in ${corpus.repositories.length} repositories`)
+    console.log(
+      `search: ${corpus.chunks.toLocaleString('en-US')} chunks from ${files.length.toLocaleString('en-US')} files of node_modules in ${corpus.repositories.length} repositories`,
+    )
 
     const config = loadConfig({
       DATA_DIR: dataDir,
@@ -132,7 +158,11 @@ export async function run(): Promise<Row[]> {
       const password = `bench-${crypto.randomUUID()}`
       await deps.access.createAccount({ email: 'bench@example.com', password, role: 'member', orgId: org.id })
       const login = await app.handle(
-        new Request('http://localhost/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'bench@example.com', password }) }),
+        new Request('http://localhost/auth/login', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: 'bench@example.com', password }),
+        }),
       )
       const { accessToken } = (await login.json()) as { accessToken: string }
 
@@ -176,10 +206,19 @@ export async function run(): Promise<Row[]> {
 
       const rate = indexed / indexing.seconds
       const rateNote = `target ≥ 5,000 chunks/s (issue): ${rate >= 5000 ? 'met' : 'NOT met'} at ${Math.round(rate).toLocaleString('en-US')} chunks/s wall clock, ${Math.round(indexed / indexing.cpuSeconds).toLocaleString('en-US')} per CPU-second`
-      const baselineNote = 'Orama alone: insert only (default tokenizer, vectors computed beforehand); ours: indexFiles: chunking, offline embeddings (256 dimensions) and insert'
+      const baselineNote =
+        'Orama alone: insert only (default tokenizer, vectors computed beforehand); ours: indexFiles: chunking, offline embeddings (256 dimensions) and insert'
       const oramaRate = oramaChunks / oramaSeconds
       rows.push(
-        { figure: 'indexing rate', unit: 'chunks/s', baseline: oramaRate, value: rate, ratio: ratioOf(rate, oramaRate), limit: { atLeast: 5000 }, notes: [rateNote, baselineNote] },
+        {
+          figure: 'indexing rate',
+          unit: 'chunks/s',
+          baseline: oramaRate,
+          value: rate,
+          ratio: ratioOf(rate, oramaRate),
+          limit: { atLeast: 5000 },
+          notes: [rateNote, baselineNote],
+        },
         {
           figure: 'indexing per CPU-second',
           unit: 'chunks/cpu-s',
@@ -194,7 +233,7 @@ export async function run(): Promise<Row[]> {
           baseline: oramaRate,
           value: indexed / importing.seconds,
           ratio: ratioOf(indexed / importing.seconds, oramaRate),
-          notes: ['the same through the service\'s index, which saves a snapshot of the whole organisation index at the end of each import (here 2)'],
+          notes: ["the same through the service's index, which saves a snapshot of the whole organisation index at the end of each import (here 2)"],
         },
         {
           figure: 'memory per 10,000 chunks',
@@ -219,7 +258,11 @@ export async function run(): Promise<Row[]> {
         return (await res.json()) as { results: unknown[] }
       }
       for (const query of QUERIES.slice(0, 5)) await send({ query, mode: 'hybrid' })
-      const latencies: Record<SearchMode, { ours: number[]; orama: number[] }> = { hybrid: { ours: [], orama: [] }, text: { ours: [], orama: [] }, vector: { ours: [], orama: [] } }
+      const latencies: Record<SearchMode, { ours: number[]; orama: number[] }> = {
+        hybrid: { ours: [], orama: [] },
+        text: { ours: [], orama: [] },
+        vector: { ours: [], orama: [] },
+      }
       for (let round = 0; round < ROUNDS; round++)
         for (const query of QUERIES)
           for (const mode of ['hybrid', 'text', 'vector'] as const) {
@@ -233,11 +276,29 @@ export async function run(): Promise<Row[]> {
         const p99 = percentile(ours, 0.99)
         const targets =
           mode === 'hybrid'
-            ? [`hybrid targets (issue): p50 < 15 ms ${p50 < 15 ? 'met' : 'NOT met'} (${p50.toFixed(1)}), p99 < 50 ms ${p99 < 50 ? 'met' : 'NOT met'} (${p99.toFixed(1)})`]
+            ? [
+                `hybrid targets (issue): p50 < 15 ms ${p50 < 15 ? 'met' : 'NOT met'} (${p50.toFixed(1)}), p99 < 50 ms ${p99 < 50 ? 'met' : 'NOT met'} (${p99.toFixed(1)})`,
+              ]
             : []
         rows.push(
-          { figure: `${mode} search p50`, unit: 'ms', baseline: percentile(alone, 0.5), value: p50, ratio: ratioOf(p50, percentile(alone, 0.5)), limit: mode === 'hybrid' ? { atMost: 15 } : undefined, notes: [latencyNote, ...targets] },
-          { figure: `${mode} search p99`, unit: 'ms', baseline: percentile(alone, 0.99), value: p99, ratio: ratioOf(p99, percentile(alone, 0.99)), limit: mode === 'hybrid' ? { atMost: 50 } : undefined, notes: [latencyNote, ...targets] },
+          {
+            figure: `${mode} search p50`,
+            unit: 'ms',
+            baseline: percentile(alone, 0.5),
+            value: p50,
+            ratio: ratioOf(p50, percentile(alone, 0.5)),
+            limit: mode === 'hybrid' ? { atMost: 15 } : undefined,
+            notes: [latencyNote, ...targets],
+          },
+          {
+            figure: `${mode} search p99`,
+            unit: 'ms',
+            baseline: percentile(alone, 0.99),
+            value: p99,
+            ratio: ratioOf(p99, percentile(alone, 0.99)),
+            limit: mode === 'hybrid' ? { atMost: 50 } : undefined,
+            notes: [latencyNote, ...targets],
+          },
         )
       }
 
@@ -248,7 +309,14 @@ export async function run(): Promise<Row[]> {
       const loaded = await timed(() => restarted.search({ orgId: org.id }, { query: 'tokenizer', limit: 1 }))
       await restarted.close()
       rows.push(
-        { figure: 'snapshot per 10,000 chunks', unit: 'MB', baseline: null, value: mb((snapshotBytes / indexed) * 10_000), ratio: null, notes: [`written in ${(saved.ms / 1000).toFixed(1)} s for ${indexed.toLocaleString('en-US')} chunks`] },
+        {
+          figure: 'snapshot per 10,000 chunks',
+          unit: 'MB',
+          baseline: null,
+          value: mb((snapshotBytes / indexed) * 10_000),
+          ratio: null,
+          notes: [`written in ${(saved.ms / 1000).toFixed(1)} s for ${indexed.toLocaleString('en-US')} chunks`],
+        },
         {
           figure: 'restart: load snapshot vs index again',
           unit: 'ms',
@@ -290,7 +358,9 @@ async function fusionQuality(): Promise<Row[]> {
       baseline: oramaFound,
       value: oursFound,
       ratio: ratioOf(oursFound, oramaFound),
-      notes: [`${questions.length} questions over test/code-search/fixtures.ts; ours fuses the two lists' scores scaled to 0..1 and adds a whole-file share, Orama alone by its weighted min-max hybrid`],
+      notes: [
+        `${questions.length} questions over test/code-search/fixtures.ts; ours fuses the two lists' scores scaled to 0..1 and adds a whole-file share, Orama alone by its weighted min-max hybrid`,
+      ],
     })
   }
   await ours.close()

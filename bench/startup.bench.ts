@@ -31,7 +31,12 @@ export async function run(): Promise<Row[]> {
     // --no-env-file: a developer's .env must not change what is measured; the executable runs outside the checkout.
     const bare: Subject = { name: 'bare Bun.serve', command: [process.execPath, '--no-env-file', join(root, 'bench', 'baseline', 'bare-server.ts')], cwd: root }
     const subjects: Subject[] = [
-      { name: 'bun src/main/index.ts', command: [process.execPath, '--no-env-file', 'src/main/index.ts'], cwd: root, env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' } },
+      {
+        name: 'bun src/main/index.ts',
+        command: [process.execPath, '--no-env-file', 'src/main/index.ts'],
+        cwd: root,
+        env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' },
+      },
       { name: 'executable', command: [executable], cwd: buildDir, env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' } },
     ]
     // Discarded: the first start pays for cold file caches.
@@ -52,18 +57,45 @@ export async function run(): Promise<Row[]> {
     const notes = [
       `median of ${ROUNDS} alternating rounds; each start has a fresh DATA_DIR (a first start: migrations run, secrets are generated) and is polled every 2 ms; ${busy}`,
       `idle RSS is VmRSS ${SETTLE_MS / 1000} s after the first /health answer, nothing else requested`,
-      'CPU is the time of all the process\'s threads until the first /health answer (/proc/<pid>/task/*/schedstat)',
+      "CPU is the time of all the process's threads until the first /health answer (/proc/<pid>/task/*/schedstat)",
     ]
     const base = summary(starts.get(bare.name)!)
     return subjects.flatMap((subject) => {
       const s = summary(starts.get(subject.name)!)
       return [
-        { figure: `${subject.name}: spawn to first /health 200`, unit: 'ms', baseline: base.readyMs, value: s.readyMs, ratio: ratioOf(s.readyMs, base.readyMs), limit: { atMost: READY_GOAL_MS }, notes: [notes[0]!] },
+        {
+          figure: `${subject.name}: spawn to first /health 200`,
+          unit: 'ms',
+          baseline: base.readyMs,
+          value: s.readyMs,
+          ratio: ratioOf(s.readyMs, base.readyMs),
+          limit: { atMost: READY_GOAL_MS },
+          notes: [notes[0]!],
+        },
         ...(s.cpuMs !== undefined && base.cpuMs !== undefined
-          ? [{ figure: `${subject.name}: CPU until first /health 200`, unit: 'ms', baseline: base.cpuMs, value: s.cpuMs, ratio: ratioOf(s.cpuMs, base.cpuMs), notes: [notes[2]!] }]
+          ? [
+              {
+                figure: `${subject.name}: CPU until first /health 200`,
+                unit: 'ms',
+                baseline: base.cpuMs,
+                value: s.cpuMs,
+                ratio: ratioOf(s.cpuMs, base.cpuMs),
+                notes: [notes[2]!],
+              },
+            ]
           : []),
         ...(s.idleRssMb !== undefined && base.idleRssMb !== undefined
-          ? [{ figure: `${subject.name}: idle RSS`, unit: 'MB', baseline: base.idleRssMb, value: s.idleRssMb, ratio: ratioOf(s.idleRssMb, base.idleRssMb), limit: { atMost: IDLE_RSS_GOAL_MB }, notes: [notes[1]!] }]
+          ? [
+              {
+                figure: `${subject.name}: idle RSS`,
+                unit: 'MB',
+                baseline: base.idleRssMb,
+                value: s.idleRssMb,
+                ratio: ratioOf(s.idleRssMb, base.idleRssMb),
+                limit: { atMost: IDLE_RSS_GOAL_MB },
+                notes: [notes[1]!],
+              },
+            ]
           : []),
       ]
     })

@@ -80,7 +80,8 @@ export function jsonDepth(text: string, stopAbove = Infinity): number {
  * MAX_JSON_DEPTH are refused before parsing: deep values overflow the stack of whatever walks them later.
  */
 export function parseJsonBody(text: string): unknown {
-  if (text.trim() === '') throw new AppError('invalid_json', 'Request body is empty; a JSON document was expected', { errors: [{ field: 'body', message: 'empty body' }] })
+  if (text.trim() === '')
+    throw new AppError('invalid_json', 'Request body is empty; a JSON document was expected', { errors: [{ field: 'body', message: 'empty body' }] })
   if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH)
     throw new AppError('nesting_too_deep', `Request body is nested deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`, {
       errors: [{ field: 'body', message: `nested deeper than ${MAX_JSON_DEPTH} levels` }],

@@ -5,7 +5,8 @@ export function branchProblem(branch: string): string | undefined {
   if (!/^[A-Za-z0-9._/-]{1,200}$/.test(branch)) return 'must be 1-200 letters, digits, ., -, _ or /'
   if (branch.startsWith('/') || branch.endsWith('/') || branch.includes('//')) return 'must not start or end with / or hold //'
   if (branch.includes('..')) return 'must not contain ..'
-  if (branch.endsWith('.') || branch.split('/').some((part) => part.startsWith('.') || part.endsWith('.lock'))) return 'has a part starting with . or ending with .lock or .'
+  if (branch.endsWith('.') || branch.split('/').some((part) => part.startsWith('.') || part.endsWith('.lock')))
+    return 'has a part starting with . or ending with .lock or .'
   if (branch.startsWith('-')) return 'must not start with -'
   return undefined
 }

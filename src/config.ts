@@ -106,7 +106,8 @@ export const hostList: Parser<string[]> = (raw) =>
       parsed = new URL(`http://${entry}`)
     } catch {}
     const port = /:(\d+)$/.exec(entry)?.[1]
-    const plain = parsed && /^([a-z0-9._~-]+|\[[0-9a-f:.]+\])$/.test(parsed.hostname) && parsed.pathname === '/' && !parsed.username && !parsed.search && !parsed.hash
+    const plain =
+      parsed && /^([a-z0-9._~-]+|\[[0-9a-f:.]+\])$/.test(parsed.hostname) && parsed.pathname === '/' && !parsed.username && !parsed.search && !parsed.hash
     if (!parsed || !plain) throw new Error(`entries must be host or host:port (no scheme, path or wildcard), got "${entry}"`)
     return port === undefined ? parsed.hostname : `${parsed.hostname}:${port}`
   })
@@ -123,7 +124,8 @@ export const originList: Parser<string[]> = (raw) => {
     try {
       parsed = new URL(entry)
     } catch {}
-    const plain = parsed && /^https?:$/.test(parsed.protocol) && parsed.pathname === '/' && !parsed.username && !parsed.password && !parsed.search && !parsed.hash
+    const plain =
+      parsed && /^https?:$/.test(parsed.protocol) && parsed.pathname === '/' && !parsed.username && !parsed.password && !parsed.search && !parsed.hash
     if (!parsed || !plain || /^https?:\/\/.*\/./.test(entry))
       throw new Error(`entries must be http or https origins such as https://app.example.com (no path), got "${entry}"`)
     // As browsers send it in Origin: lower case, no default port, no trailing slash.
@@ -238,14 +240,24 @@ const observabilityVariables = {
     doc: 'Base URL of an OTLP/HTTP collector (http://collector:4318): each request becomes a trace span, model calls its child spans, exported as JSON to ENDPOINT/v1/traces; unset, no tracing code runs',
     parse: url('http:', 'https:'),
   },
-  OTEL_EXPORTER_OTLP_HEADERS: { doc: 'Headers sent with every trace export, as comma-separated key=value pairs with URL-encoded values (api-key=abc)', parse: keyValueList },
+  OTEL_EXPORTER_OTLP_HEADERS: {
+    doc: 'Headers sent with every trace export, as comma-separated key=value pairs with URL-encoded values (api-key=abc)',
+    parse: keyValueList,
+  },
   OTEL_SERVICE_NAME: { doc: 'service.name of the exported spans', parse: text, fallback: 'realtime-ai-backend' },
 } satisfies Variables
 
 const secretVariables = {
   JWT_SECRET: { doc: 'HS256 key for access tokens (generated into DATA_DIR when unset)', parse: secret },
-  TOKEN_ENCRYPTION_KEY: { doc: 'AES-256 key for stored provider tokens: base64 of 32 bytes, or a passphrase (32+ characters) stretched with HKDF (generated when unset)', parse: secret },
-  TOKEN_ENCRYPTION_PREVIOUS_KEYS: { doc: 'Comma-separated earlier TOKEN_ENCRYPTION_KEY values, still accepted for decryption after a rotation', parse: list, fallback: [] as string[] },
+  TOKEN_ENCRYPTION_KEY: {
+    doc: 'AES-256 key for stored provider tokens: base64 of 32 bytes, or a passphrase (32+ characters) stretched with HKDF (generated when unset)',
+    parse: secret,
+  },
+  TOKEN_ENCRYPTION_PREVIOUS_KEYS: {
+    doc: 'Comma-separated earlier TOKEN_ENCRYPTION_KEY values, still accepted for decryption after a rotation',
+    parse: list,
+    fallback: [] as string[],
+  },
 } satisfies Variables
 
 const accountVariables = {
@@ -265,7 +277,11 @@ const accountVariables = {
     parse: unclaimedScopes,
     fallback: ['chat:write', 'integrations:read', 'integrations:write', 'search:read', 'agents:run'] as Scope[],
   },
-  OIDC_DEFAULT_ROLE: { doc: 'Role of the user created by the first token of an external subject (admin users set-role changes it later)', parse: role, fallback: 'member' as Role },
+  OIDC_DEFAULT_ROLE: {
+    doc: 'Role of the user created by the first token of an external subject (admin users set-role changes it later)',
+    parse: role,
+    fallback: 'member' as Role,
+  },
   OIDC_CLAIMABLE_ROLES: {
     doc: 'Roles the role claim of an external token may choose; a claim naming another (owner, by default) is ignored and the stored role applies',
     parse: roleList,
@@ -291,9 +307,17 @@ const planVariables = {
   RATE_LIMIT_INTEGRATIONS_PER_MINUTE: { doc: 'Integration requests per user per minute', parse: integer(1, 1_000_000), fallback: 50 },
   RATE_LIMIT_SEARCH_PER_MINUTE: { doc: 'Search requests per user per minute (enterprise plans: unlimited)', parse: integer(1, 1_000_000), fallback: 200 },
   RATE_LIMIT_ASSISTANT_PER_MINUTE: { doc: 'Documentation assistant questions per client address per minute', parse: integer(1, 1_000_000), fallback: 10 },
-  RATE_LIMIT_BURST: { doc: 'Burst ceiling: requests per user across all endpoints within RATE_LIMIT_BURST_WINDOW_SECONDS', parse: integer(1, 1_000_000), fallback: 500 },
+  RATE_LIMIT_BURST: {
+    doc: 'Burst ceiling: requests per user across all endpoints within RATE_LIMIT_BURST_WINDOW_SECONDS',
+    parse: integer(1, 1_000_000),
+    fallback: 500,
+  },
   RATE_LIMIT_BURST_WINDOW_SECONDS: { doc: 'Window of the burst ceiling', parse: integer(1, 3600), fallback: 10 },
-  RATE_LIMIT_FAIL_CLOSED: { doc: 'Route classes (chat, integrations, search, assistant, default) refused when Redis is unreachable; others are allowed', parse: list, fallback: [] as string[] },
+  RATE_LIMIT_FAIL_CLOSED: {
+    doc: 'Route classes (chat, integrations, search, assistant, default) refused when Redis is unreachable; others are allowed',
+    parse: list,
+    fallback: [] as string[],
+  },
 } satisfies Variables
 
 const modelProviderVariables = {
@@ -303,9 +327,21 @@ const modelProviderVariables = {
 
 const sandboxVariables = {
   SANDBOX_TIMEOUT_MS: { doc: 'Wall-clock limit of one sandboxed code run; a run may ask for less, never more', parse: integer(100, 600_000), fallback: 10_000 },
-  SANDBOX_MEMORY_MB: { doc: 'Memory ceiling of one sandboxed run (its whole process tree and the files it writes), in MiB', parse: integer(32, 65_536), fallback: 256 },
-  SANDBOX_MAX_OUTPUT_BYTES: { doc: 'Output (stdout and stderr) kept from one sandboxed run; reaching it stops the run', parse: integer(1024, 64 * 1024 * 1024), fallback: 256 * 1024 },
-  SANDBOX_MAX_PROCESSES: { doc: 'Tasks (processes and threads) one sandboxed run may have at once; Bun itself uses a handful', parse: integer(16, 4096), fallback: 64 },
+  SANDBOX_MEMORY_MB: {
+    doc: 'Memory ceiling of one sandboxed run (its whole process tree and the files it writes), in MiB',
+    parse: integer(32, 65_536),
+    fallback: 256,
+  },
+  SANDBOX_MAX_OUTPUT_BYTES: {
+    doc: 'Output (stdout and stderr) kept from one sandboxed run; reaching it stops the run',
+    parse: integer(1024, 64 * 1024 * 1024),
+    fallback: 256 * 1024,
+  },
+  SANDBOX_MAX_PROCESSES: {
+    doc: 'Tasks (processes and threads) one sandboxed run may have at once; Bun itself uses a handful',
+    parse: integer(16, 4096),
+    fallback: 64,
+  },
 } satisfies Variables
 
 /** The core's values, which every slice's `build` may read besides its own. */
@@ -396,7 +432,8 @@ const observability = defineSettings({
   title: 'Logs, metrics and traces',
   variables: observabilityVariables,
   build: (v, report) => {
-    if (v.METRICS_PORT !== undefined && v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT) report.problem(`METRICS_PORT must differ from PORT (both are ${v.PORT})`)
+    if (v.METRICS_PORT !== undefined && v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT)
+      report.problem(`METRICS_PORT must differ from PORT (both are ${v.PORT})`)
     if (v.OTEL_EXPORTER_OTLP_HEADERS && !v.OTEL_EXPORTER_OTLP_ENDPOINT)
       report.problem('OTEL_EXPORTER_OTLP_HEADERS is set but OTEL_EXPORTER_OTLP_ENDPOINT is not; set the collector to send them to')
     return {
@@ -467,7 +504,8 @@ const plans = defineSettings({
     if (v.PLANS.length === 0) report.problem('PLANS must name at least one plan')
     for (const plan of v.ENTERPRISE_PLANS) if (!v.PLANS.includes(plan)) report.problem(`ENTERPRISE_PLANS names plan "${plan}", which is not in PLANS`)
     for (const c of v.RATE_LIMIT_FAIL_CLOSED)
-      if (!(ROUTE_CLASSES as readonly string[]).includes(c)) report.problem(`RATE_LIMIT_FAIL_CLOSED names "${c}"; known classes are ${ROUTE_CLASSES.join(', ')}`)
+      if (!(ROUTE_CLASSES as readonly string[]).includes(c))
+        report.problem(`RATE_LIMIT_FAIL_CLOSED names "${c}"; known classes are ${ROUTE_CLASSES.join(', ')}`)
     return {
       plans: { ids: v.PLANS, enterprise: v.ENTERPRISE_PLANS },
       rateLimits: {
@@ -498,7 +536,12 @@ const sandbox = defineSettings({
   variables: sandboxVariables,
   build: (v) => ({
     /** Limits of each sandboxed code run (see src/sandbox); requests may only lower them. */
-    sandbox: { timeoutMs: v.SANDBOX_TIMEOUT_MS, memoryMb: v.SANDBOX_MEMORY_MB, maxOutputBytes: v.SANDBOX_MAX_OUTPUT_BYTES, maxProcesses: v.SANDBOX_MAX_PROCESSES },
+    sandbox: {
+      timeoutMs: v.SANDBOX_TIMEOUT_MS,
+      memoryMb: v.SANDBOX_MEMORY_MB,
+      maxOutputBytes: v.SANDBOX_MAX_OUTPUT_BYTES,
+      maxProcesses: v.SANDBOX_MAX_PROCESSES,
+    },
   }),
 })
 
@@ -515,7 +558,8 @@ interface Resolved {
 }
 
 /** The configuration of the core and of the plugin slices `S`. */
-export type ConfigOf<S extends readonly AnySettings[]> = Frozen<Intersection<ReturnType<(typeof CORE_SETTINGS)[number]['build'] | S[number]['build']>>> & Resolved
+export type ConfigOf<S extends readonly AnySettings[]> = Frozen<Intersection<ReturnType<(typeof CORE_SETTINGS)[number]['build'] | S[number]['build']>>> &
+  Resolved
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

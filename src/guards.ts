@@ -120,7 +120,12 @@ export class RouteGuards {
 
 /** A route path (`/api/chat/:id/stream`, `/docs/*`) as a regular expression over request paths. */
 export function routePattern(path: string): RegExp {
-  return new RegExp(`^${path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}/?$`)
+  return new RegExp(
+    `^${path
+      .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+      .replace(/:[^/]+/g, '[^/]+')
+      .replace(/\*/g, '.*')}/?$`,
+  )
 }
 
 async function runInOrder(hooks: GuardHook[], context: GuardContext): Promise<void> {

@@ -50,8 +50,7 @@ export class RedisUnavailableError extends AppError {
 const MIN_DELAY_MS = 50
 const IDLE_BLOCKING_KEPT = 16
 
-const newClient = (url: string, timeoutMs: number) =>
-  new RedisClient(url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: timeoutMs })
+const newClient = (url: string, timeoutMs: number) => new RedisClient(url, { enableOfflineQueue: false, autoReconnect: false, connectionTimeout: timeoutMs })
 
 /** A connection that comes back by itself: each attempt is a fresh client, the pause doubling up to the cap. */
 function createLink(url: string, timeoutMs: number, maxDelayMs: number, hooks: { up(client: RedisClient): Promise<void>; down(err: unknown): void }) {

@@ -93,7 +93,10 @@ const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/
 export function clientAddress(peer: string | undefined, forwardedFor: string | null, trustedProxies: readonly string[]): string {
   const direct = peer ?? 'unknown'
   if (!forwardedFor || !trustedProxies.includes(direct)) return direct
-  const hops = forwardedFor.split(',').map((s) => s.trim()).filter(Boolean)
+  const hops = forwardedFor
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   for (let i = hops.length - 1; i >= 0; i--) if (!trustedProxies.includes(hops[i]!)) return hops[i]!
   return direct
 }
@@ -204,7 +207,8 @@ function headProblem(request: Request): AppError | undefined {
 }
 
 function toAppError(code: string | number, error: unknown, request: Request, routeIndex: RouteIndex): AppError | undefined {
-  if (code === 'PARSE' && (error as Error)?.cause instanceof GuardFailure) return toAppError('UNKNOWN', ((error as Error).cause as Error).cause, request, routeIndex)
+  if (code === 'PARSE' && (error as Error)?.cause instanceof GuardFailure)
+    return toAppError('UNKNOWN', ((error as Error).cause as Error).cause, request, routeIndex)
   if (error instanceof AppError) return error
   if ((code === 'PARSE' || code === 'UNKNOWN') && (error as Error)?.cause instanceof AppError) return (error as Error).cause as AppError
   if (error instanceof ValidationError) {
@@ -270,63 +274,65 @@ export function requestPipeline(options: RequestPipelineOptions) {
     }
   }
 
-  return new Elysia({ name: 'request-pipeline', seed: bodyLimitBytes })
-    .onRequest(({ request, set }) => {
-      const given = request.headers.get('x-request-id')
-      const meta = new Meta(given && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID(), performance.now(), request, addressLookup)
-      if (alwaysLogAddress) void meta.clientIp
-      ;(request as WithMeta)[META] = meta
-      set.headers['x-request-id'] = meta.id
-      set.headers['x-content-type-options'] = 'nosniff'
-      if (lifecycle) {
-        lifecycle.requestsArrived++
-        if (lifecycle.draining) set.headers.connection = 'close'
-      }
-      const oversized = headProblem(request)
-      if (oversized) {
-        // Refused after the route's guards, so a guarded route still answers an anonymous caller 401 first.
-        if (routeGuards?.mayBeGuarded(request.method, new URL(request.url).pathname)) holdUntilGuarded(request, oversized)
-        else throw oversized
-      }
-      if (observeStart) observeStart(request)
-    })
-    // The route's guards come first: nothing of the body is read, and nothing said about it, before them.
-    // Destructured, not passed whole: Elysia reads global hooks' source to learn what every route uses.
-    .onParse({ as: 'global' }, async ({ request, contentType, route, set }) => {
-      const guarded = runGuards(route, { request, set })
-      if (guarded) await guarded
-      if (!request.body) return null
-      if (!isJsonContentType(contentType)) {
-        const takesForm = routeIndex.takesForm(request.method, route)
-        // An HTML form posted to a route that declares it takes one (a page that works without script).
-        if (takesForm && isFormContentType(contentType)) return parseFormBody(await readBodyText(request, bodyLimitBytes))
-        // An empty body with no content type is simply no body.
-        const text = await readBodyText(request, bodyLimitBytes)
-        if (text === '' && !contentType) return null
-        const expected = takesForm ? 'application/json or application/x-www-form-urlencoded' : 'application/json'
-        throw new AppError('unsupported_media_type', `Content-Type must be ${expected}, got "${contentType || 'none'}"`, {
-          errors: [{ field: 'content-type', message: `expected ${expected}` }],
-        })
-      }
-      const text = await readBodyText(request, bodyLimitBytes)
-      requestMeta(request).rawBody = text
-      return parseJsonBody(text)
-    })
-    .onError({ as: 'global' }, ({ code, error, request }) => answerError(code, error, request))
-    .onAfterResponse({ as: 'global' }, ({ request, set, route, path }) => {
-      const meta = requestMeta(request)
-      const status = meta.errorStatus ?? (meta.switchedProtocols ? 101 : typeof set.status === 'number' ? set.status : 200)
-      const durationMs = performance.now() - meta.startedAt
-      if (observer) observer.finished(request, route, status, durationMs)
-      logger.info('request', {
-        requestId: meta.id,
-        method: request.method,
-        route: route || undefined,
-        path,
-        status,
-        durationMs: Math.round(durationMs * 100) / 100,
-        ip: meta.knownClientIp,
-        userId: meta.principal?.userId,
+  return (
+    new Elysia({ name: 'request-pipeline', seed: bodyLimitBytes })
+      .onRequest(({ request, set }) => {
+        const given = request.headers.get('x-request-id')
+        const meta = new Meta(given && CLIENT_REQUEST_ID.test(given) ? given : crypto.randomUUID(), performance.now(), request, addressLookup)
+        if (alwaysLogAddress) void meta.clientIp
+        ;(request as WithMeta)[META] = meta
+        set.headers['x-request-id'] = meta.id
+        set.headers['x-content-type-options'] = 'nosniff'
+        if (lifecycle) {
+          lifecycle.requestsArrived++
+          if (lifecycle.draining) set.headers.connection = 'close'
+        }
+        const oversized = headProblem(request)
+        if (oversized) {
+          // Refused after the route's guards, so a guarded route still answers an anonymous caller 401 first.
+          if (routeGuards?.mayBeGuarded(request.method, new URL(request.url).pathname)) holdUntilGuarded(request, oversized)
+          else throw oversized
+        }
+        if (observeStart) observeStart(request)
       })
-    })
+      // The route's guards come first: nothing of the body is read, and nothing said about it, before them.
+      // Destructured, not passed whole: Elysia reads global hooks' source to learn what every route uses.
+      .onParse({ as: 'global' }, async ({ request, contentType, route, set }) => {
+        const guarded = runGuards(route, { request, set })
+        if (guarded) await guarded
+        if (!request.body) return null
+        if (!isJsonContentType(contentType)) {
+          const takesForm = routeIndex.takesForm(request.method, route)
+          // An HTML form posted to a route that declares it takes one (a page that works without script).
+          if (takesForm && isFormContentType(contentType)) return parseFormBody(await readBodyText(request, bodyLimitBytes))
+          // An empty body with no content type is simply no body.
+          const text = await readBodyText(request, bodyLimitBytes)
+          if (text === '' && !contentType) return null
+          const expected = takesForm ? 'application/json or application/x-www-form-urlencoded' : 'application/json'
+          throw new AppError('unsupported_media_type', `Content-Type must be ${expected}, got "${contentType || 'none'}"`, {
+            errors: [{ field: 'content-type', message: `expected ${expected}` }],
+          })
+        }
+        const text = await readBodyText(request, bodyLimitBytes)
+        requestMeta(request).rawBody = text
+        return parseJsonBody(text)
+      })
+      .onError({ as: 'global' }, ({ code, error, request }) => answerError(code, error, request))
+      .onAfterResponse({ as: 'global' }, ({ request, set, route, path }) => {
+        const meta = requestMeta(request)
+        const status = meta.errorStatus ?? (meta.switchedProtocols ? 101 : typeof set.status === 'number' ? set.status : 200)
+        const durationMs = performance.now() - meta.startedAt
+        if (observer) observer.finished(request, route, status, durationMs)
+        logger.info('request', {
+          requestId: meta.id,
+          method: request.method,
+          route: route || undefined,
+          path,
+          status,
+          durationMs: Math.round(durationMs * 100) / 100,
+          ip: meta.knownClientIp,
+          userId: meta.principal?.userId,
+        })
+      })
+  )
 }

@@ -65,7 +65,13 @@ describe('a draining process', () => {
       await expectRefused(await post('/api/enhanced-chat', { messages: [{ role: 'user', content: 'write a function' }] }), 'chat turns')
       await expectRefused(await post('/api/codehost/import', { repository: 'acme/drained' }), 'imports')
       const upgrade = await fetch(`${url}/ws/agent`, {
-        headers: { authorization: headers.authorization!, upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': btoa('0123456789abcdef'), 'sec-websocket-version': '13' },
+        headers: {
+          authorization: headers.authorization!,
+          upgrade: 'websocket',
+          connection: 'Upgrade',
+          'sec-websocket-key': btoa('0123456789abcdef'),
+          'sec-websocket-version': '13',
+        },
       })
       await expectRefused(upgrade, 'agent connections')
 

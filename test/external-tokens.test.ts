@@ -137,9 +137,7 @@ describe('refused algorithms and headers, before any key lookup', () => {
     const { verifier } = verifierFor({ algorithms: ['RS256', 'HS256'] })
     const publicKey = (await importJWK(idp.jwk(idp.kid), 'RS256')) as CryptoKey
     const publicPem = await exportSPKI(publicKey)
-    const confused = await new SignJWT(userClaims())
-      .setProtectedHeader({ alg: 'HS256', kid: idp.kid })
-      .sign(new TextEncoder().encode(publicPem))
+    const confused = await new SignJWT(userClaims()).setProtectedHeader({ alg: 'HS256', kid: idp.kid }).sign(new TextEncoder().encode(publicPem))
     await expectRefused(verifier, confused, 'unsupported algorithm')
     expect(verifier.jwksFetches()).toBe(0)
   })
@@ -198,9 +196,7 @@ describe('signing keys', () => {
     const { verifier, requested } = verifierFor({ jwksCooldownMs: 60_000 })
     await verifier.verify(await userToken())
     const flood = () =>
-      Promise.all(
-        Array.from({ length: 50 }, async (_, i) => expectRefused(verifier, await userToken({}, { kid: `unknown-${i}` }), 'unknown signing key')),
-      )
+      Promise.all(Array.from({ length: 50 }, async (_, i) => expectRefused(verifier, await userToken({}, { kid: `unknown-${i}` }), 'unknown signing key')))
 
     advanceClock(31_000) // past jose's default cooldown, within the configured one
     await flood()

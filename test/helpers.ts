@@ -119,20 +119,22 @@ export function forEachBackend(body: (backend: { name: 'sqlite' | 'postgres'; op
   const { openDatabase } = require('../src/storage/database.ts') as typeof import('../src/storage/database.ts')
   const { migrate } = require('../src/storage/migrate.ts') as typeof import('../src/storage/migrate.ts')
   const { migrations } = require('../src/storage/migrations/index.ts') as typeof import('../src/storage/migrations/index.ts')
-  const opener = (name: 'sqlite' | 'postgres') => async (options: { migrate?: boolean } = {}): Promise<BackendDatabase> => {
-    const dir = tempDir()
-    const pg = name === 'postgres' ? await freshPostgres() : undefined
-    const db = await openDatabase({ databaseUrl: pg?.url, dataDir: dir.path })
-    if (options.migrate !== false) await migrate(db, migrations)
-    return {
-      db,
-      async close() {
-        await db.close()
-        await pg?.drop()
-        dir.remove()
-      },
+  const opener =
+    (name: 'sqlite' | 'postgres') =>
+    async (options: { migrate?: boolean } = {}): Promise<BackendDatabase> => {
+      const dir = tempDir()
+      const pg = name === 'postgres' ? await freshPostgres() : undefined
+      const db = await openDatabase({ databaseUrl: pg?.url, dataDir: dir.path })
+      if (options.migrate !== false) await migrate(db, migrations)
+      return {
+        db,
+        async close() {
+          await db.close()
+          await pg?.drop()
+          dir.remove()
+        },
+      }
     }
-  }
   body({ name: 'sqlite', open: opener('sqlite') })
   if (postgresUrl) body({ name: 'postgres', open: opener('postgres') })
   else announceSkip('PostgreSQL variants of the storage suites', 'DATABASE_URL')

@@ -346,9 +346,7 @@ describe('guardUrl', () => {
   })
 
   test('refuses metadata and private addresses, named in the message', async () => {
-    expect((await refusal('http://169.254.169.254/latest/meta-data/')).message).toBe(
-      'URL resolves to a cloud metadata address (169.254.169.254)',
-    )
+    expect((await refusal('http://169.254.169.254/latest/meta-data/')).message).toBe('URL resolves to a cloud metadata address (169.254.169.254)')
     expect((await refusal('http://[fd00:ec2::254]/')).message).toContain('cloud metadata address')
     expect((await refusal('http://10.0.0.5/')).message).toContain('private network address (10.0.0.5)')
     expect((await refusal('http://0.0.0.0:3000/')).message).toContain('unspecified address (0.0.0.0)')

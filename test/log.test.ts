@@ -31,11 +31,32 @@ function expected(line: string, level: string, msg: string, base: LogFields, fie
 describe('log lines', () => {
   test('a request line is one JSON object: time, level and message first, then the fields in order', () => {
     const { logger, lines } = capture()
-    logger.info('request', { requestId: 'r-1', method: 'GET', route: undefined, path: '/a"b', status: 200, durationMs: 0.25, ip: '127.0.0.1', userId: undefined })
+    logger.info('request', {
+      requestId: 'r-1',
+      method: 'GET',
+      route: undefined,
+      path: '/a"b',
+      status: 200,
+      durationMs: 0.25,
+      ip: '127.0.0.1',
+      userId: undefined,
+    })
     expect(lines).toHaveLength(1)
     expect(lines[0]).toStartWith('{"time":"')
-    expect(lines[0]).toContain('","level":"info","msg":"request","requestId":"r-1","method":"GET","path":"/a\\"b","status":200,"durationMs":0.25,"ip":"127.0.0.1"}')
-    expect(JSON.parse(lines[0]!)).toEqual({ time: expect.any(String), level: 'info', msg: 'request', requestId: 'r-1', method: 'GET', path: '/a"b', status: 200, durationMs: 0.25, ip: '127.0.0.1' })
+    expect(lines[0]).toContain(
+      '","level":"info","msg":"request","requestId":"r-1","method":"GET","path":"/a\\"b","status":200,"durationMs":0.25,"ip":"127.0.0.1"}',
+    )
+    expect(JSON.parse(lines[0]!)).toEqual({
+      time: expect.any(String),
+      level: 'info',
+      msg: 'request',
+      requestId: 'r-1',
+      method: 'GET',
+      path: '/a"b',
+      status: 200,
+      durationMs: 0.25,
+      ip: '127.0.0.1',
+    })
   })
 
   test('secrets are redacted and errors written with their name, message and stack', () => {

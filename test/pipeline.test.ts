@@ -227,10 +227,18 @@ describe('client address in the access log', () => {
     const routeIndex = new RouteIndex()
     let lookups = 0
     const app = new Elysia({ normalize: false })
-      .use(requestPipeline({ logger, bodyLimitBytes: LIMIT, routeIndex, logClientAddress, peerAddress: () => {
+      .use(
+        requestPipeline({
+          logger,
+          bodyLimitBytes: LIMIT,
+          routeIndex,
+          logClientAddress,
+          peerAddress: () => {
             lookups++
             return peer()
-          }, }))
+          },
+        }),
+      )
       .get('/plain', () => ({ ok: true }))
       .get('/reads-address', ({ request }) => ({ ip: requestMeta(request).clientIp }))
       .get('/refused', () => {

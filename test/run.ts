@@ -12,9 +12,12 @@ const report = join(dir, 'report.xml')
 // (bunfig.toml has no setting for it: `bun test` reads the timeout only from this flag.)
 // Bun's own limit on a request head is an empty 431; above the service's limits it is raised as `npm start` does,
 // so servers the suites start answer oversized heads with a problem body.
-const proc = Bun.spawn([process.execPath, '--max-http-header-size=65536', 'test', '--timeout=30000', '--reporter=junit', `--reporter-outfile=${report}`, ...process.argv.slice(2)], {
-  stdio: ['inherit', 'inherit', 'inherit'],
-})
+const proc = Bun.spawn(
+  [process.execPath, '--max-http-header-size=65536', 'test', '--timeout=30000', '--reporter=junit', `--reporter-outfile=${report}`, ...process.argv.slice(2)],
+  {
+    stdio: ['inherit', 'inherit', 'inherit'],
+  },
+)
 const exitCode = await proc.exited
 
 let passed = 0

@@ -5,7 +5,7 @@ import { migrations } from '../src/storage/migrations/index.ts'
 import { forEachBackend, freshPostgres, postgresUrl, type BackendDatabase } from './helpers.ts'
 
 test('statements split at semicolons that end a line, comments dropped', () => {
-  expect(splitStatements('-- a table\nCREATE TABLE a (x TEXT);\n\nCREATE TABLE b (y TEXT DEFAULT \'a;b\')\n')).toEqual([
+  expect(splitStatements("-- a table\nCREATE TABLE a (x TEXT);\n\nCREATE TABLE b (y TEXT DEFAULT 'a;b')\n")).toEqual([
     'CREATE TABLE a (x TEXT)',
     "CREATE TABLE b (y TEXT DEFAULT 'a;b')",
   ])

@@ -13,7 +13,7 @@ const secret = process.env.JWT_SECRET ?? ''
 const issuer = process.env.JWT_ISSUER ?? 'realtime-ai-backend'
 const audience = process.env.JWT_AUDIENCE ?? 'realtime-ai-backend-api'
 const burst = Number(process.env.RATE_LIMIT_BURST) || 1_000_000
-if (!secret) throw new Error('JWT_SECRET is required: the baseline verifies the service\'s tokens')
+if (!secret) throw new Error("JWT_SECRET is required: the baseline verifies the service's tokens")
 
 const startedAt = Date.now()
 const counters = new Map<string, { windowStart: number; count: number }>()
@@ -59,8 +59,7 @@ const server = Bun.serve({
   port: Number(process.env.PORT) || 0,
   fetch(request) {
     const { pathname } = new URL(request.url)
-    if (request.method === 'GET' && pathname === '/health')
-      return Response.json({ status: 'ok', uptimeSeconds: Math.round((Date.now() - startedAt) / 1000) })
+    if (request.method === 'GET' && pathname === '/health') return Response.json({ status: 'ok', uptimeSeconds: Math.round((Date.now() - startedAt) / 1000) })
     if (request.method === 'GET' && pathname === '/auth/me') {
       const claims = verified(request.headers.get('authorization'))
       if (!claims) return Response.json({ error: { code: 'unauthenticated' } }, { status: 401 })

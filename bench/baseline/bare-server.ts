@@ -11,16 +11,7 @@ const principal = {
   userId: 'usr_baseline',
   organizationId: 'org_baseline',
   role: 'owner',
-  scopes: [
-    'chat:write',
-    'integrations:read',
-    'integrations:write',
-    'billing:manage',
-    'search:read',
-    'agents:run',
-    'usage:read',
-    'audit:read',
-  ],
+  scopes: ['chat:write', 'integrations:read', 'integrations:write', 'billing:manage', 'search:read', 'agents:run', 'usage:read', 'audit:read'],
   plan: 'free',
   source: 'local',
 }
@@ -31,8 +22,7 @@ const server = Bun.serve({
   port: Number(process.env.PORT) || 0,
   fetch(request) {
     const { pathname } = new URL(request.url)
-    if (request.method === 'GET' && pathname === '/health')
-      return Response.json({ status: 'ok', uptimeSeconds: Math.round((Date.now() - startedAt) / 1000) })
+    if (request.method === 'GET' && pathname === '/health') return Response.json({ status: 'ok', uptimeSeconds: Math.round((Date.now() - startedAt) / 1000) })
     if (request.method === 'GET' && pathname === '/auth/me') return Response.json(principal)
     return new Response('not found', { status: 404 })
   },

@@ -172,7 +172,8 @@ export async function loadEvaluationRepository(
     const repoPath = relative(root, join(root, path))
     const { content, lineOf } = withoutCommentLines(source, language === 'Python' ? stripPythonComments(source) : stripCComments(source))
     if (!options.askNotAbout?.(repoPath))
-      for (const query of language === 'Python' ? pythonQueries(repoPath, source) : jsQueries(repoPath, source)) all.push({ ...query, line: lineOf(query.line) })
+      for (const query of language === 'Python' ? pythonQueries(repoPath, source) : jsQueries(repoPath, source))
+        all.push({ ...query, line: lineOf(query.line) })
     files.push({ path: repoPath, content })
   }
   if (files.length === 0 || all.length === 0) return undefined

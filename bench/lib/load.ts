@@ -81,11 +81,7 @@ async function autocannonRun(args: string[], durationSeconds: number) {
   const proc = Bun.spawn(['node', autocannon, '-j', '-n', ...args], { stdout: 'pipe', stderr: 'pipe' })
   const killer = setTimeout(() => proc.kill('SIGKILL'), (durationSeconds + graceSeconds) * 1000)
   try {
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(proc.stdout).text(),
-      new Response(proc.stderr).text(),
-      proc.exited,
-    ])
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     if (code !== 0) throw new Error(`autocannon exited with ${code}: ${stderr.trim()}`)
     const cpu = proc.resourceUsage()?.cpuTime.total
     return { report: JSON.parse(stdout) as AutocannonReport, cpuMicros: cpu === undefined ? undefined : Number(cpu) }

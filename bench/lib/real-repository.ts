@@ -98,8 +98,7 @@ function sourceFiles(source: Source): { path: string; content: Buffer }[] {
     if (size === 0 || size > MAX_FILE_BYTES) continue
     files.push({ path: `${source.to}/${path}`, content: readFileSync(join(source.from, path)) })
   }
-  if (source.manifest && existsSync(source.manifest))
-    files.push({ path: `${source.to}/package.json`, content: readFileSync(source.manifest) })
+  if (source.manifest && existsSync(source.manifest)) files.push({ path: `${source.to}/package.json`, content: readFileSync(source.manifest) })
   return files
 }
 

@@ -33,7 +33,13 @@ export function printTable(rows: Row[]): void {
   const header = [...(withBench ? ['bench'] : []), 'figure', 'unit', 'baseline', 'value', 'ratio', 'target', '']
   const body = rows.map((r) => [
     ...(withBench ? [r.bench ?? ''] : []),
-    r.figure + (r.notes?.length ? ` [${r.notes.map((n) => notes.indexOf(n) + 1).sort((a, b) => a - b).join(',')}]` : ''),
+    r.figure +
+      (r.notes?.length
+        ? ` [${r.notes
+            .map((n) => notes.indexOf(n) + 1)
+            .sort((a, b) => a - b)
+            .join(',')}]`
+        : ''),
     r.unit,
     r.baseline === null ? '-' : formatValue(r.baseline, r.unit),
     formatValue(r.value, r.unit),
@@ -44,7 +50,10 @@ export function printTable(rows: Row[]): void {
   const widths = header.map((_, i) => Math.max(...[header, ...body].map((cells) => cells[i]!.length)))
   const numeric = new Set(['baseline', 'value', 'ratio'])
   const line = (cells: string[]) =>
-    cells.map((c, i) => (numeric.has(header[i]!) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()
+    cells
+      .map((c, i) => (numeric.has(header[i]!) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd()
   console.log(line(header))
   console.log(widths.map((w) => '-'.repeat(w)).join('  '))
   for (const cells of body) console.log(line(cells))

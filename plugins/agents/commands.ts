@@ -69,7 +69,9 @@ export function debugCommand(deps: CommandDependencies): CommandHandler {
       if (params.importId) {
         const view = await succeededImport(deps.imports, context, params.importId)
         const query = (params.error ?? params.code ?? '').slice(0, 500)
-        const hits = query.trim() ? await deps.codeIndex.search({ orgId: context.caller.orgId }, { query, repositoryIds: [view.repository.id], limit: 5, expand: false }) : []
+        const hits = query.trim()
+          ? await deps.codeIndex.search({ orgId: context.caller.orgId }, { query, repositoryIds: [view.repository.id], limit: 5, expand: false })
+          : []
         context.log(`Found ${hits.length} related snippet${hits.length === 1 ? '' : 's'} in ${view.repository.name}`)
         // Plain source: what the model copies into a fix must match the file.
         related = hits.map((hit) => `${hit.path}:${hit.startLine}-${hit.endLine}\n${fence('', plainSnippet(hit.snippet))}`).join('\n\n')

@@ -12,7 +12,11 @@ export type TaskStatus = (typeof TASK_STATUSES)[number]
 export const FINISHED_STATUSES: readonly TaskStatus[] = ['succeeded', 'failed', 'cancelled']
 
 const clientId = t.Optional(
-  t.String({ minLength: 1, maxLength: 128, description: 'Chosen by the client; echoed in the direct reply (ack, subscribed, pong, error) so replies can be matched' }),
+  t.String({
+    minLength: 1,
+    maxLength: 128,
+    description: 'Chosen by the client; echoed in the direct reply (ack, subscribed, pong, error) so replies can be matched',
+  }),
 )
 const taskId = t.String({ minLength: 1, maxLength: 64, description: 'Task id from the ack' })
 const importId = t.String({ minLength: 1, maxLength: 100, description: 'A succeeded repository import of your organisation (POST /api/codehost/import)' })
@@ -22,7 +26,12 @@ export const debugParams = strictObject(
     code: t.Optional(t.String({ maxLength: 100_000, description: 'The faulty program (TypeScript, JavaScript or Python)' })),
     error: t.Optional(t.String({ maxLength: 20_000, description: 'The error message or stack trace seen' })),
     language: t.Optional(oneOf(['typescript', 'javascript', 'python'] as const, { description: 'Language of code. Default typescript' })),
-    tests: t.Optional(t.String({ maxLength: 50_000, description: 'Tests the fix must pass: bun tests importing from "./main", or for Python unittest tests importing from main' })),
+    tests: t.Optional(
+      t.String({
+        maxLength: 50_000,
+        description: 'Tests the fix must pass: bun tests importing from "./main", or for Python unittest tests importing from main',
+      }),
+    ),
     importId: t.Optional(importId),
     question: t.Optional(t.String({ maxLength: 4000, description: 'What the code should do, in your words' })),
   },
@@ -44,7 +53,7 @@ export const developParams = strictObject(
     checks: t.Optional(
       t.Array(t.String({ minLength: 1, maxLength: 1000 }), {
         maxItems: 10,
-        description: 'Command lines that must pass (run in the sandbox, in the workspace), for example `bun test`; each one\'s last verdict is in the result',
+        description: "Command lines that must pass (run in the sandbox, in the workspace), for example `bun test`; each one's last verdict is in the result",
       }),
     ),
     branch: t.Optional(
@@ -70,7 +79,7 @@ export const developParams = strictObject(
   },
   {
     description:
-      'Change code in a private workspace: the import\'s files at its commit (or, without importId, an empty project), with the model using tools to read, edit and run commands. ' +
+      "Change code in a private workspace: the import's files at its commit (or, without importId, an empty project), with the model using tools to read, edit and run commands. " +
       'The result carries the unified diff, the files changed, the last verdict of each check and the summary',
   },
 )
@@ -93,7 +102,11 @@ export type BuildSiteParams = Static<typeof buildSiteParams>
 
 export const continueParams = strictObject(
   {
-    taskId: t.String({ minLength: 1, maxLength: 64, description: 'The develop task (or an earlier follow-up) to go on from; it must have ended, and its workspace not have expired' }),
+    taskId: t.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'The develop task (or an earlier follow-up) to go on from; it must have ended, and its workspace not have expired',
+    }),
     message: t.String({ minLength: 1, maxLength: 20_000, description: 'What to do now, in your words: the earlier conversation is the context' }),
     checks: t.Optional(
       t.Array(t.String({ minLength: 1, maxLength: 1000 }), { maxItems: 10, description: "Command lines that must pass; default the earlier task's checks" }),
@@ -158,7 +171,10 @@ const seq = integer({ minimum: 1, description: "Position in the task's message l
 const status = oneOf(TASK_STATUSES)
 
 export const SERVER_MESSAGES = {
-  ack: t.Object({ type: t.Literal('ack'), id: clientId, taskId, seq, command: t.String(), status }, { description: 'The command was accepted as a task (first message of its log)' }),
+  ack: t.Object(
+    { type: t.Literal('ack'), id: clientId, taskId, seq, command: t.String(), status },
+    { description: 'The command was accepted as a task (first message of its log)' },
+  ),
   progress: t.Object(
     {
       type: t.Literal('progress'),
@@ -167,14 +183,22 @@ export const SERVER_MESSAGES = {
       status,
       step: t.Optional(t.String({ description: 'What the task is doing now' })),
       stepIndex: t.Optional(integer({ minimum: 0 })),
-      steps: t.Optional(integer({ minimum: 1, description: 'Steps known or expected so far; it can change once a plan is made or as the task learns its pace' })),
+      steps: t.Optional(
+        integer({ minimum: 1, description: 'Steps known or expected so far; it can change once a plan is made or as the task learns its pace' }),
+      ),
       percent: t.Optional(integer({ minimum: 0, maximum: 100 })),
       eta: t.Optional(t.String({ description: 'Time left as a short duration (45s, 2m, 1h5m), from the steps left and how long finished steps took' })),
     },
     { description: 'Status changes and steps' },
   ),
-  log: t.Object({ type: t.Literal('log'), taskId, seq, level: oneOf(['info', 'warn'] as const), message: t.String() }, { description: 'A line of what the agent did' }),
-  result: t.Object({ type: t.Literal('result'), taskId, seq, status: t.Literal('succeeded'), output: t.Unknown({ description: 'The command\'s output' }) }, { description: 'Last message of a succeeded task' }),
+  log: t.Object(
+    { type: t.Literal('log'), taskId, seq, level: oneOf(['info', 'warn'] as const), message: t.String() },
+    { description: 'A line of what the agent did' },
+  ),
+  result: t.Object(
+    { type: t.Literal('result'), taskId, seq, status: t.Literal('succeeded'), output: t.Unknown({ description: "The command's output" }) },
+    { description: 'Last message of a succeeded task' },
+  ),
   error: t.Object(
     {
       type: t.Literal('error'),
@@ -198,7 +222,10 @@ export const SERVER_MESSAGES = {
     { description: 'Answer to subscribe; the missed messages (seq > afterSeq) follow, then live ones' },
   ),
   unsubscribed: t.Object({ type: t.Literal('unsubscribed'), id: clientId, taskId }),
-  cancelling: t.Object({ type: t.Literal('cancelling'), id: clientId, taskId }, { description: "Answer to cancel; the task's own log ends with error status cancelled" }),
+  cancelling: t.Object(
+    { type: t.Literal('cancelling'), id: clientId, taskId },
+    { description: "Answer to cancel; the task's own log ends with error status cancelled" },
+  ),
   pong: t.Object({ type: t.Literal('pong'), id: clientId, time: integer({ description: 'Server time, ms since the epoch' }) }),
 } as const
 export type ServerMessageType = keyof typeof SERVER_MESSAGES

@@ -21,64 +21,66 @@ export interface AuthPluginOptions {
 /** Sign-in, token refresh and rotation, sign-out, registration and the caller's identity. */
 export function authPlugin(options: AuthPluginOptions) {
   const { access, plans } = options
-  return new Elysia({ name: 'auth', prefix: '/auth', detail: { tags: ['auth'] } })
-    .use(accessControl({ access, plans }))
-    .use(rateLimiting(options.rateLimits))
-    // Answers here carry tokens or who a token speaks for: no cache, shared or private, may keep them.
-    .onTransform(({ set }) => {
-      set.headers['cache-control'] = 'no-store'
-    })
-    .post('/login', ({ body, request }) => access.login(body.email, body.password, requestMeta(request).clientIp), {
-      body: loginBody,
-      response: { 200: tokenPair, 401: problem, 429: problem },
-      detail: { summary: 'Exchange email and password for an access token and a refresh token' },
-    })
-    .post('/refresh', ({ body }) => access.refresh(body.refreshToken), {
-      body: refreshBody,
-      response: { 200: tokenPair, 401: problem },
-      detail: { summary: 'Rotate a refresh token: the old one stops working, reusing it revokes the session' },
-    })
-    .post(
-      '/logout',
-      async ({ body, set }) => {
-        await access.logout(body.refreshToken)
-        set.status = 204
-      },
-      {
+  return (
+    new Elysia({ name: 'auth', prefix: '/auth', detail: { tags: ['auth'] } })
+      .use(accessControl({ access, plans }))
+      .use(rateLimiting(options.rateLimits))
+      // Answers here carry tokens or who a token speaks for: no cache, shared or private, may keep them.
+      .onTransform(({ set }) => {
+        set.headers['cache-control'] = 'no-store'
+      })
+      .post('/login', ({ body, request }) => access.login(body.email, body.password, requestMeta(request).clientIp), {
+        body: loginBody,
+        response: { 200: tokenPair, 401: problem, 429: problem },
+        detail: { summary: 'Exchange email and password for an access token and a refresh token' },
+      })
+      .post('/refresh', ({ body }) => access.refresh(body.refreshToken), {
         body: refreshBody,
-        response: { 204: t.Undefined({ description: 'Signed out' }) },
-        detail: { summary: 'Revoke the refresh token and every token rotated from it' },
-      },
-    )
-    .post(
-      '/register',
-      async ({ body, set }) => {
-        if (!options.allowRegistration) throw new AppError('registration_disabled', 'Registration is disabled on this service (ALLOW_REGISTRATION)')
-        const pair = await access.register(body.email, body.password, body.organizationName)
-        set.status = 201
-        return pair
-      },
-      {
-        body: registerBody,
-        response: { 201: tokenPair, 403: problem, 409: problem },
-        detail: { summary: 'Create a user who owns a new organisation on the default plan' },
-      },
-    )
-    .get(
-      '/me',
-      async ({ principal }) => ({
-        userId: principal.userId,
-        organizationId: principal.orgId,
-        role: principal.role,
-        scopes: [...principal.scopes],
-        plan: await plans.planOf(principal.orgId),
-        source: principal.source,
-      }),
-      {
-        auth: 'any',
-        rateLimit: 'default',
-        response: { 200: me, 401: problem, 429: problem },
-        detail: { summary: 'Who the bearer token speaks for' },
-      },
-    )
+        response: { 200: tokenPair, 401: problem },
+        detail: { summary: 'Rotate a refresh token: the old one stops working, reusing it revokes the session' },
+      })
+      .post(
+        '/logout',
+        async ({ body, set }) => {
+          await access.logout(body.refreshToken)
+          set.status = 204
+        },
+        {
+          body: refreshBody,
+          response: { 204: t.Undefined({ description: 'Signed out' }) },
+          detail: { summary: 'Revoke the refresh token and every token rotated from it' },
+        },
+      )
+      .post(
+        '/register',
+        async ({ body, set }) => {
+          if (!options.allowRegistration) throw new AppError('registration_disabled', 'Registration is disabled on this service (ALLOW_REGISTRATION)')
+          const pair = await access.register(body.email, body.password, body.organizationName)
+          set.status = 201
+          return pair
+        },
+        {
+          body: registerBody,
+          response: { 201: tokenPair, 403: problem, 409: problem },
+          detail: { summary: 'Create a user who owns a new organisation on the default plan' },
+        },
+      )
+      .get(
+        '/me',
+        async ({ principal }) => ({
+          userId: principal.userId,
+          organizationId: principal.orgId,
+          role: principal.role,
+          scopes: [...principal.scopes],
+          plan: await plans.planOf(principal.orgId),
+          source: principal.source,
+        }),
+        {
+          auth: 'any',
+          rateLimit: 'default',
+          response: { 200: me, 401: problem, 429: problem },
+          detail: { summary: 'Who the bearer token speaks for' },
+        },
+      )
+  )
 }

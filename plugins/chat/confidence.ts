@@ -7,9 +7,7 @@
  * checked for hedging phrases instead, and a hedge counts as unsure.
  */
 
-export type ConfidenceMeasure =
-  | { method: 'logprobs'; confidence: number; tokens: number }
-  | { method: 'hedging'; confidence: null; hedge: string | undefined }
+export type ConfidenceMeasure = { method: 'logprobs'; confidence: number; tokens: number } | { method: 'hedging'; confidence: null; hedge: string | undefined }
 
 export function geometricMeanProbability(logprobs: readonly number[]): number {
   if (logprobs.length === 0) return 1

@@ -44,7 +44,13 @@ export function turnOptions(body: Pick<ChatRequest, 'model' | 'options' | 'tools
 export function chatPlugin(options: ChatPluginOptions) {
   const { chat } = options
   const follow = (generationId: string, chatId: string, afterSeq: number, signal: AbortSignal) =>
-    uiMessageStreamResponse(chat.follow(generationId, afterSeq, signal), { generationId, chatId, signal, heartbeatMs: options.heartbeatMs, drain: options.drain })
+    uiMessageStreamResponse(chat.follow(generationId, afterSeq, signal), {
+      generationId,
+      chatId,
+      signal,
+      heartbeatMs: options.heartbeatMs,
+      drain: options.drain,
+    })
 
   return new Elysia({ name: 'chat', detail: { tags: ['chat'] } })
     .use(accessControl(options))

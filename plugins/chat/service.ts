@@ -113,11 +113,15 @@ export function createChatService(options: ChatServiceOptions) {
       options.meter?.record({ ...caller, kind: 'chat_request' })
       const turn: Turn = { ...request.turn, messageId: newMessageId(), orgId: caller.orgId, userId: caller.userId, history }
       const meta = { chatId, userId: caller.userId, messageId: turn.messageId, position: history.length }
-      const started = await hub.start(meta, async (emit, signal, logLost) => {
-        const answer = await (produce ?? ((t, e, s) => runTurn(turnServices, t, e, s)))(turn, emit, signal)
-        // A lost log was ended by a follower, which stores what reached it; this process's copy may say more than any client saw.
-        if (!logLost.aborted) await store.appendAnswer(chatId, history.length, answer)
-      }, { previous })
+      const started = await hub.start(
+        meta,
+        async (emit, signal, logLost) => {
+          const answer = await (produce ?? ((t, e, s) => runTurn(turnServices, t, e, s)))(turn, emit, signal)
+          // A lost log was ended by a follower, which stores what reached it; this process's copy may say more than any client saw.
+          if (!logLost.aborted) await store.appendAnswer(chatId, history.length, answer)
+        },
+        { previous },
+      )
       return { chatId, ...started }
     },
 
@@ -145,7 +149,11 @@ export function createChatService(options: ChatServiceOptions) {
      * active one. Nothing for a chat that is unknown or someone else's, as for one with nothing running: a
      * client resuming a chat id it has just made up is not in error, and no one learns which ids exist.
      */
-    async resumable(caller: Caller, chatId: string, lastEvent?: { generationId: string; seq: number }): Promise<{ meta: GenerationMeta; afterSeq: number } | undefined> {
+    async resumable(
+      caller: Caller,
+      chatId: string,
+      lastEvent?: { generationId: string; seq: number },
+    ): Promise<{ meta: GenerationMeta; afterSeq: number } | undefined> {
       const chat = await store.chat(chatId)
       if (!chat || chat.userId !== caller.userId) return undefined
       if (lastEvent) {

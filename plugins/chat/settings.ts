@@ -6,14 +6,26 @@ export const chatSettings = defineSettings({
   variables: {
     CHAT_MODEL: { doc: 'Model used when a chat request names none', parse: text, fallback: 'gpt-4o-mini' },
     CHAT_IMAGE_MODEL: { doc: 'Model the `!image` command and the generate_image tool use', parse: text, fallback: 'gpt-image-1' },
-    CHAT_IMAGE_MAX_BYTES: { doc: 'Largest generated image streamed back as a data URL, in bytes', parse: integer(1024, 32 * 1024 * 1024), fallback: 4 * 1024 * 1024 },
+    CHAT_IMAGE_MAX_BYTES: {
+      doc: 'Largest generated image streamed back as a data URL, in bytes',
+      parse: integer(1024, 32 * 1024 * 1024),
+      fallback: 4 * 1024 * 1024,
+    },
     CHAT_MAX_STEPS: { doc: 'Most model calls in one chat turn (tool calls loop back to the model)', parse: integer(1, 50), fallback: 5 },
-    CHAT_CONFIDENCE_THRESHOLD: { doc: 'Below this confidence (0-1) the answer is searched for and grounded on web results', parse: decimal(0, 1), fallback: 0.8 },
+    CHAT_CONFIDENCE_THRESHOLD: {
+      doc: 'Below this confidence (0-1) the answer is searched for and grounded on web results',
+      parse: decimal(0, 1),
+      fallback: 0.8,
+    },
     CHAT_CONFIDENCE_TOKENS: { doc: 'How many leading answer tokens the confidence is measured over', parse: integer(1, 1000), fallback: 24 },
     CHAT_SEARCH_AUGMENTATION: { doc: 'Enables the automatic web search when the model is unsure', parse: boolean, fallback: true },
     CHAT_UPSTREAM_TIMEOUT_MS: { doc: 'Longest wait for the model provider to start answering', parse: integer(100, 600_000), fallback: 60_000 },
     CHAT_UPSTREAM_IDLE_MS: { doc: 'A model stream silent for this long is treated as stalled', parse: integer(100, 600_000), fallback: 30_000 },
-    CHAT_GENERATION_TIMEOUT_SECONDS: { doc: 'Cap on one generation, followed or not; it is stopped and stored when reached', parse: integer(1, 86_400), fallback: 600 },
+    CHAT_GENERATION_TIMEOUT_SECONDS: {
+      doc: 'Cap on one generation, followed or not; it is stopped and stored when reached',
+      parse: integer(1, 86_400),
+      fallback: 600,
+    },
     CHAT_STREAM_TTL_SECONDS: { doc: "How long a generation's event log stays resumable after it ends", parse: integer(10, 7 * 86_400), fallback: 900 },
   },
   build: (v) => ({

@@ -93,7 +93,12 @@ export class ChatStore {
    * Creates the chat when new, then replaces its messages from `from` on with `messages`. `fresh`: the id was
    * made for this request, so the chat has no messages to replace.
    */
-  async save(chat: Pick<Chat, 'id' | 'orgId' | 'userId' | 'title'>, from: number, messages: readonly UiMessage[], options: { fresh?: boolean } = {}): Promise<void> {
+  async save(
+    chat: Pick<Chat, 'id' | 'orgId' | 'userId' | 'title'>,
+    from: number,
+    messages: readonly UiMessage[],
+    options: { fresh?: boolean } = {},
+  ): Promise<void> {
     const now = Date.now()
     await this.write(async (tx) => {
       const row = { id: chat.id, org_id: chat.orgId, user_id: chat.userId, title: chat.title, created_at: now, updated_at: now }
@@ -126,7 +131,10 @@ export class ChatStore {
       await tx`DELETE FROM chat_messages WHERE chat_id = ${chatId} AND id = ${message.id}`
       const row = messageRow(chatId, position, message, now)
       // The position is worked out in the INSERT: one statement fewer than reading the last position first.
-      const after = this.db.dialect === 'postgres' ? tx`GREATEST(${position}::integer, COALESCE(MAX(position) + 1, 0))` : tx`MAX(${position}, COALESCE(MAX(position) + 1, 0))`
+      const after =
+        this.db.dialect === 'postgres'
+          ? tx`GREATEST(${position}::integer, COALESCE(MAX(position) + 1, 0))`
+          : tx`MAX(${position}, COALESCE(MAX(position) + 1, 0))`
       await tx`INSERT INTO chat_messages (chat_id, position, id, role, parts, metadata, created_at)
         SELECT ${row.chat_id}, ${after}, ${row.id}, ${row.role}, ${row.parts}, ${row.metadata}, ${row.created_at} FROM chat_messages WHERE chat_id = ${chatId}`
       await tx`UPDATE chats SET updated_at = ${now} WHERE id = ${chatId}`

@@ -68,7 +68,8 @@ export const INTERRUPTED_CHUNK = JSON.stringify({
 /** Ends the streams a process holds when the stream store (Redis) cannot be reached, or lost the answer's log. */
 export const UNAVAILABLE_CHUNK = JSON.stringify({
   type: 'error',
-  errorText: 'unavailable: the stream store could not be reached, so this answer stopped here; the chat keeps it, marked interrupted; send the message again in a few seconds',
+  errorText:
+    'unavailable: the stream store could not be reached, so this answer stopped here; the chat keeps it, marked interrupted; send the message again in a few seconds',
 })
 
 /** Where each chat's running generation is named. */
@@ -101,7 +102,9 @@ function createStreamLog(events: EventLog, pointers: ActivePointers, logger?: Lo
         append: (data) => producer.append(data),
         async end() {
           await producer.end(DONE)
-          await pointers.release(meta.chatId, meta.generationId).catch((err) => logger?.warn('chat stream log: releasing the active generation failed', { err }))
+          await pointers
+            .release(meta.chatId, meta.generationId)
+            .catch((err) => logger?.warn('chat stream log: releasing the active generation failed', { err }))
         },
         opened,
         lost: producer.lost,

@@ -88,7 +88,8 @@ export function serverTools(deps: ServerToolDependencies): Map<ServerToolName, S
       async execute(input, context) {
         const count = typeof input.count === 'number' ? Math.min(10, Math.max(1, Math.floor(input.count))) : 5
         const answer = await deps.webSearch.search(text(input, 'query'), { count, caller: { orgId: context.orgId, userId: context.userId } })
-        for (const [i, r] of answer.results.entries()) context.emit({ type: 'source-url', sourceId: `web-${i + 1}-${r.url}`.slice(0, 200), url: r.url, title: r.title })
+        for (const [i, r] of answer.results.entries())
+          context.emit({ type: 'source-url', sourceId: `web-${i + 1}-${r.url}`.slice(0, 200), url: r.url, title: r.title })
         return { results: answer.results.map(({ title, url, snippet, publishedAt }) => ({ title, url, snippet, publishedAt })) }
       },
     })
@@ -161,7 +162,8 @@ function runAgentDefinition(runner: AgentRunner): ModelTool {
  */
 async function runAgent(runner: AgentRunner, input: Record<string, unknown>, context: ToolContext): Promise<unknown> {
   const command = input.command
-  if (typeof command !== 'string' || !(AGENT_COMMANDS as readonly string[]).includes(command)) throw new Error(`command must be one of ${AGENT_COMMANDS.join(', ')}`)
+  if (typeof command !== 'string' || !(AGENT_COMMANDS as readonly string[]).includes(command))
+    throw new Error(`command must be one of ${AGENT_COMMANDS.join(', ')}`)
   const params = input.params ?? {}
   if (!params || typeof params !== 'object' || Array.isArray(params)) throw new Error('params must be an object')
   const caller = { orgId: context.orgId, userId: context.userId }
@@ -224,7 +226,8 @@ function clipped(output: unknown): unknown {
   if (JSON.stringify(output ?? null).length <= MAX_AGENT_RESULT_CHARS || !output || typeof output !== 'object') return output
   const copy: Record<string, unknown> = { ...(output as Record<string, unknown>) }
   for (const [key, value] of Object.entries(copy))
-    if (typeof value === 'string' && value.length > 2000) copy[key] = `${value.slice(0, 2000)}\n… (${value.length - 2000} more characters; read the task's diff over the API)`
+    if (typeof value === 'string' && value.length > 2000)
+      copy[key] = `${value.slice(0, 2000)}\n… (${value.length - 2000} more characters; read the task's diff over the API)`
   const text = JSON.stringify(copy)
   return text.length <= MAX_AGENT_RESULT_CHARS ? copy : { truncated: text.slice(0, MAX_AGENT_RESULT_CHARS) }
 }

@@ -54,8 +54,7 @@ export interface Turn {
   mayRunAgents?: boolean
 }
 
-const SYSTEM_PROMPT =
-  'You are the assistant of a real-time AI development platform. Answer clearly and concisely; use the tools when they help.'
+const SYSTEM_PROMPT = 'You are the assistant of a real-time AI development platform. Answer clearly and concisely; use the tools when they help.'
 
 const groundingPrompt = (results: { title: string; url: string; snippet: string }[]) =>
   'Answer the question using these web search results. Cite the results you use as [n], with n the result number.\n\n' +
@@ -63,7 +62,15 @@ const groundingPrompt = (results: { title: string; url: string; snippet: string 
 
 type FinishReason = 'stop' | 'length' | 'content-filter' | 'tool-calls' | 'error' | 'other'
 const finishReasonOf = (reason: string | undefined): FinishReason =>
-  reason === 'stop' ? 'stop' : reason === 'length' ? 'length' : reason === 'content_filter' ? 'content-filter' : reason === 'tool_calls' ? 'tool-calls' : 'other'
+  reason === 'stop'
+    ? 'stop'
+    : reason === 'length'
+      ? 'length'
+      : reason === 'content_filter'
+        ? 'content-filter'
+        : reason === 'tool_calls'
+          ? 'tool-calls'
+          : 'other'
 
 /** What every part of one turn shares. */
 interface TurnScope {
@@ -117,7 +124,10 @@ async function answer(scope: TurnScope): Promise<FinishReason> {
   if (command?.name !== 'search') return modelLoop(scope)
   if (!services.webSearch.configured) throw new StreamError('upstream_error', 'Web search is not configured on this server')
   emit({ type: 'start-step' })
-  const history: ModelMessage[] = [{ role: 'system', content: turn.system ?? SYSTEM_PROMPT }, ...toModelMessages(withoutCommand(turn.history, command.argument))]
+  const history: ModelMessage[] = [
+    { role: 'system', content: turn.system ?? SYSTEM_PROMPT },
+    ...toModelMessages(withoutCommand(turn.history, command.argument)),
+  ]
   const finishReason = await groundedAnswer(scope, history, command.argument)
   emit({ type: 'finish-step' })
   return finishReason
@@ -310,7 +320,11 @@ async function runTool(scope: TurnScope, call: ToolCall, tool: ServerTool | unde
 async function imageCommand(scope: TurnScope, prompt: string): Promise<FinishReason> {
   const { services, settings, emit } = scope
   emit({ type: 'start-step' })
-  await generateImage({ ...services, imageModel: settings.imageModel, imageMaxBytes: settings.imageMaxBytes }, prompt, { ...scope.caller, emit, signal: scope.signal })
+  await generateImage({ ...services, imageModel: settings.imageModel, imageMaxBytes: settings.imageMaxBytes }, prompt, {
+    ...scope.caller,
+    emit,
+    signal: scope.signal,
+  })
   const text = textPart(emit, 'text', () => scope.partId('text'))
   text.delta(`Generated an image for: ${prompt}`)
   text.end()

@@ -56,7 +56,7 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
         rateLimit: 'search',
         response: { 200: codeSearchAnswer, 401: problem, 403: problem, 422: problem, 429: problem, 502: problem, 503: problem, 504: problem },
         detail: {
-          summary: 'Search the code of the organisation\'s imported repositories (hybrid full-text and vector search)',
+          summary: "Search the code of the organisation's imported repositories (hybrid full-text and vector search)",
           description:
             'Ranks chunks of imported files (a function, a class or a window of lines) by BM25 over their words and identifiers, by vector similarity, or both, their scores fused (the default). ' +
             'Filters: repositoryIds, languages, pathPrefix. Answers carry Cache-Control: private, max-age=300. ' +

@@ -11,21 +11,37 @@ export const codeSearchBody = strictObject({
     examples: ['verify webhook signature'],
   }),
   repositoryIds: t.Optional(
-    t.Array(t.String({ minLength: 1, maxLength: 200 }), { minItems: 1, maxItems: 100, description: 'Only these imported repositories (ids). Default: every repository of the organisation' }),
+    t.Array(t.String({ minLength: 1, maxLength: 200 }), {
+      minItems: 1,
+      maxItems: 100,
+      description: 'Only these imported repositories (ids). Default: every repository of the organisation',
+    }),
   ),
   languages: t.Optional(
-    t.Array(t.String({ minLength: 1, maxLength: 50 }), { minItems: 1, maxItems: 50, description: 'Only files in these languages, compared case-insensitively (TypeScript, Python, Go ...)' }),
+    t.Array(t.String({ minLength: 1, maxLength: 50 }), {
+      minItems: 1,
+      maxItems: 50,
+      description: 'Only files in these languages, compared case-insensitively (TypeScript, Python, Go ...)',
+    }),
   ),
   pathPrefix: t.Optional(
-    t.String({ minLength: 1, maxLength: 500, description: 'Only paths starting with this (src/auth/ for a folder); a leading ./ or / is ignored', examples: ['src/'] }),
+    t.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'Only paths starting with this (src/auth/ for a folder); a leading ./ or / is ignored',
+      examples: ['src/'],
+    }),
   ),
   mode: t.Optional(
-    oneOf(SEARCH_MODES, { description: 'hybrid (default): full-text and vector scores fused; text: BM25 over identifiers and words; vector: nearest chunks by embedding' }),
+    oneOf(SEARCH_MODES, {
+      description: 'hybrid (default): full-text and vector scores fused; text: BM25 over identifiers and words; vector: nearest chunks by embedding',
+    }),
   ),
   limit: t.Optional(integer({ minimum: 1, maximum: MAX_LIMIT, description: `Results wanted, 1-${MAX_LIMIT}. Default ${DEFAULT_LIMIT}` })),
   expand: t.Optional(
     t.Boolean({
-      description: 'When the service has CODE_SEARCH_EXPANSION_MODEL set: a model writes the code the question describes and both are searched (default true); false searches the question alone. Ignored otherwise',
+      description:
+        'When the service has CODE_SEARCH_EXPANSION_MODEL set: a model writes the code the question describes and both are searched (default true); false searches the question alone. Ignored otherwise',
     }),
   ),
 })
@@ -41,7 +57,7 @@ export const codeSearchResult = t.Object({
   snippet: t.String({ description: 'A few lines of the chunk, HTML-escaped, matched words in <mark>…</mark>' }),
   score: t.Number({
     description:
-      'Higher is better; comparable within one answer. hybrid: up to 1.6 (1 for first in both lists, plus 0.6 for the best-matching file); text: BM25; vector: cosine similarity; with a model\'s code for the question, 0..1 in every mode',
+      "Higher is better; comparable within one answer. hybrid: up to 1.6 (1 for first in both lists, plus 0.6 for the best-matching file); text: BM25; vector: cosine similarity; with a model's code for the question, 0..1 in every mode",
   }),
 })
 

@@ -5,10 +5,13 @@ export const codeSearchSettings = defineSettings({
   title: 'Code search',
   variables: {
     EMBEDDINGS_MODEL: {
-      doc: 'Embeddings model of an OpenAI-compatible endpoint for code search (text-embedding-3-small, nomic-embed-text ...); unset uses the offline hashed sub-word embeddings and a term space learnt from each organisation\'s code',
+      doc: "Embeddings model of an OpenAI-compatible endpoint for code search (text-embedding-3-small, nomic-embed-text ...); unset uses the offline hashed sub-word embeddings and a term space learnt from each organisation's code",
       parse: text,
     },
-    EMBEDDINGS_BASE_URL: { doc: 'Base URL of the embeddings endpoint, with /v1; unset: OPENAI_BASE_URL, else https://api.openai.com/v1', parse: url('http:', 'https:') },
+    EMBEDDINGS_BASE_URL: {
+      doc: 'Base URL of the embeddings endpoint, with /v1; unset: OPENAI_BASE_URL, else https://api.openai.com/v1',
+      parse: url('http:', 'https:'),
+    },
     EMBEDDINGS_API_KEY: { doc: 'Key of the embeddings endpoint; unset: OPENAI_API_KEY', parse: text },
     EMBEDDINGS_DIMENSIONS: {
       doc: 'Vector size: asked of EMBEDDINGS_MODEL when set (models that can shorten their vectors), else the size of the offline embeddings (default 256)',
@@ -49,7 +52,8 @@ export const codeSearchSettings = defineSettings({
     }
     const expansion = () => {
       if (!v.CODE_SEARCH_EXPANSION_MODEL) return undefined
-      if (!v.OPENAI_API_KEY && !v.OPENAI_BASE_URL) report.problem('CODE_SEARCH_EXPANSION_MODEL is set but no model provider is (OPENAI_API_KEY or OPENAI_BASE_URL)')
+      if (!v.OPENAI_API_KEY && !v.OPENAI_BASE_URL)
+        report.problem('CODE_SEARCH_EXPANSION_MODEL is set but no model provider is (OPENAI_API_KEY or OPENAI_BASE_URL)')
       return { model: v.CODE_SEARCH_EXPANSION_MODEL, timeoutMs: v.CODE_SEARCH_EXPANSION_TIMEOUT_MS }
     }
     return {

@@ -19,7 +19,10 @@ export function codeIndexFromConfig(
 ) {
   const { expansion } = config.codeSearch
   return createCodeIndex({
-    expandQuery: expansion && modelProvider ? createQueryExpander({ provider: modelProvider, ...expansion, meter, logger: logger.child({ component: 'code-search' }) }) : undefined,
+    expandQuery:
+      expansion && modelProvider
+        ? createQueryExpander({ provider: modelProvider, ...expansion, meter, logger: logger.child({ component: 'code-search' }) })
+        : undefined,
     embeddings: createEmbeddings(config.codeSearch.embeddings),
     snapshots: createFileSnapshotStore({ db, dir: join(config.dataDir, 'code-index') }),
     logger: logger.child({ component: 'code-index' }),

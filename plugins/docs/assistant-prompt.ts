@@ -68,7 +68,7 @@ const attribute = (text: string) => text.replace(/"/g, "'").replace(/\s+/g, ' ')
 export function assistantMessages(siteName: string, question: string, context: AssistantContext, urlOf: (page: DocsPage) => string): ModelMessage[] {
   const system = [
     `You are the documentation assistant of ${siteName}.`,
-    'Answer the reader\'s question from the documentation given below and nothing else. When it does not hold the answer, say so and name the page that comes closest.',
+    "Answer the reader's question from the documentation given below and nothing else. When it does not hold the answer, say so and name the page that comes closest.",
     'Be brief. Write routes, fields, headers and variables exactly as the documentation does. Answer in plain text: no HTML.',
   ].join(' ')
   const parts: string[] = []

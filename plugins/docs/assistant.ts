@@ -32,7 +32,13 @@ export interface DocsAssistantOptions {
 }
 
 export const assistantRequest = strictObject({
-  question: t.String({ minLength: 1, maxLength: 2000, pattern: '\\S', description: 'The reader\'s question (1-2000 characters, not blank)', examples: ['How do I resume a chat stream?'] }),
+  question: t.String({
+    minLength: 1,
+    maxLength: 2000,
+    pattern: '\\S',
+    description: "The reader's question (1-2000 characters, not blank)",
+    examples: ['How do I resume a chat stream?'],
+  }),
   page: t.Optional(
     t.String({
       minLength: 1,

@@ -39,7 +39,13 @@ export function asyncApiDocument(info: { title: string; version: string }): Json
   const client = messagesOf('client', CLIENT_MESSAGES, (name) => `Client message ${name}`)
   const server = messagesOf('server', SERVER_MESSAGES, (name) => `Server message ${name}`)
   const chunks = messagesOf('chunk', UI_CHUNKS, (name) => `Chunk ${name}`)
-  const done = { name: '[DONE]', title: '[DONE]', summary: 'The last event of a stream', contentType: 'text/plain', payload: { type: 'string', const: '[DONE]' } }
+  const done = {
+    name: '[DONE]',
+    title: '[DONE]',
+    summary: 'The last event of a stream',
+    contentType: 'text/plain',
+    payload: { type: 'string', const: '[DONE]' },
+  }
   const chunkNames = [...Object.keys(chunks), 'streamDone']
   const streamChannel = (address: string, description: string, parameters?: Json) => ({
     address,
@@ -64,7 +70,9 @@ export function asyncApiDocument(info: { title: string; version: string }): Json
       version: info.version,
       description:
         'Addresses are relative to the service. The HTTP side of every channel (tokens, refusals, request bodies) is in the OpenAPI document at /swagger/json. ' +
-        `Agent error codes: ${Object.entries(MESSAGE_ERROR_CODES).map(([code, text]) => `\`${code}\` (${text})`).join('; ')}.`,
+        `Agent error codes: ${Object.entries(MESSAGE_ERROR_CODES)
+          .map(([code, text]) => `\`${code}\` (${text})`)
+          .join('; ')}.`,
     },
     defaultContentType: 'application/json',
     channels: {
@@ -78,7 +86,10 @@ export function asyncApiDocument(info: { title: string; version: string }): Json
         bindings: { ws: { method: 'GET', bindingVersion: '0.1.0' } },
       },
       chat: streamChannel('/api/chat', "The answer to POST /api/chat (the AI SDK's chat transport body)."),
-      enhancedChat: streamChannel('/api/enhanced-chat', 'The answer to POST /api/enhanced-chat: a plan, its steps and their checks as data parts, then the answer.'),
+      enhancedChat: streamChannel(
+        '/api/enhanced-chat',
+        'The answer to POST /api/enhanced-chat: a plan, its steps and their checks as data parts, then the answer.',
+      ),
       chatResume: streamChannel('/api/chat/{chatId}/stream', "The chat's running answer, resumed.", {
         chatId: { description: 'The chat id (the AI SDK chat id)' },
       }),

@@ -425,11 +425,31 @@ function builtInEntry(id: BuiltInOption, page: PageContext): MenuEntry {
     case 'mcp':
       return { kind: 'copy', id, title: 'Copy MCP server URL', description: 'Copy the MCP server URL to the clipboard', copy: { text: page.mcpUrl } }
     case 'add-mcp':
-      return { kind: 'copy', id, title: 'Copy MCP install command', description: 'Install the MCP server in your agents with add-mcp', copy: { text: `npx add-mcp ${shellWord(page.mcpUrl)}` } }
+      return {
+        kind: 'copy',
+        id,
+        title: 'Copy MCP install command',
+        description: 'Install the MCP server in your agents with add-mcp',
+        copy: { text: `npx add-mcp ${shellWord(page.mcpUrl)}` },
+      }
     case 'cursor':
-      return { kind: 'link', id, title: 'Connect to Cursor', description: 'Install the MCP server in Cursor', href: cursorInstallLink(page.serverName, page.mcpUrl), newTab: false }
+      return {
+        kind: 'link',
+        id,
+        title: 'Connect to Cursor',
+        description: 'Install the MCP server in Cursor',
+        href: cursorInstallLink(page.serverName, page.mcpUrl),
+        newTab: false,
+      }
     case 'vscode':
-      return { kind: 'link', id, title: 'Connect to VS Code', description: 'Install the MCP server in VS Code', href: vscodeInstallLink(page.serverName, page.mcpUrl), newTab: false }
+      return {
+        kind: 'link',
+        id,
+        title: 'Connect to VS Code',
+        description: 'Install the MCP server in VS Code',
+        href: vscodeInstallLink(page.serverName, page.mcpUrl),
+        newTab: false,
+      }
     case 'windsurf':
       return {
         kind: 'copy',
@@ -447,7 +467,15 @@ function builtInEntry(id: BuiltInOption, page: PageContext): MenuEntry {
         copy: { text: devinMcpCommand(page.serverName, page.mcpUrl) },
       }
     case 'download-spec':
-      return { kind: 'link', id, title: 'Download OpenAPI spec', description: 'The OpenAPI document of this API', href: page.specUrl, newTab: false, download: true }
+      return {
+        kind: 'link',
+        id,
+        title: 'Download OpenAPI spec',
+        description: 'The OpenAPI document of this API',
+        href: page.specUrl,
+        newTab: false,
+        download: true,
+      }
   }
   // Every id of BUILT_IN_OPTIONS is answered above or in ASSISTANTS; a new one must be given its entry.
   throw new Error(`built-in menu option "${id}" has no entry`)

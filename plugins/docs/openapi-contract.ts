@@ -53,7 +53,10 @@ export const commonResponses: Record<string, Json> = {
   UnsupportedMediaType: { description: 'The body is not of a media type this route takes (`unsupported_media_type`)', content: problemContent },
   UriTooLong: { description: `The request target is longer than ${MAX_URL_BYTES} bytes (\`uri_too_long\`)`, content: problemContent },
   HeadersTooLarge: { description: `The request line and headers exceed ${MAX_HEADER_BYTES} bytes (\`headers_too_large\`)`, content: problemContent },
-  ValidationFailed: { description: 'The body, query or path did not match the schema (`validation_failed`); `errors` names each field', content: problemContent },
+  ValidationFailed: {
+    description: 'The body, query or path did not match the schema (`validation_failed`); `errors` names each field',
+    content: problemContent,
+  },
   RateLimited: {
     description: 'A rate limit is spent (`rate_limited`); retry after Retry-After seconds',
     headers: { ...rateLimitHeaders, 'Retry-After': { description: 'Seconds until the budget refills', schema: { type: 'integer' } } },
@@ -65,9 +68,23 @@ const ref = (name: keyof typeof commonResponses) => ({ $ref: `#/components/respo
 
 /** HTTP reason phrases for the statuses the service answers, for problem responses declared without a description. */
 const REASONS: Record<string, string> = {
-  400: 'Bad request', 401: 'Unauthenticated', 403: 'Forbidden', 404: 'Not found', 405: 'Method not allowed', 406: 'Not acceptable',
-  409: 'Conflict', 410: 'Gone', 413: 'Payload too large', 415: 'Unsupported media type', 422: 'Unprocessable content', 426: 'Upgrade required',
-  429: 'Too many requests', 500: 'Internal server error', 502: 'Upstream failed', 503: 'Service unavailable', 504: 'Upstream timed out',
+  400: 'Bad request',
+  401: 'Unauthenticated',
+  403: 'Forbidden',
+  404: 'Not found',
+  405: 'Method not allowed',
+  406: 'Not acceptable',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  422: 'Unprocessable content',
+  426: 'Upgrade required',
+  429: 'Too many requests',
+  500: 'Internal server error',
+  502: 'Upstream failed',
+  503: 'Service unavailable',
+  504: 'Upstream timed out',
 }
 
 /** Completes `generated` (the generator's document) from `routes`; `generated` is left as it was. */

@@ -96,9 +96,13 @@ export function openApiPlugin() {
       { detail: { hide: true } },
     )
     .get(OPENAPI_JSON_PATH, openApiDocument, { detail: { hide: true } })
-    .get(EXPLORER_SCRIPT_PATH, ({ set }) => {
-      set.headers['cache-control'] = 'public, max-age=86400'
-      return Bun.file(scalarScript)
-    }, { detail: { hide: true } })
+    .get(
+      EXPLORER_SCRIPT_PATH,
+      ({ set }) => {
+        set.headers['cache-control'] = 'public, max-age=86400'
+        return Bun.file(scalarScript)
+      },
+      { detail: { hide: true } },
+    )
     .get(ASYNCAPI_JSON_PATH, () => (asyncApi ??= asyncApiDocument({ title: INFO.title, version: INFO.version })), { detail: { hide: true } })
 }

@@ -96,8 +96,7 @@ class PdfWriter {
     for (const run of line.runs) {
       const font = this.font(run.style)
       const width = font.widthOfTextAtSize(run.text, size)
-      if (run.style === 'code')
-        this.page.drawRectangle({ x: at - 1, y: baseline - size * 0.25, width: width + 2, height: size * 1.15, color: SHADE })
+      if (run.style === 'code') this.page.drawRectangle({ x: at - 1, y: baseline - size * 0.25, width: width + 2, height: size * 1.15, color: SHADE })
       const color: RGB = run.style === 'link' ? LINK : run.style === 'url' || muted ? MUTED : INK
       this.page.drawText(run.text, { x: at, y: baseline, size, font, color })
       at += width
@@ -255,8 +254,17 @@ class PdfWriter {
       const inner = { x: box.x + 10, width: box.width - 10, muted: box.muted }
       if (title) this.paragraph([{ text: this.text(title[1] ?? title[2] ?? ''), style: 'bold' }], inner)
       const body = component[3]!.replace(/^\n+/, '')
-      const indent = Math.min(...body.split('\n').filter((l) => l.trim() !== '').map((l) => /^[ \t]*/.exec(l)![0].length), 1000)
-      const dedented = body.split('\n').map((line) => line.slice(indent === 1000 ? 0 : indent)).join('\n')
+      const indent = Math.min(
+        ...body
+          .split('\n')
+          .filter((l) => l.trim() !== '')
+          .map((l) => /^[ \t]*/.exec(l)![0].length),
+        1000,
+      )
+      const dedented = body
+        .split('\n')
+        .map((line) => line.slice(indent === 1000 ? 0 : indent))
+        .join('\n')
       this.sideBar(() => this.blocks(new Lexer({ gfm: true }).lex(dedented), inner), box.x + 3)
       this.gap(6)
       return
@@ -305,7 +313,13 @@ class PdfWriter {
     const lineHeight = CODE_SIZE * 1.35
     const charWidth = this.fonts.code.widthOfTextAtSize('M', CODE_SIZE)
     const columns = Math.max(8, Math.floor((box.width - 2 * pad) / charWidth))
-    const lines = wrapCode(text.split('\n').map((line) => this.text(line)).join('\n'), columns)
+    const lines = wrapCode(
+      text
+        .split('\n')
+        .map((line) => this.text(line))
+        .join('\n'),
+      columns,
+    )
     this.ensure(lineHeight + pad)
     this.page.drawRectangle({ x: box.x, y: this.y - pad, width: box.width, height: pad, color: SHADE })
     this.y -= pad
@@ -406,8 +420,8 @@ class PdfWriter {
 export async function renderPagePdf(source: PdfSource): Promise<Uint8Array> {
   const doc = await PDFDocument.create()
   const [regular, bold, italic, boldItalic, code] = await Promise.all(
-    [StandardFonts.Helvetica, StandardFonts.HelveticaBold, StandardFonts.HelveticaOblique, StandardFonts.HelveticaBoldOblique, StandardFonts.Courier].map((font) =>
-      doc.embedFont(font),
+    [StandardFonts.Helvetica, StandardFonts.HelveticaBold, StandardFonts.HelveticaOblique, StandardFonts.HelveticaBoldOblique, StandardFonts.Courier].map(
+      (font) => doc.embedFont(font),
     ),
   )
   const writer = new PdfWriter(doc, { regular: regular!, bold: bold!, italic: italic!, boldItalic: boldItalic!, code: code! }, source)

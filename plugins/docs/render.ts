@@ -5,8 +5,7 @@ import type { DocsPage } from './site.ts'
 
 /** The HTML, Markdown and llms.txt of the documentation site, from pages already resolved. */
 
-export const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
+export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
 
 /** Where the documentation assistant takes questions (POST, public, streamed answer). */
 export const DOCS_ASSISTANT_PATH = '/api/docs/assistant'

@@ -82,7 +82,10 @@ export function createDocsIndex(pages: readonly DocsPage[], publicBaseUrl: strin
   const page = (path: string) => {
     let key = path.trim()
     if (key.startsWith(`${base}/`)) key = key.slice(base.length)
-    key = key.replace(/[?#].*$/, '').replace(/^\/+|\/+$/g, '').replace(/\.mdx?$/, '')
+    key = key
+      .replace(/[?#].*$/, '')
+      .replace(/^\/+|\/+$/g, '')
+      .replace(/\.mdx?$/, '')
     return byPath.get(key) ?? byPath.get(`docs/${key}`)
   }
 

@@ -47,17 +47,19 @@ export function splitSections(markdown: string): PageSection[] {
  * MDX component tags. Code stays, since readers search for routes and field names.
  */
 export function plainText(markdown: string): string {
-  return markdown
-    .split(/\r?\n/)
-    .filter((line) => !FENCE.test(line) && !/^\s*\|?\s*:?-{3,}/.test(line))
-    .join('\n')
-    .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
-    // MDX components only (capitalised); <token>-style placeholders in examples are text.
-    .replace(/<\/?[A-Z][\w.]*(?:\s[^>]*)?\/?>/g, ' ')
-    .replace(/[*_]{2,}|`+/g, '')
-    .replace(/\s*\|\s*/g, ' ')
-    .replace(/\s+/g, ' ')
-    .trim()
+  return (
+    markdown
+      .split(/\r?\n/)
+      .filter((line) => !FENCE.test(line) && !/^\s*\|?\s*:?-{3,}/.test(line))
+      .join('\n')
+      .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1')
+      // MDX components only (capitalised); <token>-style placeholders in examples are text.
+      .replace(/<\/?[A-Z][\w.]*(?:\s[^>]*)?\/?>/g, ' ')
+      .replace(/[*_]{2,}|`+/g, '')
+      .replace(/\s*\|\s*/g, ' ')
+      .replace(/\s+/g, ' ')
+      .trim()
+  )
 }
 
 /**

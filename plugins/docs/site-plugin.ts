@@ -96,9 +96,7 @@ export function buildDocsSite(site: DocsSite, options: Omit<DocsSitePluginOption
 
   const toNavigation = (group: NavigationGroup): NavigationItem => ({
     group: group.group,
-    items: group.pages.map((entry) =>
-      typeof entry === 'string' ? { title: byPath.get(entry)!.title, url: pageUrlPath(entry) } : toNavigation(entry),
-    ),
+    items: group.pages.map((entry) => (typeof entry === 'string' ? { title: byPath.get(entry)!.title, url: pageUrlPath(entry) } : toNavigation(entry))),
   })
   const navigation = site.config.navigation.groups.map(toNavigation)
 

@@ -281,7 +281,10 @@ class EnhancedTurn {
   }
 
   /** Runs the code, or the user's tests against it, in the sandbox. */
-  private runCode(code: { language: CodeLanguage; code: string }): Promise<{ verdict: CheckVerdict; output: string; exitCode: number | null; durationMs: number }> {
+  private runCode(code: {
+    language: CodeLanguage
+    code: string
+  }): Promise<{ verdict: CheckVerdict; output: string; exitCode: number | null; durationMs: number }> {
     const { options } = this
     const mainFile = MAIN_FILES[code.language]
     return this.checker
@@ -322,15 +325,22 @@ class EnhancedTurn {
   }
 }
 
-function summary(steps: { title: string; status: StepStatus }[], outcomes: { index: number; verdict: CheckVerdict; attempts: number }[], options: EnhancedOptions, outOfTime: boolean): string {
+function summary(
+  steps: { title: string; status: StepStatus }[],
+  outcomes: { index: number; verdict: CheckVerdict; attempts: number }[],
+  options: EnhancedOptions,
+  outOfTime: boolean,
+): string {
   const lines: string[] = []
   for (const o of outcomes) {
     const step = `Step ${o.index + 1} (${steps[o.index]!.title})`
-    if (o.verdict === 'passed') lines.push(`${step}: the code passed its ${options.tests ? 'tests' : 'run'} on attempt ${o.attempts} of ${options.maxAttempts}.`)
+    if (o.verdict === 'passed')
+      lines.push(`${step}: the code passed its ${options.tests ? 'tests' : 'run'} on attempt ${o.attempts} of ${options.maxAttempts}.`)
     else lines.push(`${step}: the code did NOT pass after ${o.attempts} attempt${o.attempts === 1 ? '' : 's'} (last verdict: ${o.verdict}).`)
   }
   if (outcomes.length === 0) lines.push('No code was produced, so nothing needed checking.')
-  if (outOfTime) lines.push(`Stopped at the ${Math.round(options.timeLimitMs / 1000)} s time limit; ${steps.filter((s) => s.status === 'skipped').length} step(s) skipped.`)
+  if (outOfTime)
+    lines.push(`Stopped at the ${Math.round(options.timeLimitMs / 1000)} s time limit; ${steps.filter((s) => s.status === 'skipped').length} step(s) skipped.`)
   const passed = outcomes.length > 0 && outcomes.every((o) => o.verdict === 'passed')
   return `\n\n**Result:** ${passed ? 'all code checks passed.' : outcomes.length ? 'some code did not pass its checks.' : 'done.'}\n${lines.join('\n')}`
 }

@@ -5,14 +5,20 @@
  * that, as a numbered or bulleted list. At most `limit` steps; never empty.
  */
 export function parsePlan(text: string, limit: number): string[] {
-  const cap = (steps: string[]) => steps.map((s) => s.replace(/\s+/g, ' ').trim().slice(0, 300)).filter(Boolean).slice(0, limit)
+  const cap = (steps: string[]) =>
+    steps
+      .map((s) => s.replace(/\s+/g, ' ').trim().slice(0, 300))
+      .filter(Boolean)
+      .slice(0, limit)
   const json = /\{[\s\S]*\}|\[[\s\S]*\]/.exec(text)?.[0]
   if (json)
     try {
       const parsed = JSON.parse(json) as unknown
       const list = Array.isArray(parsed) ? parsed : (parsed as { steps?: unknown }).steps
       if (Array.isArray(list)) {
-        const steps = cap(list.map((s) => (typeof s === 'string' ? s : typeof s === 'object' && s ? String((s as { title?: unknown }).title ?? JSON.stringify(s)) : String(s))))
+        const steps = cap(
+          list.map((s) => (typeof s === 'string' ? s : typeof s === 'object' && s ? String((s as { title?: unknown }).title ?? JSON.stringify(s)) : String(s))),
+        )
         if (steps.length) return steps
       }
     } catch {

@@ -6,7 +6,11 @@ export const enhancedOptions = strictObject(
   {
     maxSteps: t.Optional(integer({ minimum: 1, maximum: 10, description: 'Most plan steps worked through. Default and ceiling ENHANCED_CHAT_MAX_STEPS' })),
     timeLimitSeconds: t.Optional(
-      integer({ minimum: 5, maximum: 3600, description: 'Time for the whole turn; unfinished steps are skipped. Default and ceiling ENHANCED_CHAT_TIME_LIMIT_SECONDS' }),
+      integer({
+        minimum: 5,
+        maximum: 3600,
+        description: 'Time for the whole turn; unfinished steps are skipped. Default and ceiling ENHANCED_CHAT_TIME_LIMIT_SECONDS',
+      }),
     ),
     maxAttempts: t.Optional(
       integer({ minimum: 1, maximum: 10, description: 'Check-and-repair rounds per piece of code. Default and ceiling ENHANCED_CHAT_MAX_ATTEMPTS' }),

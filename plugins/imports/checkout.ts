@@ -105,11 +105,9 @@ export async function checkout(options: CheckoutOptions): Promise<WorktreeState>
     } else {
       const blob = await readBlob(entry)
       if (blob.byteLength > limits.maxFileBytes)
-        throw new AppError(
-          'repository_file_too_large',
-          `${entry.path} is ${blob.byteLength} bytes, more than ${limits.maxFileBytes} (IMPORT_MAX_FILE_BYTES)`,
-          { extensions: { path: entry.path, limitBytes: limits.maxFileBytes } },
-        )
+        throw new AppError('repository_file_too_large', `${entry.path} is ${blob.byteLength} bytes, more than ${limits.maxFileBytes} (IMPORT_MAX_FILE_BYTES)`, {
+          extensions: { path: entry.path, limitBytes: limits.maxFileBytes },
+        })
       bytes += blob.byteLength - (options.current ? await sizeOf(target) : 0)
       if (bytes > limits.maxRepositoryBytes)
         throw new AppError('repository_too_large', `The checked-out files pass ${limits.maxRepositoryBytes} bytes (IMPORT_MAX_REPOSITORY_BYTES)`, {

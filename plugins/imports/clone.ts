@@ -122,7 +122,10 @@ export function describeGitFailure(error: unknown, context: { url: string; ref?:
       return new AppError('upstream_error', `${host} answered ${status ?? 'an error'} to the clone`)
     }
     case 'NotFoundError':
-      return new AppError('repository_not_found', context.ref ? `The repository has no branch or tag named ${context.ref}` : 'The repository has no HEAD to import')
+      return new AppError(
+        'repository_not_found',
+        context.ref ? `The repository has no branch or tag named ${context.ref}` : 'The repository has no HEAD to import',
+      )
     case 'UnsafeFilepathError':
       return new AppError('repository_unsafe_path', `The repository holds a path that would leave its workspace: ${(error as Error).message}`)
     case 'SmartHttpError':

@@ -52,7 +52,7 @@ async function* withoutPackData(body: AsyncIterable<Uint8Array>, pack: Buffer[])
         break
       }
       // A flush or delimiter packet is its length alone.
-      const end = at + (Math.max(length , 4))
+      const end = at + Math.max(length, 4)
       if (end > buffer.byteLength) break
       if (length > 4 && buffer[at + 4] === 1) pack.push(buffer.subarray(at + 5, end))
       else passed.push(buffer.subarray(at, end))

@@ -85,8 +85,7 @@ export function normaliseDirectory(field: string, value: string): string {
   const directory = value.replace(/^\/+|\/+$/g, '')
   const segments = directory === '' ? [] : directory.split('/')
   // biome-ignore lint/suspicious/noControlCharactersInRegex: a path segment holding a control character is refused
-  if (segments.some((s) => s === '' || s === '.' || s === '..' || s.toLowerCase() === '.git' || /[\u0000-\u001f\u007f\\]/.test(s)))
-  {
+  if (segments.some((s) => s === '' || s === '.' || s === '..' || s.toLowerCase() === '.git' || /[\u0000-\u001f\u007f\\]/.test(s))) {
     const message = `"${value}" must be a directory inside the repository, / separated, without . or .. segments`
     throw new AppError('validation_failed', `${field}: ${message}`, { errors: [{ field, message }] })
   }

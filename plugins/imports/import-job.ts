@@ -291,7 +291,15 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       receivedBytes: http.receivedBytes,
       checkout: { written: checkoutDiff.write.length, removed: checkoutDiff.removedFiles.length },
       index: { files: result.files, chunks: result.chunks, removed: removedPaths.length },
-      durationsMs: { clone: round(cloneMs), fetch: round(fetchMs), packIndex: round(packIndexMs), checkout: round(cloneMs - fetchMs), analysis: round(analysisMs), indexing: round(indexingMs), total: round(performance.now() - started) },
+      durationsMs: {
+        clone: round(cloneMs),
+        fetch: round(fetchMs),
+        packIndex: round(packIndexMs),
+        checkout: round(cloneMs - fetchMs),
+        analysis: round(analysisMs),
+        indexing: round(indexingMs),
+        total: round(performance.now() - started),
+      },
       analysis,
     }
   } catch (error) {

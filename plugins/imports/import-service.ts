@@ -311,7 +311,13 @@ export function createImportService(options: ImportServiceOptions): ImportServic
       const { address } = await guardRepositoryUrl(location.cloneUrl, policy)
       const repository = await store.upsertRepository(caller.orgId, location)
       await recoverStale(repository.id)
-      const importId = await store.createImport({ orgId: caller.orgId, userId: caller.userId, repositoryId: repository.id, ref: request.ref, depth: request.depth })
+      const importId = await store.createImport({
+        orgId: caller.orgId,
+        userId: caller.userId,
+        repositoryId: repository.id,
+        ref: request.ref,
+        depth: request.depth,
+      })
       if (!importId) {
         const active = await store.activeImportOf(repository.id)
         throw new AppError('import_in_progress', `${repository.name} is already being imported (${active?.id ?? 'another import'})`, {
@@ -361,9 +367,14 @@ export function createImportService(options: ImportServiceOptions): ImportServic
         maxBytes: settings.maxRepositoryBytes,
       })
       if (read.exceeded)
-        throw new AppError('repository_too_large', `The repository at ${record.commit} has more ${read.exceeded} than IMPORT_MAX_${read.exceeded === 'files' ? 'FILES' : 'REPOSITORY_BYTES'} allows`)
+        throw new AppError(
+          'repository_too_large',
+          `The repository at ${record.commit} has more ${read.exceeded} than IMPORT_MAX_${read.exceeded === 'files' ? 'FILES' : 'REPOSITORY_BYTES'} allows`,
+        )
       signal?.throwIfAborted()
-      const indexable = read.files.filter((file) => isIndexable(file.path, { language: languageOf(file.path), binary: isBinary(file.bytes), bytes: file.bytes.byteLength }))
+      const indexable = read.files.filter((file) =>
+        isIndexable(file.path, { language: languageOf(file.path), binary: isBinary(file.bytes), bytes: file.bytes.byteLength }),
+      )
       const decoder = new TextDecoder()
       onProgress?.({ stage: 'indexing', filesIndexed: 0, files: indexable.length })
       await options.codeIndex.removeRepository(orgId, record.repository.id)
@@ -396,8 +407,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
       clearInterval(sweep)
       await startup
       const stopping = [...running.values()]
-      for (const entry of stopping)
-        entry.controller.abort(new AppError('import_interrupted', 'The service stopped during the import; import again to resume'))
+      for (const entry of stopping) entry.controller.abort(new AppError('import_interrupted', 'The service stopped during the import; import again to resume'))
       await Promise.all(stopping.map((entry) => entry.done))
       await log.close()
     },

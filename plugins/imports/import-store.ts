@@ -102,7 +102,10 @@ export class ImportStore {
   }
 
   /** Inserts a queued import; undefined when the repository already has one queued or running. */
-  async createImport(input: { orgId: string; userId: string; repositoryId: string; ref?: string; depth?: number }, now = Date.now()): Promise<string | undefined> {
+  async createImport(
+    input: { orgId: string; userId: string; repositoryId: string; ref?: string; depth?: number },
+    now = Date.now(),
+  ): Promise<string | undefined> {
     const id = crypto.randomUUID()
     const rows = await this.db.sql`
       INSERT INTO codehost_imports (id, org_id, user_id, repository_id, ref, depth, status, created_at, updated_at, heartbeat_at)
@@ -128,7 +131,8 @@ export class ImportStore {
   }
 
   async setStatus(id: string, status: ImportStatus, progress: Record<string, unknown> | null, now = Date.now()): Promise<void> {
-    await this.db.sql`UPDATE codehost_imports SET status = ${status}, progress = ${progress && JSON.stringify(progress)}, updated_at = ${now}, heartbeat_at = ${now}
+    await this.db
+      .sql`UPDATE codehost_imports SET status = ${status}, progress = ${progress && JSON.stringify(progress)}, updated_at = ${now}, heartbeat_at = ${now}
       WHERE id = ${id} AND status IN ${this.db.sql(ACTIVE_STATUSES as ImportStatus[])}`
   }
 
@@ -159,13 +163,15 @@ export class ImportStore {
   /** Active imports whose heartbeat is older than `before`, optionally of one repository. */
   async staleImports(before: number, repositoryId?: string): Promise<string[]> {
     const rows = repositoryId
-      ? await this.db.sql`SELECT id FROM codehost_imports WHERE repository_id = ${repositoryId} AND status IN ${this.db.sql(ACTIVE_STATUSES as ImportStatus[])} AND heartbeat_at < ${before}`
+      ? await this.db
+          .sql`SELECT id FROM codehost_imports WHERE repository_id = ${repositoryId} AND status IN ${this.db.sql(ACTIVE_STATUSES as ImportStatus[])} AND heartbeat_at < ${before}`
       : await this.db.sql`SELECT id FROM codehost_imports WHERE status IN ${this.db.sql(ACTIVE_STATUSES as ImportStatus[])} AND heartbeat_at < ${before}`
     return rows.map((row: { id: string }) => row.id)
   }
 
   async appendEvent(importId: string, seq: number, event: string, data: unknown, now = Date.now()): Promise<void> {
-    await this.db.sql`INSERT INTO codehost_import_events (import_id, seq, event, data, at) VALUES (${importId}, ${seq}, ${event}, ${JSON.stringify(data)}, ${now})`
+    await this.db
+      .sql`INSERT INTO codehost_import_events (import_id, seq, event, data, at) VALUES (${importId}, ${seq}, ${event}, ${JSON.stringify(data)}, ${now})`
   }
 
   async lastEventSeq(importId: string): Promise<number> {
@@ -174,7 +180,8 @@ export class ImportStore {
   }
 
   async eventsAfter(importId: string, after: number, limit = 500): Promise<StoredEvent[]> {
-    const rows = await this.db.sql`SELECT seq, event, data FROM codehost_import_events WHERE import_id = ${importId} AND seq > ${after} ORDER BY seq LIMIT ${limit}`
+    const rows = await this.db
+      .sql`SELECT seq, event, data FROM codehost_import_events WHERE import_id = ${importId} AND seq > ${after} ORDER BY seq LIMIT ${limit}`
     return rows.map((row: Record<string, unknown>) => ({ seq: toNumber(row.seq), event: String(row.event), data: JSON.parse(String(row.data)) }))
   }
 }

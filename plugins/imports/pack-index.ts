@@ -92,7 +92,8 @@ export function applyDelta(
       for (let bit = 0; bit < 4; bit++) if (op & (1 << bit)) copyOffset += instructions[at++]! * 2 ** (8 * bit)
       for (let bit = 0; bit < 3; bit++) if (op & (16 << bit)) copySize += instructions[at++]! * 2 ** (8 * bit)
       if (copySize === 0) copySize = 0x10000
-      if (at > instructions.byteLength || copyOffset + copySize > source.byteLength || written + copySize > targetSize) throw damagedPack('a delta copies outside its base')
+      if (at > instructions.byteLength || copyOffset + copySize > source.byteLength || written + copySize > targetSize)
+        throw damagedPack('a delta copies outside its base')
       source.copy(target, written, copyOffset, copyOffset + copySize)
       written += copySize
     } else if (op > 0) {

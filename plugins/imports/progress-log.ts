@@ -34,7 +34,10 @@ function importEventStore(store: ImportStore): EventStore {
   }
 }
 
-export function createProgressLog(store: ImportStore, options: { pollMs: number; checkProducer(importId: string): Promise<void>; logger: Logger }): StoredEventLog {
+export function createProgressLog(
+  store: ImportStore,
+  options: { pollMs: number; checkProducer(importId: string): Promise<void>; logger: Logger },
+): StoredEventLog {
   return createStoredEventLog({ store: importEventStore(store), ...options })
 }
 

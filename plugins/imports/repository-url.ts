@@ -23,8 +23,7 @@ export interface UrlPolicy {
 
 const SEGMENT = /^[A-Za-z0-9_.-]+$/
 
-export const refused = (message: string, field = 'repository') =>
-  new AppError('repository_url_refused', message, { errors: [{ field, message }] })
+export const refused = (message: string, field = 'repository') => new AppError('repository_url_refused', message, { errors: [{ field, message }] })
 
 function isSegment(value: string): boolean {
   return SEGMENT.test(value) && value !== '.' && value !== '..'

@@ -15,7 +15,9 @@ export const importBody = strictObject({
     description: 'An https URL of a Git repository, or an owner/name shorthand for the code-hosting provider (IMPORT_CODEHOST_URL)',
     examples: ['octocat/Hello-World', 'https://github.com/octocat/Hello-World.git'],
   }),
-  ref: t.Optional(t.String({ minLength: 1, maxLength: 255, pattern: REF_PATTERN, description: "Branch or tag to import. Default the repository's HEAD", examples: ['main'] })),
+  ref: t.Optional(
+    t.String({ minLength: 1, maxLength: 255, pattern: REF_PATTERN, description: "Branch or tag to import. Default the repository's HEAD", examples: ['main'] }),
+  ),
   depth: t.Optional(integer({ minimum: 1, maximum: 1_000_000, description: 'Commits of history to fetch. Default all; 1 is enough for analysis and search' })),
 })
 export type ImportBody = Static<typeof importBody>
@@ -90,7 +92,9 @@ export type ImportSummary = Static<typeof importSummary>
 
 export const importProgress = t.Object(
   {
-    phase: t.String({ description: 'queued, a clone phase as the Git server or git names it (Receiving objects...), Checking out files, analysing or indexing' }),
+    phase: t.String({
+      description: 'queued, a clone phase as the Git server or git names it (Receiving objects...), Checking out files, analysing or indexing',
+    }),
     loaded: t.Optional(integer()),
     total: t.Optional(integer()),
     receivedBytes: t.Optional(integer()),

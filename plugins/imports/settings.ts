@@ -9,7 +9,11 @@ export const importsSettings = defineSettings({
       parse: url('https:', 'http:'),
       fallback: 'https://github.com',
     },
-    IMPORT_CODEHOST_PROVIDER: { doc: 'Integration provider whose stored token authenticates imports from IMPORT_CODEHOST_URL', parse: text, fallback: 'github' },
+    IMPORT_CODEHOST_PROVIDER: {
+      doc: 'Integration provider whose stored token authenticates imports from IMPORT_CODEHOST_URL',
+      parse: text,
+      fallback: 'github',
+    },
     IMPORT_ALLOW_HOSTS: {
       doc: 'Comma-separated host or host:port entries imports may reach on any address (a self-hosted Git server); plain http is allowed only for these',
       parse: list,
@@ -22,7 +26,11 @@ export const importsSettings = defineSettings({
     },
     IMPORT_MAX_FILES: { doc: 'Most files a checked-out repository may have', parse: integer(1, 10_000_000), fallback: 100_000 },
     IMPORT_MAX_FILE_BYTES: { doc: 'Largest single file a repository may hold, in bytes', parse: integer(1, 4 * 1024 ** 3), fallback: 50 * 1024 ** 2 },
-    IMPORT_CLONE_TIMEOUT_SECONDS: { doc: 'Longest a clone or fetch, with its checkout, may take before the import fails', parse: integer(1, 86_400), fallback: 300 },
+    IMPORT_CLONE_TIMEOUT_SECONDS: {
+      doc: 'Longest a clone or fetch, with its checkout, may take before the import fails',
+      parse: integer(1, 86_400),
+      fallback: 300,
+    },
     IMPORT_HEARTBEAT_MS: {
       doc: 'How often a running import writes its heartbeat; one silent for three heartbeats (its process died) is marked failed by any process',
       parse: integer(100, 600_000),

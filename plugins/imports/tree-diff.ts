@@ -52,10 +52,11 @@ const HFS_IGNORED = /[\u200C-\u200F\u202A-\u202E\u206A-\u206F\uFEFF]/g
 function refusedName(name: string): boolean {
   const hfsClean = name.replace(HFS_IGNORED, '')
   // An NTFS alternate data stream (`.git::$INDEX_ALLOCATION`) names the part before the first colon.
-  const normalized = hfsClean.split(':')[0]!.toLowerCase().replace(/[. ]+$/, '')
-  return (
-    name.includes('\\') || name.includes('/') || hfsClean === '.' || hfsClean === '..' || normalized === '.git' || /^\.?git~[1-9]$/.test(normalized)
-  )
+  const normalized = hfsClean
+    .split(':')[0]!
+    .toLowerCase()
+    .replace(/[. ]+$/, '')
+  return name.includes('\\') || name.includes('/') || hfsClean === '.' || hfsClean === '..' || normalized === '.git' || /^\.?git~[1-9]$/.test(normalized)
 }
 
 function kindOfMode(mode: string): Entry['kind'] {

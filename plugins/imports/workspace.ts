@@ -66,8 +66,7 @@ export async function removeWorkspace(workspace: Workspace): Promise<void> {
   await rm(workspace.root, { recursive: true, force: true })
 }
 
-const unsafe = (path: string, why: string) =>
-  new AppError('repository_unsafe_path', `Repository path ${JSON.stringify(path)} ${why}`, { extensions: { path } })
+const unsafe = (path: string, why: string) => new AppError('repository_unsafe_path', `Repository path ${JSON.stringify(path)} ${why}`, { extensions: { path } })
 
 /**
  * Refuses a repository path that could leave the tree or touch a Git directory: empty, `.` or `..`

@@ -134,7 +134,12 @@ export function createFlow(options: FlowOptions) {
         at,
       )
       const uri = redirectUri(provider.definition.id)
-      return { authorizationUrl: authorizationUrl(provider, client, { state, challenge: await codeChallenge(verifier), redirectUri: uri, scopes }), redirectUri: uri, expiresAt, binding }
+      return {
+        authorizationUrl: authorizationUrl(provider, client, { state, challenge: await codeChallenge(verifier), redirectUri: uri, scopes }),
+        redirectUri: uri,
+        expiresAt,
+        binding,
+      }
     },
 
     async complete(provider: Provider, params: CallbackParams, binding: string | undefined): Promise<CallbackOutcome> {

@@ -71,8 +71,7 @@ const OAUTH_ERROR = /^[\x20-\x21\x23-\x5B\x5D-\x7E]{1,64}$/
 async function readTokenAnswer(response: Response): Promise<Record<string, unknown>> {
   const text = await response.text()
   // GitHub answers form-encoded unless asked for JSON; some servers ignore Accept. Both are read.
-  if ((response.headers.get('content-type') ?? '').includes('application/x-www-form-urlencoded'))
-    return Object.fromEntries(new URLSearchParams(text))
+  if ((response.headers.get('content-type') ?? '').includes('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(text))
   try {
     return asRecord(JSON.parse(text))
   } catch {
@@ -94,7 +93,13 @@ function expiry(value: unknown, now: number): number | undefined {
  * One call to the token endpoint. Never retried: a code or a rotating refresh token is single-use, and
  * a repeated request after a lost answer would spend it twice.
  */
-async function tokenRequest(http: HttpClient, provider: Provider, client: OAuthClient, grant: Record<string, string>, now: () => number): Promise<GrantedTokens> {
+async function tokenRequest(
+  http: HttpClient,
+  provider: Provider,
+  client: OAuthClient,
+  grant: Record<string, string>,
+  now: () => number,
+): Promise<GrantedTokens> {
   const form = new URLSearchParams(grant)
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }
   if (provider.definition.clientAuth === 'basic') headers.authorization = basicAuthorization(client)
@@ -146,6 +151,12 @@ export function exchangeCode(
   )
 }
 
-export function refreshGrant(http: HttpClient, provider: Provider, client: OAuthClient, refreshToken: string, now: () => number = Date.now): Promise<GrantedTokens> {
+export function refreshGrant(
+  http: HttpClient,
+  provider: Provider,
+  client: OAuthClient,
+  refreshToken: string,
+  now: () => number = Date.now,
+): Promise<GrantedTokens> {
   return tokenRequest(http, provider, client, { grant_type: 'refresh_token', refresh_token: refreshToken }, now)
 }

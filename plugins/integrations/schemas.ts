@@ -44,7 +44,7 @@ export const callbackRedirect = t.String({
   description:
     'Empty body; Location is the front-end page with integration=<provider>&status=connected, or status=error&error=' +
     CALLBACK_ERRORS.join('|') +
-    ' (and provider_error with the provider\'s OAuth error code when there is one)',
+    " (and provider_error with the provider's OAuth error code when there is one)",
 })
 
 export const statusQuery = t.Object({

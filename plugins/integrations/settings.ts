@@ -20,7 +20,11 @@ export const integrationsSettings = defineSettings({
       fallback: 'https://api.github.com',
     },
     GITHUB_SCOPES: { doc: 'Comma-separated GitHub scopes asked for when a connection names none', parse: list, fallback: ['repo', 'read:user'] },
-    SUPABASE_AUTHORIZE_URL: { doc: 'Supabase OAuth authorize endpoint', parse: url('http:', 'https:'), fallback: 'https://api.supabase.com/v1/oauth/authorize' },
+    SUPABASE_AUTHORIZE_URL: {
+      doc: 'Supabase OAuth authorize endpoint',
+      parse: url('http:', 'https:'),
+      fallback: 'https://api.supabase.com/v1/oauth/authorize',
+    },
     SUPABASE_TOKEN_URL: { doc: 'Supabase OAuth token endpoint', parse: url('http:', 'https:'), fallback: 'https://api.supabase.com/v1/oauth/token' },
     SUPABASE_API_URL: {
       doc: 'Supabase Management API base (organisations and projects verify a connection)',
@@ -51,7 +55,8 @@ export const integrationsSettings = defineSettings({
       if ((clientId === undefined) !== (clientSecret === undefined)) report.problem(`${id}_CLIENT_ID and ${id}_CLIENT_SECRET must be set together`)
     const generic = parseGenericProviders(v.OAUTH_PROVIDERS, ['github', 'supabase'])
     for (const problem of generic.problems) report.problem(problem)
-    if (!v.GITHUB_CLIENT_ID && !v.SUPABASE_CLIENT_ID && !v.OAUTH_PROVIDERS) report.unconfigured('OAuth apps (GITHUB_CLIENT_ID, SUPABASE_CLIENT_ID or OAUTH_PROVIDERS)')
+    if (!v.GITHUB_CLIENT_ID && !v.SUPABASE_CLIENT_ID && !v.OAUTH_PROVIDERS)
+      report.unconfigured('OAuth apps (GITHUB_CLIENT_ID, SUPABASE_CLIENT_ID or OAUTH_PROVIDERS)')
     return {
       integrations: {
         /** Front-end page the OAuth callback redirects to. */

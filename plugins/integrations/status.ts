@@ -47,7 +47,8 @@ export function storedAccount(row: ConnectionRow): ConnectedAccount | null {
 /** Why a stored connection gives no token, from the row alone. */
 export function reasonOf(row: ConnectionRow | undefined, now: number): DisconnectedReason | undefined {
   if (!row) return 'not_connected'
-  if (row.brokenReason) return (DISCONNECTED_REASONS as readonly string[]).includes(row.brokenReason) ? (row.brokenReason as DisconnectedReason) : 'token_revoked'
+  if (row.brokenReason)
+    return (DISCONNECTED_REASONS as readonly string[]).includes(row.brokenReason) ? (row.brokenReason as DisconnectedReason) : 'token_revoked'
   if (row.expiresAt !== null && row.expiresAt <= now && !row.refreshToken) return 'token_expired'
   return undefined
 }
@@ -165,7 +166,13 @@ export function createStatusChecker(options: StatusCheckerOptions) {
 
       const account = verification.account
       const verifiedAt = now()
-      await store.markVerified(userId, id, { accountId: account.id, accountName: account.name, accountUrl: account.url ?? null }, verification.scopes, verifiedAt)
+      await store.markVerified(
+        userId,
+        id,
+        { accountId: account.id, accountName: account.name, accountUrl: account.url ?? null },
+        verification.scopes,
+        verifiedAt,
+      )
       const status: IntegrationStatus = {
         provider: id,
         label: provider.definition.label,

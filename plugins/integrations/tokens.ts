@@ -134,7 +134,9 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
         continue
       }
       if (Date.now() > giveUpAt)
-        throw new AppError('unavailable', `${provider.definition.label} token refresh is still running elsewhere; try again`, { extensions: { provider: provider.definition.id } })
+        throw new AppError('unavailable', `${provider.definition.label} token refresh is still running elsewhere; try again`, {
+          extensions: { provider: provider.definition.id },
+        })
       await Bun.sleep(LEASE_POLL_MS)
     }
   }

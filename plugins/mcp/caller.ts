@@ -19,12 +19,12 @@ export function callerGuards({ access }: { access: AccessService }) {
     optionalAuth: (enabled: true) => {
       const identify = guard(async ({ request }: { request: Request }) => ({ caller: await optionalCaller(access, request) }))
       return {
-      detail: openApiExtension({
-        security: enabled ? [{}, { bearer: [] }] : [],
-        description: 'A bearer token is optional; when one is given it must be valid.',
-      }),
-      transform: identify.early,
-      resolve: identify,
+        detail: openApiExtension({
+          security: enabled ? [{}, { bearer: [] }] : [],
+          description: 'A bearer token is optional; when one is given it must be valid.',
+        }),
+        transform: identify.early,
+        resolve: identify,
       }
     },
   })

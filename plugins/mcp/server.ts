@@ -24,11 +24,7 @@ const INSTRUCTIONS =
 // Bounds what one tools/call can make the server parse; the schemas below need far fewer.
 const MAX_TOOL_INPUT_ELEMENTS = 500
 
-const query = z
-  .string()
-  .min(1)
-  .max(MAX_QUERY_LENGTH)
-  .regex(/\S/, 'must not be blank')
+const query = z.string().min(1).max(MAX_QUERY_LENGTH).regex(/\S/, 'must not be blank')
 
 // Also as text: clients that ignore structuredContent read the same JSON.
 const json = (value: unknown) => JSON.stringify(value)
@@ -63,7 +59,8 @@ export function createMcpServer(deps: McpToolsDeps, caller: Principal | undefine
     'search_docs',
     {
       title: 'Search the documentation',
-      description: "Full-text search over the service's documentation. Each result is a section of a page: its title, path, section heading, URLs and a snippet.",
+      description:
+        "Full-text search over the service's documentation. Each result is a section of a page: its title, path, section heading, URLs and a snippet.",
       inputSchema: {
         query: query.describe('Words to look for, e.g. "rate limit search"'),
         limit: z.number().int().min(1).max(20).optional().describe('Results wanted, 1-20. Default 5'),

@@ -55,7 +55,10 @@ export function metricsPlugin(options: MetricsOptions) {
     detail: {
       tags: ['operations'],
       summary: 'Prometheus metrics of this process (text exposition format 0.0.4)',
-      ...openApiExtension({ security: [{ bearer: [] }], description: 'Requires `Authorization: Bearer <METRICS_TOKEN>`; routed only when METRICS_TOKEN is set.' }),
+      ...openApiExtension({
+        security: [{ bearer: [] }],
+        description: 'Requires `Authorization: Bearer <METRICS_TOKEN>`; routed only when METRICS_TOKEN is set.',
+      }),
       responses: {
         200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain; version=0.0.4': { schema: { type: 'string' } } } },
       },
@@ -79,7 +82,10 @@ export function startMetricsListener(options: { metrics: ServiceMetrics; token: 
       if (pathname !== '/metrics') return new Response('Not found: this listener serves GET /metrics only\n', { status: 404 })
       if (request.method !== 'GET' && request.method !== 'HEAD') return new Response('Method not allowed\n', { status: 405, headers: { allow: 'GET, HEAD' } })
       if (!authorised(request))
-        return new Response('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>\n', { status: 401, headers: { 'www-authenticate': 'Bearer realm="metrics"' } })
+        return new Response('GET /metrics needs Authorization: Bearer <METRICS_TOKEN>\n', {
+          status: 401,
+          headers: { 'www-authenticate': 'Bearer realm="metrics"' },
+        })
       return exposition(options.metrics)
     },
   })

@@ -73,8 +73,7 @@ interface Change {
 
 // biome-ignore lint/suspicious/noExplicitAny: a Stripe event's object, read field by field with checks
 type Obj = Record<string, any>
-const idOf = (value: unknown): string | null =>
-  typeof value === 'string' && value ? value : typeof (value as Obj)?.id === 'string' ? (value as Obj).id : null
+const idOf = (value: unknown): string | null => (typeof value === 'string' && value ? value : typeof (value as Obj)?.id === 'string' ? (value as Obj).id : null)
 const text = (value: unknown): string | null => (typeof value === 'string' && value ? value : null)
 
 function checkoutChange(event: ClaimedEvent, s: Obj): Change | string {
@@ -132,7 +131,12 @@ function invoiceChange(event: ClaimedEvent, inv: Obj): Change | string {
   const subscriptionId = idOf(details?.subscription) ?? idOf(inv.subscription)
   if (!subscriptionId) return 'invoice not raised by a subscription'
   const outcome = INVOICE_OUTCOMES[event.type]!
-  const invoice = { id: idOf(inv) ?? event.id, outcome, url: text(inv.hosted_invoice_url), version: { at: event.created, rank: invoiceRank(outcome), eventId: event.id } }
+  const invoice = {
+    id: idOf(inv) ?? event.id,
+    outcome,
+    url: text(inv.hosted_invoice_url),
+    version: { at: event.created, rank: invoiceRank(outcome), eventId: event.id },
+  }
   return {
     subscriptionId,
     customerId: idOf(inv.customer),

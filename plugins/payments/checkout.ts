@@ -73,9 +73,13 @@ export async function createCheckout(deps: CheckoutDeps, caller: Caller, request
   // A second subscription would bill twice; changes to a running one go through the portal.
   const renewing = (await subscriptionsOf(deps.db.sql, caller.orgId)).map((r) => entitlementOf(r, now)).find((e) => e && e.expiresAt === null)
   if (renewing)
-    throw new AppError('already_subscribed', `The organisation already pays for ${renewing.plan}; change plan or seats in the billing portal (GET /api/payment/billing-portal)`, {
-      extensions: { plan: renewing.plan },
-    })
+    throw new AppError(
+      'already_subscribed',
+      `The organisation already pays for ${renewing.plan}; change plan or seats in the billing portal (GET /api/payment/billing-portal)`,
+      {
+        extensions: { plan: renewing.plan },
+      },
+    )
 
   const customerId = await ensureCustomer(deps, provider, caller.orgId)
   const fingerprint = [caller.userId, request.plan, seats, interval].join(':')
@@ -127,7 +131,13 @@ export async function openBillingPortal(deps: CheckoutDeps, caller: Caller, rece
   await deps.db.sql.begin((tx) =>
     appendAudit(
       tx,
-      { orgId: caller.orgId, actor: `user:${caller.userId}`, action: 'billing_portal.opened', ...receipt, details: { customerId, portalSessionId: session.id } },
+      {
+        orgId: caller.orgId,
+        actor: `user:${caller.userId}`,
+        action: 'billing_portal.opened',
+        ...receipt,
+        details: { customerId, portalSessionId: session.id },
+      },
       deps.now(),
     ),
   )

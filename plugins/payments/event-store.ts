@@ -67,4 +67,3 @@ export async function pendingEvents(sql: SQL, options: { maxAttempts: number; li
     ORDER BY received_at, id LIMIT ${options.limit}`
   return rows.map((r: { id: string }) => r.id)
 }
-

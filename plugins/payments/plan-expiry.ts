@@ -28,7 +28,8 @@ export async function expireLapsedPlans(deps: PlanExpiryDeps): Promise<string[]>
   for (const { id } of due as { id: string }[]) {
     const changed = await db.sql.begin(async (tx) => {
       // Locks the row and re-checks: another process may have moved it already.
-      const [org] = await tx`UPDATE organizations SET plan = plan WHERE id = ${id} AND plan_expires_at IS NOT NULL AND plan_expires_at <= ${at} RETURNING plan, plan_expires_at`
+      const [org] =
+        await tx`UPDATE organizations SET plan = plan WHERE id = ${id} AND plan_expires_at IS NOT NULL AND plan_expires_at <= ${at} RETURNING plan, plan_expires_at`
       if (!org) return false
       const next = organisationPlan(await subscriptionsOf(tx, id), at, deps.planIds) ?? { plan: deps.planIds.fallback, expiresAt: null }
       await deps.accounts.setPlan(id, next.plan, { expiresAt: next.expiresAt, sql: tx })

@@ -91,7 +91,8 @@ export function createStripeProvider(settings: ProviderSettings, options: { tole
           },
           { idempotencyKey },
         )
-        if (!session.url) throw new AppError('upstream_error', 'The payment provider answered a checkout session without a URL', { extensions: { provider: 'stripe' } })
+        if (!session.url)
+          throw new AppError('upstream_error', 'The payment provider answered a checkout session without a URL', { extensions: { provider: 'stripe' } })
         return {
           id: session.id,
           url: session.url,
@@ -105,7 +106,13 @@ export function createStripeProvider(settings: ProviderSettings, options: { tole
         return { id: session.id, url: session.url }
       }),
     verifyEvent: async (rawBody, signatureHeader, nowMs) =>
-      verifyEventSignature((await client()).webhooks, { rawBody, signatureHeader, secret: settings.webhookSecret, toleranceSeconds: options.toleranceSeconds, nowMs }),
+      verifyEventSignature((await client()).webhooks, {
+        rawBody,
+        signatureHeader,
+        secret: settings.webhookSecret,
+        toleranceSeconds: options.toleranceSeconds,
+        nowMs,
+      }),
   }
 }
 
@@ -118,13 +125,20 @@ export function providerFailure(err: unknown, action: string): AppError {
   switch (e.type) {
     case 'StripeConnectionError':
       return /timeout/i.test(reason)
-        ? new AppError('upstream_timeout', `The payment provider did not answer in time when asked to ${action} (STRIPE_TIMEOUT_MS)`, { extensions, cause: err })
+        ? new AppError('upstream_timeout', `The payment provider did not answer in time when asked to ${action} (STRIPE_TIMEOUT_MS)`, {
+            extensions,
+            cause: err,
+          })
         : new AppError('upstream_error', `The payment provider could not be reached to ${action} (STRIPE_API_URL)`, { extensions, cause: err })
     case 'StripeAuthenticationError':
     case 'StripePermissionError':
       return new AppError('upstream_error', `The payment provider refused the key when asked to ${action}; check STRIPE_SECRET_KEY`, { extensions, cause: err })
     case 'StripeRateLimitError':
-      return new AppError('unavailable', `The payment provider is rate limiting; could not ${action}`, { extensions, headers: { 'retry-after': '5' }, cause: err })
+      return new AppError('unavailable', `The payment provider is rate limiting; could not ${action}`, {
+        extensions,
+        headers: { 'retry-after': '5' },
+        cause: err,
+      })
     case 'StripeInvalidRequestError':
       return new AppError('upstream_error', `The payment provider refused to ${action}: ${reason} (check PLAN_PRICES)`, { extensions, cause: err })
     default:

@@ -65,7 +65,12 @@ export const auditQuery = t.Object(
   {
     cursor: t.Optional(t.String({ maxLength: 64, description: 'nextCursor of the previous page' })),
     limit: t.Optional(t.Integer({ minimum: 1, maximum: 200, description: 'Entries per page, 1-200. Default 50' })),
-    action: t.Optional(t.String({ maxLength: 64, description: 'Only this action (checkout.created, billing_portal.opened, payment_webhook.received, payment_event.applied, plan.changed)' })),
+    action: t.Optional(
+      t.String({
+        maxLength: 64,
+        description: 'Only this action (checkout.created, billing_portal.opened, payment_webhook.received, payment_event.applied, plan.changed)',
+      }),
+    ),
     actor: t.Optional(t.String({ maxLength: 128, description: 'Only this actor: user:<id>, provider:stripe or system' })),
     from: t.Optional(t.String({ format: 'date-time', description: 'Entries at or after this instant' })),
     to: t.Optional(t.String({ format: 'date-time', description: 'Entries before this instant' })),

@@ -53,7 +53,9 @@ export function createPaymentsService(options: PaymentsServiceOptions) {
     options.provider ?? (settings.provider ? createStripeProvider(settings.provider, { toleranceSeconds: settings.webhookToleranceSeconds }) : undefined)
   const requireProvider = () => {
     if (!provider)
-      throw new AppError('not_configured', `Payments are not configured; set ${settings.missing.join(' and ')}`, { extensions: { variables: [...settings.missing] } })
+      throw new AppError('not_configured', `Payments are not configured; set ${settings.missing.join(' and ')}`, {
+        extensions: { variables: [...settings.missing] },
+      })
     return provider
   }
   const checkoutDeps: CheckoutDeps = { db, accounts, settings, provider: requireProvider, now }
@@ -97,7 +99,12 @@ export function createPaymentsService(options: PaymentsServiceOptions) {
     /** Plan, status, seats and renewal date of an organisation. */
     async billingOf(orgId: string) {
       const at = now()
-      const [org, plan, customerId, records] = await Promise.all([accounts.organization(orgId), plans.planOf(orgId), customerOf(db.sql, orgId), subscriptionsOf(db.sql, orgId)])
+      const [org, plan, customerId, records] = await Promise.all([
+        accounts.organization(orgId),
+        plans.planOf(orgId),
+        customerOf(db.sql, orgId),
+        subscriptionsOf(db.sql, orgId),
+      ])
       const expiresAt = org?.planExpiresAt ?? null
       const sub = currentSubscription(records, at)
       const renewing = sub && ['active', 'trialing', 'past_due'].includes(sub.status ?? '') && !sub.cancelAtPeriodEnd

@@ -18,7 +18,11 @@ export const paymentsSettings = defineSettings({
   variables: {
     STRIPE_SECRET_KEY: { doc: 'Payment provider secret key', parse: text },
     PAYMENT_WEBHOOK_SECRET: { doc: 'Signing secret of the payment webhook', parse: text },
-    PAYMENT_WEBHOOK_TOLERANCE_SECONDS: { doc: 'How far a webhook signature timestamp may be from now, in either direction', parse: integer(10, 3600), fallback: 300 },
+    PAYMENT_WEBHOOK_TOLERANCE_SECONDS: {
+      doc: 'How far a webhook signature timestamp may be from now, in either direction',
+      parse: integer(10, 3600),
+      fallback: 300,
+    },
     STRIPE_API_URL: {
       doc: 'Base URL of the payment provider API; the SDK is pointed at its host, port and protocol',
       parse: url('http:', 'https:'),
@@ -26,11 +30,18 @@ export const paymentsSettings = defineSettings({
     },
     STRIPE_TIMEOUT_MS: { doc: 'Longest wait for one payment provider API call', parse: integer(500, 120_000), fallback: 10_000 },
     PLAN_PRICES: { doc: 'Payment price id of each paid plan, as plan=price pairs (pro=price_123,team=price_456)', parse: list, fallback: [] as string[] },
-    PLAN_PRICES_YEARLY: { doc: 'Price id of each paid plan billed yearly, as plan=price pairs; empty offers monthly billing only', parse: list, fallback: [] as string[] },
+    PLAN_PRICES_YEARLY: {
+      doc: 'Price id of each paid plan billed yearly, as plan=price pairs; empty offers monthly billing only',
+      parse: list,
+      fallback: [] as string[],
+    },
     CHECKOUT_SUCCESS_URL: {
       doc: 'Where Checkout sends the customer after paying; {CHECKOUT_SESSION_ID} becomes the session id',
       parse: url('http:', 'https:'),
-      fallback: derived('$PUBLIC_BASE_URL/billing/success?session_id={CHECKOUT_SESSION_ID}', (env) => `${publicBase(env)}/billing/success?session_id={CHECKOUT_SESSION_ID}`),
+      fallback: derived(
+        '$PUBLIC_BASE_URL/billing/success?session_id={CHECKOUT_SESSION_ID}',
+        (env) => `${publicBase(env)}/billing/success?session_id={CHECKOUT_SESSION_ID}`,
+      ),
     },
     CHECKOUT_CANCEL_URL: {
       doc: 'Where Checkout sends the customer who backs out',

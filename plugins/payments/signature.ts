@@ -71,6 +71,8 @@ function eventFrom(value: unknown, raw: string): VerifiedEvent {
   const e = value as { id?: unknown; type?: unknown; created?: unknown; data?: { object?: unknown } } | null
   const object = e?.data?.object
   if (typeof e?.id !== 'string' || e.id === '' || typeof e.type !== 'string' || !Number.isInteger(e.created) || typeof object !== 'object' || object === null)
-    throw new AppError('bad_request', 'The signed body is not an event: it needs id, type, created and data.object', { errors: [{ field: 'body', message: 'not an event' }] })
+    throw new AppError('bad_request', 'The signed body is not an event: it needs id, type, created and data.object', {
+      errors: [{ field: 'body', message: 'not an event' }],
+    })
   return { id: e.id, type: e.type, created: e.created as number, object: object as Record<string, unknown>, raw }
 }

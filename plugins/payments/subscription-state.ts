@@ -149,7 +149,11 @@ export function entitlementOf(record: SubscriptionRecord, now: number): Entitlem
  * an operator set is then left alone). A renewing subscription wins over one that is ending; among
  * equals the later end, then the plan listed later in PLANS.
  */
-export function organisationPlan(records: readonly SubscriptionRecord[], now: number, plans: { ids: readonly string[]; fallback: string }): Entitlement | undefined {
+export function organisationPlan(
+  records: readonly SubscriptionRecord[],
+  now: number,
+  plans: { ids: readonly string[]; fallback: string },
+): Entitlement | undefined {
   if (!records.some((r) => r.paidAt !== null)) return undefined
   let best: Entitlement | undefined
   const score = (e: Entitlement) => [e.expiresAt === null ? Infinity : e.expiresAt, plans.ids.indexOf(e.plan)] as const

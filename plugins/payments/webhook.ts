@@ -50,7 +50,13 @@ export function createWebhookProcessor(deps: WebhookDeps) {
       const orgId = await eventOrganisation(tx, { ...event, receipt }, deps.prices)
       await appendAudit(
         tx,
-        { orgId, actor: PROVIDER_ACTOR, action: 'payment_webhook.received', ...receipt, details: { eventId: event.id, type: event.type, created: event.created } },
+        {
+          orgId,
+          actor: PROVIDER_ACTOR,
+          action: 'payment_webhook.received',
+          ...receipt,
+          details: { eventId: event.id, type: event.type, created: event.created },
+        },
         at,
       )
       return true

@@ -21,10 +21,11 @@ const hash = (text: string) => new Bun.CryptoHasher('sha256').update(text).diges
  * The bundler's command line is used because Bun.build cannot be called from inside a macro.
  */
 export function bundledPlaygroundAssets(): PlaygroundAssets {
-  const build = Bun.spawnSync(
-    [process.execPath, 'build', join(CLIENT, 'main.ts'), '--target=browser', '--format=esm', '--minify', '--sourcemap=none'],
-    { env: { ...process.env, NODE_ENV: 'production' }, stdout: 'pipe', stderr: 'pipe' },
-  )
+  const build = Bun.spawnSync([process.execPath, 'build', join(CLIENT, 'main.ts'), '--target=browser', '--format=esm', '--minify', '--sourcemap=none'], {
+    env: { ...process.env, NODE_ENV: 'production' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   if (build.exitCode !== 0) throw new Error(`the playground's script did not build:\n${build.stderr.toString()}`)
   const script = build.stdout.toString()
   const html = readFileSync(join(CLIENT, 'index.html'), 'utf8')

@@ -58,12 +58,20 @@ export function playgroundPlugin() {
         },
       },
     )
-    .get(SCRIPT_PATH, async ({ request }) => {
-      const { script, hashes } = await assets()
-      return serve(request, script, hashes.script, 'text/javascript; charset=utf-8')
-    }, { response: { 200: t.String(), 304: t.Void() }, detail: { hide: true } })
-    .get(STYLE_PATH, async ({ request }) => {
-      const { style, hashes } = await assets()
-      return serve(request, style, hashes.style, 'text/css; charset=utf-8')
-    }, { response: { 200: t.String(), 304: t.Void() }, detail: { hide: true } })
+    .get(
+      SCRIPT_PATH,
+      async ({ request }) => {
+        const { script, hashes } = await assets()
+        return serve(request, script, hashes.script, 'text/javascript; charset=utf-8')
+      },
+      { response: { 200: t.String(), 304: t.Void() }, detail: { hide: true } },
+    )
+    .get(
+      STYLE_PATH,
+      async ({ request }) => {
+        const { style, hashes } = await assets()
+        return serve(request, style, hashes.style, 'text/css; charset=utf-8')
+      },
+      { response: { 200: t.String(), 304: t.Void() }, detail: { hide: true } },
+    )
 }

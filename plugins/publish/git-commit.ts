@@ -33,7 +33,10 @@ export interface Workspace {
   /** The branch tip fetched, or undefined when the branch does not exist yet. */
   fetchPrevious(remote: Remote, branch: string): Promise<{ commit: string; tree: string } | undefined>
   /** Writes the site as a tree and, unless that tree is the parent's, a commit on top of `parent`. */
-  commitSite(site: readonly SiteFile[], options: { parent?: { commit: string; tree: string }; message: string; author: CommitAuthor }): Promise<{ commit: string; tree: string; unchanged: boolean }>
+  commitSite(
+    site: readonly SiteFile[],
+    options: { parent?: { commit: string; tree: string }; message: string; author: CommitAuthor },
+  ): Promise<{ commit: string; tree: string; unchanged: boolean }>
   push(remote: Remote, branch: string, commit: string): Promise<void>
   /**
    * Fetches `commit` from `branch` (its tip, or within the branch's recent history) and the name of the
@@ -152,7 +155,9 @@ export async function openWorkspace(client: HttpClient): Promise<Workspace> {
       await git.addRemote({ fs, gitdir, remote: REMOTE, url: remote.url, force: true })
       // The tip first; deeper only when the branch moved on since the commit.
       for (const depth of [1, BASE_SEARCH_DEPTH]) {
-        await gitCall(remote, 'read', () => git.fetch({ fs, http, gitdir, remote: REMOTE, ref: from, remoteRef: from, singleBranch: true, depth, tags: false, onAuth }))
+        await gitCall(remote, 'read', () =>
+          git.fetch({ fs, http, gitdir, remote: REMOTE, ref: from, remoteRef: from, singleBranch: true, depth, tags: false, onAuth }),
+        )
         const found = await git.readCommit({ fs, gitdir, oid: commit }).catch(() => undefined)
         if (found) return { branch: head ?? from, tree: found.commit.tree }
       }
@@ -201,17 +206,25 @@ function gitError(errors: typeof Errors, error: unknown, remote: Remote, access:
   if (error instanceof errors.HttpError) {
     const status = error.data.statusCode
     if (status === 401 || status === 403)
-      return new AppError('codehost_forbidden', `The code host refused to ${access === 'write' ? 'accept a push to' : 'read'} ${remote.repository} with the connected account's token (${status})`, {
-        extensions: { ...where, status },
-      })
+      return new AppError(
+        'codehost_forbidden',
+        `The code host refused to ${access === 'write' ? 'accept a push to' : 'read'} ${remote.repository} with the connected account's token (${status})`,
+        {
+          extensions: { ...where, status },
+        },
+      )
     if (status === 404) return new AppError('repository_not_found', `The code host has no git repository ${remote.repository}`, { extensions: where })
     return new AppError('upstream_error', `The code host's git server answered ${status} for ${remote.repository}`, { extensions: { ...where, status } })
   }
   // isomorphic-git's fetch needs the remote HEAD; GitHub points it at the first branch pushed.
   if (error instanceof errors.NotFoundError && error.data.what === 'HEAD')
-    return new AppError('upstream_error', `The default branch (HEAD) of ${remote.repository} names no existing branch; set its default branch and publish again`, {
-      extensions: where,
-    })
+    return new AppError(
+      'upstream_error',
+      `The default branch (HEAD) of ${remote.repository} names no existing branch; set its default branch and publish again`,
+      {
+        extensions: where,
+      },
+    )
   if (error instanceof ResponseTooLargeError)
     return new AppError('upstream_error', `The published branch of ${remote.repository} is too large to fetch (over ${error.limitBytes} bytes)`, {
       extensions: { ...where, limitBytes: error.limitBytes },

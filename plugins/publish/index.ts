@@ -84,7 +84,19 @@ export function publishPlugin(options: PublishPluginOptions) {
         body: publishBody,
         auth: 'integrations:write',
         rateLimit: 'integrations',
-        response: { 200: publishAnswer, 401: problem, 403: problem, 404: problem, 409: problem, 413: problem, 422: problem, 429: problem, 502: problem, 503: problem, 504: problem },
+        response: {
+          200: publishAnswer,
+          401: problem,
+          403: problem,
+          404: problem,
+          409: problem,
+          413: problem,
+          422: problem,
+          429: problem,
+          502: problem,
+          503: problem,
+          504: problem,
+        },
         detail: {
           summary: 'Publish a site to GitHub Pages: one commit on the branch, pushed with the connected GitHub account, Pages enabled for it',
           description:

@@ -91,7 +91,10 @@ export function createPagesApi(options: PagesApiOptions) {
       throw new AppError('codehost_forbidden', `GitHub refused ${method} ${path.split('?')[0]}: ${String(answer.body.message ?? 'forbidden')}`, {
         extensions: { provider: 'github', status: 403 },
       })
-    if (response.status >= 500) throw new AppError('upstream_error', `GitHub answered ${response.status} to ${method} ${path}`, { extensions: { provider: 'github', status: response.status } })
+    if (response.status >= 500)
+      throw new AppError('upstream_error', `GitHub answered ${response.status} to ${method} ${path}`, {
+        extensions: { provider: 'github', status: response.status },
+      })
     return answer
   }
 

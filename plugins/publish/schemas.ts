@@ -14,7 +14,11 @@ export const siteSource = strictObject(
   {
     importId: t.String({ minLength: 1, maxLength: 100, description: 'A succeeded repository import of your organisation (POST /api/codehost/import)' }),
     directory: t.Optional(
-      t.String({ maxLength: 1024, description: 'Directory of the repository that holds the site, such as `dist` or `docs/site`. Default the root', examples: ['dist'] }),
+      t.String({
+        maxLength: 1024,
+        description: 'Directory of the repository that holds the site, such as `dist` or `docs/site`. Default the root',
+        examples: ['dist'],
+      }),
     ),
   },
   {
@@ -39,7 +43,14 @@ export const publishBody = strictObject({
   ),
   source: t.Optional(siteSource),
   branch: t.Optional(t.String({ minLength: 1, maxLength: 200, description: `Branch Pages serves from. Default ${DEFAULT_BRANCH}` })),
-  customDomain: t.Optional(t.String({ minLength: 3, maxLength: 253, description: 'Host name to serve the site at; written as CNAME and set on the Pages site', examples: ['docs.example.com'] })),
+  customDomain: t.Optional(
+    t.String({
+      minLength: 3,
+      maxLength: 253,
+      description: 'Host name to serve the site at; written as CNAME and set on the Pages site',
+      examples: ['docs.example.com'],
+    }),
+  ),
   message: t.Optional(t.String({ minLength: 1, maxLength: 2000, description: `Commit message. Default "${DEFAULT_MESSAGE}"` })),
   requireIndex: t.Optional(t.Boolean({ description: 'Refuse a site without a root index.html. Default true' })),
   private: t.Optional(t.Boolean({ description: 'Visibility of a repository created by this publish (ignored for an existing one). Default false' })),
@@ -54,7 +65,10 @@ export const publishAnswer = t.Object({
   commit: t.String({ description: 'Commit id now at the tip of the branch' }),
   previousCommit: t.Nullable(t.String({ description: 'The tip before this publish; null for a new branch' })),
   unchanged: t.Boolean({ description: 'The branch already held exactly this site: no commit was made and commit is the existing one' }),
-  url: t.String({ description: "Where the site is served, as the Pages API reports it (html_url); https://<owner>.github.io/<name>/ or the custom domain when it reports none" }),
+  url: t.String({
+    description:
+      'Where the site is served, as the Pages API reports it (html_url); https://<owner>.github.io/<name>/ or the custom domain when it reports none',
+  }),
   repositoryCreated: t.Boolean(),
   pages: oneOf(PAGES_OUTCOMES, { description: 'enabled (Pages switched on now), updated (branch or custom domain changed), unchanged' }),
   files: integer({ description: 'Files committed, .nojekyll and CNAME included' }),

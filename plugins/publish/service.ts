@@ -96,18 +96,30 @@ export function createPublisher(options: PublisherOptions) {
   }
 
   /** The repository, created on the token's account when it is missing and the owner is that account. */
-  async function ensureRepository(token: string, target: PublishTarget, login: string, makePrivate: boolean): Promise<{ repository: Repository; created: boolean }> {
+  async function ensureRepository(
+    token: string,
+    target: PublishTarget,
+    login: string,
+    makePrivate: boolean,
+  ): Promise<{ repository: Repository; created: boolean }> {
     const existing = await api.repository(token, target.owner, target.name)
     if (existing) return { repository: existing, created: false }
     if (target.owner.toLowerCase() !== login.toLowerCase())
-      throw new AppError('repository_not_found', `GitHub has no repository ${target.owner}/${target.name} the connected account (${login}) can see; repositories are only created on that account`, {
-        extensions: { repository: `${target.owner}/${target.name}`, account: login },
-      })
+      throw new AppError(
+        'repository_not_found',
+        `GitHub has no repository ${target.owner}/${target.name} the connected account (${login}) can see; repositories are only created on that account`,
+        {
+          extensions: { repository: `${target.owner}/${target.name}`, account: login },
+        },
+      )
     const created = await api.createRepository(token, target.name, { private: makePrivate, description: 'Published site' })
     if (created) return { repository: created, created: true }
     // 422: the name was taken in between (another publish); use what is there now.
     const raced = await api.repository(token, target.owner, target.name)
-    if (!raced) throw new AppError('upstream_error', `GitHub refused to create ${target.owner}/${target.name} and does not show it either`, { extensions: { provider: 'github' } })
+    if (!raced)
+      throw new AppError('upstream_error', `GitHub refused to create ${target.owner}/${target.name} and does not show it either`, {
+        extensions: { provider: 'github' },
+      })
     return { repository: raced, created: false }
   }
 
@@ -128,16 +140,26 @@ export function createPublisher(options: PublisherOptions) {
       // The custom domain is set by an update; so is a site someone enabled in between (409).
       return update(enabled ? 'enabled' : 'updated')
     }
-    if (site.branch === target.branch && site.path === '/' && site.cname === cname && site.buildType !== 'workflow') return { pages: 'unchanged', htmlUrl: site.htmlUrl }
+    if (site.branch === target.branch && site.path === '/' && site.cname === cname && site.buildType !== 'workflow')
+      return { pages: 'unchanged', htmlUrl: site.htmlUrl }
     return update('updated')
   }
 
-  async function publish(caller: Caller, token: string, target: PublishTarget, site: SiteFile[], body: PublishBody, progress: ProgressListener): Promise<PublishAnswer> {
+  async function publish(
+    caller: Caller,
+    token: string,
+    target: PublishTarget,
+    site: SiteFile[],
+    body: PublishBody,
+    progress: ProgressListener,
+  ): Promise<PublishAnswer> {
     const repository = `${target.owner}/${target.name}`
     const viewer = await api.viewer(token)
     const { repository: repo, created } = await ensureRepository(token, target, viewer.login, body.private ?? false)
     if (repo.permissions && !repo.permissions.push)
-      throw new AppError('codehost_forbidden', `The connected account (${viewer.login}) cannot push to ${repository}`, { extensions: { repository, account: viewer.login } })
+      throw new AppError('codehost_forbidden', `The connected account (${viewer.login}) cannot push to ${repository}`, {
+        extensions: { repository, account: viewer.login },
+      })
     await progress({ stage: 'repository', repository, created })
 
     const remote: Remote = { url: `${options.gitUrl}/${target.owner}/${target.name}.git`, token, repository }
@@ -193,7 +215,12 @@ export function createPublisher(options: PublisherOptions) {
   function onlyOneSource(body: PublishBody): void {
     if ((body.files === undefined) === (body.source === undefined)) {
       const message = body.files === undefined ? 'give the site as files or as source' : 'give files or source, not both'
-      throw new AppError('validation_failed', `files: ${message}`, { errors: [{ field: 'files', message }, { field: 'source', message }] })
+      throw new AppError('validation_failed', `files: ${message}`, {
+        errors: [
+          { field: 'files', message },
+          { field: 'source', message },
+        ],
+      })
     }
   }
 
@@ -204,7 +231,10 @@ export function createPublisher(options: PublisherOptions) {
     const source = body.source!
     const directory = normaliseDirectory('source.directory', source.directory ?? '')
     const read = options.imports && (await options.imports.readFiles(caller.orgId, source.importId, { directory, ...options.limits }))
-    if (!read) throw new AppError('not_found', `source.importId: no import ${source.importId} in this organisation`, { errors: [{ field: 'source.importId', message: 'no such import in this organisation' }] })
+    if (!read)
+      throw new AppError('not_found', `source.importId: no import ${source.importId} in this organisation`, {
+        errors: [{ field: 'source.importId', message: 'no such import in this organisation' }],
+      })
     const where = `${source.importId}:${directory || '/'}`
     if (read.exceeded === 'files')
       throw new AppError('site_too_large', `${where} holds more than ${options.limits.maxFiles} files; at most ${options.limits.maxFiles} can be published`, {
@@ -215,7 +245,9 @@ export function createPublisher(options: PublisherOptions) {
         extensions: { maxBytes: options.limits.maxBytes },
       })
     if (read.files.length === 0)
-      throw new AppError('invalid_site', `${where} holds no files at commit ${read.commit}`, { errors: [{ field: 'source.directory', message: 'holds no files' }] })
+      throw new AppError('invalid_site', `${where} holds no files at commit ${read.commit}`, {
+        errors: [{ field: 'source.directory', message: 'holds no files' }],
+      })
     const files: (InlineFile | ReadFile)[] = read.files
     return buildSite(files, options.limits, { ...site, fieldOf: (_, path) => `source(${path})`, siteField: 'source.directory' })
   }
@@ -224,7 +256,11 @@ export function createPublisher(options: PublisherOptions) {
   function codeHostRepository(url: string): { owner: string; name: string } | undefined {
     const prefix = `${options.gitUrl.replace(/\/+$/, '')}/`
     if (!url.startsWith(prefix)) return undefined
-    const parts = url.slice(prefix.length).replace(/\/+$/, '').replace(/\.git$/, '').split('/')
+    const parts = url
+      .slice(prefix.length)
+      .replace(/\/+$/, '')
+      .replace(/\.git$/, '')
+      .split('/')
     if (parts.length !== 2 || repositoryProblem(parts.join('/'))) return undefined
     return { owner: parts[0]!, name: parts[1]! }
   }
@@ -233,13 +269,20 @@ export function createPublisher(options: PublisherOptions) {
   async function proposalTarget(caller: Caller, proposal: Pick<ChangeProposal, 'repositoryUrl' | 'branch'>) {
     const where = codeHostRepository(proposal.repositoryUrl)
     if (!where)
-      throw new AppError('validation_failed', `${proposal.repositoryUrl} is not a repository on the code host (${options.gitUrl}); only those can get a pull request`, {
-        errors: [{ field: 'push', message: 'the repository is not on the code host' }],
-      })
+      throw new AppError(
+        'validation_failed',
+        `${proposal.repositoryUrl} is not a repository on the code host (${options.gitUrl}); only those can get a pull request`,
+        {
+          errors: [{ field: 'push', message: 'the repository is not on the code host' }],
+        },
+      )
     const problem = branchProblem(proposal.branch)
     if (problem) throw new AppError('validation_failed', `branch: ${problem}`, { errors: [{ field: 'branch', message: problem }] })
     const token = await integrations.tokenFor(caller.userId, 'github')
-    if (!token) throw new AppError('codehost_not_connected', `Connect GitHub first: ${CONNECT_ROUTE} starts the connection`, { extensions: { provider: 'github', connect: CONNECT_ROUTE } })
+    if (!token)
+      throw new AppError('codehost_not_connected', `Connect GitHub first: ${CONNECT_ROUTE} starts the connection`, {
+        extensions: { provider: 'github', connect: CONNECT_ROUTE },
+      })
     const repository = `${where.owner}/${where.name}`
     const remote: Remote = { url: `${options.gitUrl}/${where.owner}/${where.name}.git`, token, repository }
     return { where, token, repository, remote }
@@ -273,16 +316,26 @@ export function createPublisher(options: PublisherOptions) {
       if (await workspace.hasBranch(remote, proposal.branch)) throw branchExists(repository, proposal.branch)
       const base = await workspace.fetchCommit(remote, proposal.baseBranch, proposal.baseCommit)
       if (!base)
-        throw new AppError('conflict', `${repository} no longer reaches commit ${proposal.baseCommit} from ${proposal.baseBranch ?? 'its default branch'}; import it again`, {
-          extensions: { repository, commit: proposal.baseCommit },
-        })
+        throw new AppError(
+          'conflict',
+          `${repository} no longer reaches commit ${proposal.baseCommit} from ${proposal.baseBranch ?? 'its default branch'}; import it again`,
+          {
+            extensions: { repository, commit: proposal.baseCommit },
+          },
+        )
       baseBranch = proposal.baseBranch ?? base.branch
       commit = await workspace.commitChanges(proposal.baseCommit, proposal.changes, { message: proposal.message, author })
       await workspace.push(remote, proposal.branch, commit)
     } finally {
       await workspace.remove().catch((err) => logger.warn('proposal workspace not removed', { err, gitdir: workspace.gitdir }))
     }
-    const opened = await api.openPullRequest(token, where.owner, where.name, { head: proposal.branch, base: baseBranch, title: proposal.title, body: proposal.body, draft: proposal.draft === true })
+    const opened = await api.openPullRequest(token, where.owner, where.name, {
+      head: proposal.branch,
+      base: baseBranch,
+      title: proposal.title,
+      body: proposal.body,
+      draft: proposal.draft === true,
+    })
     if (opened === 'exists')
       throw new AppError('conflict', `${repository}@${proposal.branch} holds commit ${commit}, but a pull request from that branch is already open`, {
         extensions: { repository, branch: proposal.branch, commit },

@@ -4,7 +4,11 @@ import { defineSettings, integer, url } from '../../src/config.ts'
 export const publishSettings = defineSettings({
   title: 'Publishing to pages',
   variables: {
-    CODEHOST_GIT_URL: { doc: 'Base of the git remotes sites are pushed to, as <base>/<owner>/<name>.git', parse: url('http:', 'https:'), fallback: 'https://github.com' },
+    CODEHOST_GIT_URL: {
+      doc: 'Base of the git remotes sites are pushed to, as <base>/<owner>/<name>.git',
+      parse: url('http:', 'https:'),
+      fallback: 'https://github.com',
+    },
     PUBLISH_MAX_FILES: { doc: 'Most files a published site may have', parse: integer(1, 100_000), fallback: 1000 },
     PUBLISH_MAX_SITE_BYTES: {
       doc: 'Largest published site, decoded bytes of all its files (the request must also fit BODY_LIMIT_BYTES)',

@@ -117,15 +117,20 @@ export function buildSite(files: readonly (InlineFile | ReadFile)[], limits: Sit
     for (let at = path.indexOf('/'); at > 0; at = path.indexOf('/', at + 1)) {
       const directory = path.slice(0, at)
       const clash = seen.get(directory)
-      if (clash !== undefined) problems.push({ field: `${fieldOf(clash, directory)}.path`, message: `"${directory}" is a file but also a directory of "${path}"` })
+      if (clash !== undefined)
+        problems.push({ field: `${fieldOf(clash, directory)}.path`, message: `"${directory}" is a file but also a directory of "${path}"` })
     }
   }
   if (options.requireIndex !== false && !seen.has('index.html'))
     problems.push({ field: options.siteField ?? 'files', message: 'the site has no index.html at its root (send requireIndex: false to publish it anyway)' })
   if (problems.length > 0)
-    throw new AppError('invalid_site', `The site cannot be published: ${problems[0]!.field} ${problems[0]!.message}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`, {
-      errors: problems,
-    })
+    throw new AppError(
+      'invalid_site',
+      `The site cannot be published: ${problems[0]!.field} ${problems[0]!.message}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ''}`,
+      {
+        errors: problems,
+      },
+    )
   if (totalBytes > limits.maxBytes)
     throw new AppError('site_too_large', `The site holds ${totalBytes} bytes; at most ${limits.maxBytes} can be published`, {
       extensions: { totalBytes, maxBytes: limits.maxBytes },

@@ -49,8 +49,7 @@ export function parseTarget(input: { repository: string; branch?: string; custom
   if (ref) problems.push({ field: 'branch', message: ref })
   const domain = input.customDomain === undefined ? undefined : domainProblem(input.customDomain)
   if (domain) problems.push({ field: 'customDomain', message: domain })
-  if (problems.length > 0)
-    throw new AppError('validation_failed', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { errors: problems })
+  if (problems.length > 0) throw new AppError('validation_failed', problems.map((p) => `${p.field}: ${p.message}`).join('; '), { errors: problems })
   const [owner, name] = input.repository.split('/') as [string, string]
   return { owner, name, branch, ...(input.customDomain ? { customDomain: input.customDomain.toLowerCase() } : {}) }
 }

@@ -137,7 +137,7 @@ export function setupPlugin(options: SetupPluginOptions) {
           summary: 'Create the first owner with the one-time setup code; JSON answers its tokens',
           description:
             `Open only while no user exists. The code is in the start-up log line "${SETUP_LOG_MESSAGE}". ` +
-            'A wrong, used or expired code is 403 invalid_setup_code and counts toward the client address\'s lock (429 account_locked); ' +
+            "A wrong, used or expired code is 403 invalid_setup_code and counts toward the client address's lock (429 account_locked); " +
             'once a user exists the route answers 410 setup_done. The setup page posts the same fields as a form and is redirected (303).',
         },
       },

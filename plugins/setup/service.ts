@@ -120,7 +120,11 @@ export function createSetupService(deps: SetupServiceDeps) {
    * Creates the first owner, a new organisation's, with a stored code; with `signIn`, also its tokens. Wrong
    * codes count toward the address's sign-in lock (`setup:<address>`).
    */
-  async function complete(input: FirstOwner & { code: string }, clientIp: string, options: { signIn: boolean }): Promise<{ userId: string; tokens?: TokenPair }> {
+  async function complete(
+    input: FirstOwner & { code: string },
+    clientIp: string,
+    options: { signIn: boolean },
+  ): Promise<{ userId: string; tokens?: TokenPair }> {
     const subject = `setup:${clientIp}`
     await access.attempts.assertNotLocked([subject])
     if (!(await isOpen())) throw setupDone()

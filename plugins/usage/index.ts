@@ -31,7 +31,9 @@ export function usagePlugin(options: UsagePluginOptions) {
         const from = query.from ? Date.parse(query.from) : to - 30 * 86_400_000
         if (!(from < to)) throw new AppError('validation_failed', 'from must be before to', { errors: [{ field: 'from', message: 'must be before to' }] })
         if (to - from > MAX_SPAN_MS)
-          throw new AppError('validation_failed', 'The period may span at most 366 days', { errors: [{ field: 'from', message: 'period longer than 366 days' }] })
+          throw new AppError('validation_failed', 'The period may span at most 366 days', {
+            errors: [{ field: 'from', message: 'period longer than 366 days' }],
+          })
         // Events still in the write buffer belong in the answer.
         await options.meter.flush()
         const bucket = query.bucket ?? 'day'

@@ -268,9 +268,7 @@ export function createAccessService(deps: AccessServiceDeps) {
       const email = normaliseEmail(identity.email ?? `${identity.subject}@${new URL(identity.issuer).host}`)
       const account = { orgId: org.id, role: external.defaultRole, externalIssuer: identity.issuer, externalSubject: identity.subject } as const
       // The email may belong to a local account already; the external one then gets a unique alias.
-      user =
-        (await accounts.createUser({ ...account, email })) ??
-        (await accounts.createUser({ ...account, email: `${crypto.randomUUID()}+${email}` }))!
+      user = (await accounts.createUser({ ...account, email })) ?? (await accounts.createUser({ ...account, email: `${crypto.randomUUID()}+${email}` }))!
       logger.info('external user created', { userId: user.id, orgId: org.id, issuer: identity.issuer })
     }
     const role = claimedRole ?? user.role

@@ -34,10 +34,7 @@ const TOKEN_TYPE = 'at+jwt'
 export function createAccessTokens(options: AccessTokenOptions) {
   const ttl = options.ttlSeconds ?? 900
   const now = options.now ?? Date.now
-  const keyPromise = crypto.subtle.importKey('raw', new TextEncoder().encode(options.secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
-    'sign',
-    'verify',
-  ])
+  const keyPromise = crypto.subtle.importKey('raw', new TextEncoder().encode(options.secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify'])
 
   async function issue(subject: { userId: string; orgId: string; role: Role; scopes: readonly Scope[]; sessionId?: string }) {
     const iat = Math.floor(now() / 1000)
@@ -77,8 +74,7 @@ export function createAccessTokens(options: AccessTokenOptions) {
     } catch (err) {
       throw tokenRejection(err)
     }
-    if (typeof payload.org !== 'string' || typeof payload.role !== 'string' || typeof payload.scope !== 'string')
-      throw invalidToken('malformed token')
+    if (typeof payload.org !== 'string' || typeof payload.role !== 'string' || typeof payload.scope !== 'string') throw invalidToken('malformed token')
     if (payload.sid !== undefined && typeof payload.sid !== 'string') throw invalidToken('malformed token')
     return payload as unknown as AccessClaims
   }

@@ -81,22 +81,26 @@ export function accessControl({ access, plans }: AccessControlOptions) {
         return principal instanceof Promise ? principal.then(authorised) : authorised(principal)
       })
       return {
-      detail: openApiExtension({
-        security: [{ bearer: scope === 'any' ? [] : [scope] }],
-        'x-required-scope': scope,
-        description: scope === 'any' ? 'Requires a bearer token.' : `Requires a bearer token with the \`${scope}\` scope.`,
-      }),
-      transform: authorise.early,
-      resolve: authorise,
+        detail: openApiExtension({
+          security: [{ bearer: scope === 'any' ? [] : [scope] }],
+          'x-required-scope': scope,
+          description: scope === 'any' ? 'Requires a bearer token.' : `Requires a bearer token with the \`${scope}\` scope.`,
+        }),
+        transform: authorise.early,
+        resolve: authorise,
       }
     },
     plan: (required: 'enterprise') => {
       const checkPlan = guard(async ({ request }: { request: Request }) => {
         const principal = await authenticateRequest(access, request)
         if (!(await plans.isEnterprise(principal.orgId)))
-          throw new AppError('plan_required', `This feature is available on enterprise plans only; the organisation is on ${await plans.planOf(principal.orgId)}`, {
-            extensions: { requiredPlan: required },
-          })
+          throw new AppError(
+            'plan_required',
+            `This feature is available on enterprise plans only; the organisation is on ${await plans.planOf(principal.orgId)}`,
+            {
+              extensions: { requiredPlan: required },
+            },
+          )
       })
       return { detail: openApiExtension({ 'x-required-plan': required }), transform: checkPlan.early, beforeHandle: checkPlan }
     },

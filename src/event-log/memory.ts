@@ -33,7 +33,8 @@ export function createMemoryEventLog(options: EventLogOptions): EventLog {
       const events = interruptionEvents(options.interruption(entry.log.info), entry.log.lastSeq)
       // Recorded before the followers see the end, as the shared log does.
       void (async () => {
-        for (const handler of handlers) await Promise.resolve(handler(entry.log.id, entry.log.info, [...entry.log.events, ...events], 'producer_gone')).catch(() => undefined)
+        for (const handler of handlers)
+          await Promise.resolve(handler(entry.log.id, entry.log.info, [...entry.log.events, ...events], 'producer_gone')).catch(() => undefined)
         entry.log.commit(events)
         retire(entry)
       })()

@@ -140,9 +140,14 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     let scheduled = false
     const waiters: { seq: number; resolve(): void; reject(err: Error): void }[] = []
 
-    const opened = redis.run((client) =>
-      Promise.all([client.send('SET', [keys.lease(logId), '1', 'PX', String(leaseMs)]), client.send('SET', [keys.info(logId), info, 'PX', String(options.maxLifeMs)])]),
-    ).then(() => undefined)
+    const opened = redis
+      .run((client) =>
+        Promise.all([
+          client.send('SET', [keys.lease(logId), '1', 'PX', String(leaseMs)]),
+          client.send('SET', [keys.info(logId), info, 'PX', String(options.maxLifeMs)]),
+        ]),
+      )
+      .then(() => undefined)
     opened.catch((err) => lose('its lease could not be written', err, 'unreachable'))
     let renewFailingSince = 0
     const renew = setInterval(() => {
@@ -406,7 +411,9 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     async lastSeq(logId) {
       const mine = produced.get(logId)
       if (mine) return mine.lastSeq
-      const [top, info] = await redis.run((client) => Promise.all([client.send('XREVRANGE', [keys.log(logId), '+', '-', 'COUNT', '1']), client.get(keys.info(logId))]))
+      const [top, info] = await redis.run((client) =>
+        Promise.all([client.send('XREVRANGE', [keys.log(logId), '+', '-', 'COUNT', '1']), client.get(keys.info(logId))]),
+      )
       const entry = streamEntries({ [keys.log(logId)]: top })[0]
       if (entry) return Number(entry.id.split('-')[1])
       return info === null ? undefined : 0

@@ -94,7 +94,8 @@ export function upstreamFailure(error: unknown): StreamError {
   // Until the SDK is loaded nothing can have thrown one of its errors.
   const OpenAI = openAiSdk.loaded?.default
   if (!OpenAI) return otherFailure(error)
-  if (error instanceof OpenAI.APIConnectionTimeoutError) return new StreamError('upstream_timeout', 'The model provider did not answer in time', { cause: error })
+  if (error instanceof OpenAI.APIConnectionTimeoutError)
+    return new StreamError('upstream_timeout', 'The model provider did not answer in time', { cause: error })
   if (error instanceof OpenAI.RateLimitError)
     return new StreamError('upstream_rate_limited', 'The model provider is rate limiting requests; try again shortly', { cause: error })
   if (error instanceof OpenAI.APIError && error.status !== undefined)
@@ -109,14 +110,24 @@ function otherFailure(error: unknown): StreamError {
 }
 
 type ChunkChoice = {
-  delta?: { content?: string | null; reasoning_content?: string; reasoning?: string; tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[] }
+  delta?: {
+    content?: string | null
+    reasoning_content?: string
+    reasoning?: string
+    tool_calls?: { index: number; id?: string; function?: { name?: string; arguments?: string } }[]
+  }
   logprobs?: { content?: { logprob: number }[] | null } | null
   finish_reason?: string | null
 }
 
 /** Appends the events of one streamed completion chunk to `out`. */
-function eventsOf(chunk: { choices?: ChunkChoice[]; usage?: { prompt_tokens?: number; completion_tokens?: number } | null; error?: { message?: string } }, out: ModelEvent[], state: { finished: boolean }) {
-  if (chunk.error) throw new StreamError('upstream_error', `The model provider reported an error mid-stream: ${String(chunk.error.message ?? 'unknown').slice(0, 200)}`)
+function eventsOf(
+  chunk: { choices?: ChunkChoice[]; usage?: { prompt_tokens?: number; completion_tokens?: number } | null; error?: { message?: string } },
+  out: ModelEvent[],
+  state: { finished: boolean },
+) {
+  if (chunk.error)
+    throw new StreamError('upstream_error', `The model provider reported an error mid-stream: ${String(chunk.error.message ?? 'unknown').slice(0, 200)}`)
   if (chunk.usage) out.push({ type: 'usage', inputTokens: chunk.usage.prompt_tokens ?? 0, outputTokens: chunk.usage.completion_tokens ?? 0 })
   const choice = chunk.choices?.[0]
   if (!choice) return

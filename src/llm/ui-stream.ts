@@ -63,7 +63,9 @@ const toolCallId = t.String()
 /** The data of a `data-search-decision` part: whether the answer stood or was grounded in a web search. */
 export const searchDecision = t.Object({
   decision: oneOf(['answer', 'search'], { description: '`search`: the answer was unsure and a search-grounded one follows' }),
-  confidence: t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()], { description: 'Geometric mean probability of the first tokens; null without log-probabilities' }),
+  confidence: t.Union([t.Number({ minimum: 0, maximum: 1 }), t.Null()], {
+    description: 'Geometric mean probability of the first tokens; null without log-probabilities',
+  }),
   threshold: t.Number({ description: 'CHAT_CONFIDENCE_THRESHOLD' }),
   method: oneOf(['logprobs', 'hedging'], { description: 'How confidence was measured: token log-probabilities, or hedging phrases when the model gives none' }),
   tokens: integer({ minimum: 0, description: 'Tokens the measure read' }),
@@ -78,7 +80,10 @@ export const UI_CHUNKS = {
   start: chunk('start', 'Opens the assistant message', { messageId: t.Optional(t.String()), messageMetadata: t.Optional(t.Unknown()) }),
   'start-step': chunk('start-step', 'Opens a step: one model call'),
   'finish-step': chunk('finish-step', 'Closes the step'),
-  'reset-step': chunk('reset-step', 'Withdraws every part streamed since the last start-step: an unsure draft about to be replaced by a search-grounded answer'),
+  'reset-step': chunk(
+    'reset-step',
+    'Withdraws every part streamed since the last start-step: an unsure draft about to be replaced by a search-grounded answer',
+  ),
   finish: chunk('finish', 'Closes the message', { finishReason: t.Optional(oneOf(['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other'])) }),
   'text-start': chunk('text-start', 'Opens a text part', { id: partId }),
   'text-delta': chunk('text-delta', 'Text as the model writes it', { id: partId, delta: t.String() }),
@@ -93,10 +98,19 @@ export const UI_CHUNKS = {
     toolName: t.String(),
     input: t.Unknown(),
   }),
-  'tool-input-error': chunk('tool-input-error', 'The model wrote an input the tool cannot take', { toolCallId, toolName: t.String(), input: t.Unknown(), errorText: t.String() }),
+  'tool-input-error': chunk('tool-input-error', 'The model wrote an input the tool cannot take', {
+    toolCallId,
+    toolName: t.String(),
+    input: t.Unknown(),
+    errorText: t.String(),
+  }),
   'tool-output-available': chunk('tool-output-available', "A server tool's result", { toolCallId, output: t.Unknown() }),
   'tool-output-error': chunk('tool-output-error', 'A server tool failed', { toolCallId, errorText: t.String() }),
-  'source-url': chunk('source-url', 'A source the answer draws on (web search results)', { sourceId: t.String(), url: t.String(), title: t.Optional(t.String()) }),
+  'source-url': chunk('source-url', 'A source the answer draws on (web search results)', {
+    sourceId: t.String(),
+    url: t.String(),
+    title: t.Optional(t.String()),
+  }),
   file: chunk('file', 'A file, such as a generated image', { url: t.String(), mediaType: t.String() }),
   'data-search-decision': chunk('data-search-decision', 'The confidence decision, once the first tokens are measured (search augmentation on)', {
     id: t.Optional(t.String()),
@@ -106,7 +120,10 @@ export const UI_CHUNKS = {
   data: t.Object(
     // biome-ignore lint/suspicious/noTemplateCurlyInString: TypeBox's template literal syntax, not a JavaScript template
     { type: t.TemplateLiteral('data-${string}'), id: t.Optional(t.String()), data: t.Unknown(), transient: t.Optional(t.Boolean()) },
-    { description: "Another data part: enhanced chat writes `data-plan`, `data-step` and `data-check`; an agent task run from the chat, `data-agent` (one id per task, updated in place)" },
+    {
+      description:
+        'Another data part: enhanced chat writes `data-plan`, `data-step` and `data-check`; an agent task run from the chat, `data-agent` (one id per task, updated in place)',
+    },
   ),
   error: chunk('error', 'The generation failed', { errorText: t.String() }),
   abort: chunk('abort', 'The generation was cancelled', { reason: t.Optional(t.String()) }),

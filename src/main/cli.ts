@@ -52,7 +52,7 @@ function need(value: string | undefined, flag: string): string {
 
 /** Runs one operator command against the configured storage; answers the exit code. */
 export async function runCli(args: string[], deps: Dependencies, out: (line: string) => void): Promise<number> {
-  let parsed
+  let parsed: ReturnType<typeof parseCommand>
   try {
     parsed = parseCommand(args)
   } catch (err) {
@@ -138,7 +138,9 @@ export async function runCli(args: string[], deps: Dependencies, out: (line: str
  * any storage is opened. Exit codes as the server's: 0, 1 (audit verify found a break), 2 usage, 78 configuration. */
 export async function main(args: string[]): Promise<number> {
   if (args.some((a) => a === '--help' || a === '-h') || args[0] === 'help') {
-    console.log(`${VERSION_TEXT}\nUsage: ${programName()} admin COMMAND [options]   (from source: npm run admin -- COMMAND [options])\n\n${USAGE}\n\n${ADMIN_NOTES}`)
+    console.log(
+      `${VERSION_TEXT}\nUsage: ${programName()} admin COMMAND [options]   (from source: npm run admin -- COMMAND [options])\n\n${USAGE}\n\n${ADMIN_NOTES}`,
+    )
     return EXIT.ok
   }
   if (args[0] === '--version' || args[0] === '-V') {
@@ -151,7 +153,7 @@ export async function main(args: string[]): Promise<number> {
     console.error(`error: ${(err as Error).message}\n\n${USAGE}`)
     return EXIT.usage
   }
-  let deps
+  let deps: Dependencies
   try {
     // Operator output goes to stdout; the service's own logs stay quiet unless they warn.
     deps = await buildDependencies(loadConfig(), { logger: createLogger({ level: 'warn' }) })

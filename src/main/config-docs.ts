@@ -55,7 +55,7 @@ export function withGeneratedTables(page: string, tables: Map<string, string> = 
     const section = result.slice(start, end)
     const existing = /^\| variable \| default \| meaning \|\n(?:\|.*\n?)*/m.exec(section)
     const body = existing
-      ? section.slice(0, existing.index) + `${table}\n` + section.slice(existing.index + existing[0].length)
+      ? `${section.slice(0, existing.index)}${table}\n${section.slice(existing.index + existing[0].length)}`
       : `${section.trimEnd()}\n\n${table}\n${next === -1 ? '' : '\n'}`
     result = result.slice(0, start) + body + result.slice(end)
   }

@@ -16,7 +16,13 @@ import { openDatabase, type Database } from '../storage/database.ts'
 import { migrate } from '../storage/migrate.ts'
 import { migrations } from '../storage/migrations/index.ts'
 import { createUsageMeter, type UsageMeter } from '../usage/meter.ts'
-import { createMemorySearchCache, createRedisSearchCache, createSearchProvider, createWebSearchService, type WebSearchService } from '../../plugins/web-search/index.ts'
+import {
+  createMemorySearchCache,
+  createRedisSearchCache,
+  createSearchProvider,
+  createWebSearchService,
+  type WebSearchService,
+} from '../../plugins/web-search/index.ts'
 import { createPaymentsService, type PaymentsService } from '../../plugins/payments/index.ts'
 import { createIntegrationsService, providersFromConfig, type IntegrationsService } from '../../plugins/integrations/index.ts'
 import { createPublisher, type Publisher } from '../../plugins/publish/index.ts'
@@ -29,7 +35,15 @@ import { createSandbox, type Sandbox } from '../sandbox/index.ts'
 import { codeIndexFromConfig, type CodeIndex } from '../../plugins/code-search/index.ts'
 import { bundledSite, createDocsIndex, type DocsIndex } from '../../plugins/docs/index.ts'
 import { createImportService, type ImportService } from '../../plugins/imports/index.ts'
-import { connectionStanding, createAgentRunner, createAgentService, createCommands, createConnectionHub, type AgentService, type ConnectionHub } from '../../plugins/agents/index.ts'
+import {
+  connectionStanding,
+  createAgentRunner,
+  createAgentService,
+  createCommands,
+  createConnectionHub,
+  type AgentService,
+  type ConnectionHub,
+} from '../../plugins/agents/index.ts'
 import { createMemoryTaskLog, createRedisTaskLog, createWorkspaces, type Workspaces } from '../../plugins/agents/index.ts'
 import { join } from 'node:path'
 import { classPolicies, policiesFromConfig, type RateLimitingOptions } from '../rate-limit/plugin.ts'
@@ -122,9 +136,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const cancels = createCancelChannel({ redis, logger })
   // Loaded only when configured: without METRICS_TOKEN or METRICS_PORT prom-client is not even imported.
   const metrics =
-    config.metrics.token !== undefined || config.metrics.port !== undefined
-      ? (await import('../observability/metrics.ts')).createServiceMetrics()
-      : undefined
+    config.metrics.token !== undefined || config.metrics.port !== undefined ? (await import('../observability/metrics.ts')).createServiceMetrics() : undefined
   // Likewise: without an endpoint no OpenTelemetry code is imported.
   const tracing = config.tracing
     ? (await import('../observability/tracing.ts')).createTracing({ ...config.tracing, serviceVersion: pkg.version, logger })
@@ -162,8 +174,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const setup = createSetupService({ db, access, accounts, logger, codeTtlSeconds: config.setup.codeTtlSeconds })
 
   const baseLimiter =
-    overrides.limiter ??
-    (redis ? createRedisRateLimiter({ redis, keyPrefix: 'rl:', onStoreError: 'open', logger }) : createMemoryRateLimiter())
+    overrides.limiter ?? (redis ? createRedisRateLimiter({ redis, keyPrefix: 'rl:', onStoreError: 'open', logger }) : createMemoryRateLimiter())
   const limiter = metrics ? metrics.countRefusals(baseLimiter) : baseLimiter
   const rateLimitPolicies = { policies: policiesFromConfig(config.rateLimits), failClosed: config.rateLimits.failClosed }
   // Agent commands and the chat's run_agent tool spend what POST /api/chat spends, failing closed or open as its class is configured.
@@ -427,6 +438,13 @@ async function createAgents(config: Config, parts: AgentParts) {
     onTaskEnd: metrics && ((command, status) => metrics.agentTaskEnded(command, status)),
     cancels: parts.cancels,
   })
-  const agentConnections = createConnectionHub({ agents, settings: agentSettings, logger, rateLimit: parts.rateLimit, standing: connectionStanding(parts.access), admission: parts.lifecycle })
+  const agentConnections = createConnectionHub({
+    agents,
+    settings: agentSettings,
+    logger,
+    rateLimit: parts.rateLimit,
+    standing: connectionStanding(parts.access),
+    admission: parts.lifecycle,
+  })
   return { workspaces, agents, agentConnections, stopSweeping: () => clearInterval(workspaceSweeper) }
 }

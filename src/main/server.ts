@@ -9,7 +9,9 @@ const LISTENER_QUIET_WAIT_MS = 200
 /** Another process listens on the port (and PORT_SHARED does not ask to share it): a configuration error. */
 export class PortInUseError extends Error {
   constructor(hostname: string, port: number) {
-    super(`${hostname}:${port} is already in use by another process; choose another PORT, stop that process, or set PORT_SHARED=true to share the port on purpose`)
+    super(
+      `${hostname}:${port} is already in use by another process; choose another PORT, stop that process, or set PORT_SHARED=true to share the port on purpose`,
+    )
   }
 }
 

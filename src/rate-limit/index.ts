@@ -167,12 +167,15 @@ function policyHeader(results: RateResult[]): string {
  */
 export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
   if (decision.results.length === 0) return {}
-  const closest = decision.results.length === 1 ? decision.results[0]! : decision.results.reduce((a, b) => {
-    if (b.policy.name === decision.refusedBy && a.policy.name !== decision.refusedBy) return b
-    if (a.policy.name === decision.refusedBy) return a
-    if (b.remaining !== a.remaining) return b.remaining < a.remaining ? b : a
-    return b.resetSeconds > a.resetSeconds ? b : a
-  })
+  const closest =
+    decision.results.length === 1
+      ? decision.results[0]!
+      : decision.results.reduce((a, b) => {
+          if (b.policy.name === decision.refusedBy && a.policy.name !== decision.refusedBy) return b
+          if (a.policy.name === decision.refusedBy) return a
+          if (b.remaining !== a.remaining) return b.remaining < a.remaining ? b : a
+          return b.resetSeconds > a.resetSeconds ? b : a
+        })
   const headers: Record<string, string> = {
     'ratelimit-policy': policyHeader(decision.results),
     ratelimit: `"${closest.policy.name}";r=${closest.remaining};t=${closest.resetSeconds}`,

@@ -95,12 +95,19 @@ export function rateLimiting(options: RateLimitingOptions) {
       const { burst, own, all } = classPolicies(options, routeClass)
       const exemptWhenEnterprise = routeClass === 'search'
       const principalOf = (request: Request) =>
-        by === 'user' ? requestPrincipal(access, request) : by === 'caller' && request.headers.has('authorization') ? requestPrincipal(access, request) : undefined
+        by === 'user'
+          ? requestPrincipal(access, request)
+          : by === 'caller' && request.headers.has('authorization')
+            ? requestPrincipal(access, request)
+            : undefined
       const spendFor = (principal: Principal | undefined, request: Request, set: ResponseSet) => {
         const key = principal ? `user:${principal.userId}` : `ip:${requestMeta(request).clientIp}`
         const burstOnly = [{ key, policy: burst }]
         if (!own) return spendOrRefuse(limiter, burstOnly, set)
-        const both = [{ key, policy: burst }, { key, policy: own }]
+        const both = [
+          { key, policy: burst },
+          { key, policy: own },
+        ]
         if (exemptWhenEnterprise && principal)
           return plans.isEnterprise(principal.orgId).then((exempt) => spendOrRefuse(limiter, exempt ? burstOnly : both, set))
         return spendOrRefuse(limiter, both, set)

@@ -96,7 +96,10 @@ export function createRedisRateLimiter(options: RedisRateLimiterOptions): RateLi
         reply = await redis.run((client) => evaluate(client, keys, args), timeoutMs)
       } catch (err) {
         // Closed wins: one entry guarding something that must not run unchecked is enough to refuse.
-        return storeFailed(err, prepared.some((p) => (p.check.policy.onStoreError ?? options.onStoreError) === 'closed'))
+        return storeFailed(
+          err,
+          prepared.some((p) => (p.check.policy.onStoreError ?? options.onStoreError) === 'closed'),
+        )
       }
       const [nowUs, ...stored] = reply.map(Number) as [number, ...number[]]
       const byBucket = new Map(prepared.map((p, i) => [p.bucket, stored[i]! < 0 ? undefined : stored[i]]))

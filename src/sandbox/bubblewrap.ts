@@ -166,7 +166,18 @@ export function bubblewrapLauncher(tools: BubblewrapTools): Launcher {
         '--',
       ]
       const dropToUid = uid
-        ? [tools.setpriv, `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--no-new-privs', '--bounding-set=-all', '--inh-caps=-all', '--pdeathsig', 'KILL', '--']
+        ? [
+            tools.setpriv,
+            `--reuid=${uid}`,
+            `--regid=${uid}`,
+            '--clear-groups',
+            '--no-new-privs',
+            '--bounding-set=-all',
+            '--inh-caps=-all',
+            '--pdeathsig',
+            'KILL',
+            '--',
+          ]
         : []
       const limits = [
         tools.prlimit,

@@ -7,7 +7,17 @@ import { tmpdir } from 'node:os'
 import { isAbsolute, resolve } from 'node:path'
 import type { Logger } from '../log.ts'
 import { detectCgroups, type CgroupSupport } from './cgroup.ts'
-import { checkFiles, checkSyntax, defaultEntry, pythonCommand, pythonSyntaxError, SANDBOX_LANGUAGES, sandboxCommand, type SandboxLanguage, type SyntaxCheck } from './languages.ts'
+import {
+  checkFiles,
+  checkSyntax,
+  defaultEntry,
+  pythonCommand,
+  pythonSyntaxError,
+  SANDBOX_LANGUAGES,
+  sandboxCommand,
+  type SandboxLanguage,
+  type SyntaxCheck,
+} from './languages.ts'
 import { chooseLauncher, SANDBOX_DIR, sandboxEnv, visibleProgram, type LauncherChoice, type LauncherKind } from './launcher.ts'
 import { configuredLimits, resolveLimits, type SandboxLimits } from './limits.ts'
 import { executeRun, type RunSpec, type SandboxResult } from './run.ts'
@@ -157,7 +167,9 @@ export function createSandbox(options: SandboxOptions): Sandbox {
   const firstUid = options.firstUid ?? 1_500_000_000
   const uidCount = options.uidCount ?? 1_000_000
   const isolation = chooseLauncher(bunPath, asRoot ? firstUid + uidCount - 1 : undefined, options.launcher)
-  const cgroups: CgroupSupport = asRoot ? detectCgroups(options.cgroupRoot ?? '/sys/fs/cgroup', options.cgroupName ?? 'sandbox') : { notes: { memory: 'needs root', pids: 'needs root' } }
+  const cgroups: CgroupSupport = asRoot
+    ? detectCgroups(options.cgroupRoot ?? '/sys/fs/cgroup', options.cgroupName ?? 'sandbox')
+    : { notes: { memory: 'needs root', pids: 'needs root' } }
   const enforcement = describeEnforcement(isolation, cgroups, asRoot, limits, hiddenPaths)
   const log = logger.child({ component: 'sandbox' })
   if (isolation.available) log.info('sandbox ready', { enforcement })
@@ -211,7 +223,11 @@ export function createSandbox(options: SandboxOptions): Sandbox {
     if (request.language === 'python') {
       // Parsed inside the sandbox by its own python3 before the program runs.
       if (!pythonPath) throw new SandboxUnavailableError('Python code cannot be run on this machine: python3 is not installed')
-      const result = await launch(request, { files: request.files, command: pythonCommand(pythonPath, request.mode, entry), limits: resolveLimits(limits, request) })
+      const result = await launch(request, {
+        files: request.files,
+        command: pythonCommand(pythonPath, request.mode, entry),
+        limits: resolveLimits(limits, request),
+      })
       const syntaxError = pythonSyntaxError(result.exitCode, result.output)
       return syntaxError === undefined ? result : { ...result, verdict: 'syntax_error', exitCode: null, output: syntaxError }
     }

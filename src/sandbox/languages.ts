@@ -73,8 +73,7 @@ export function checkSyntaxWith(loader: Loader, code: string, file: string): Syn
     transpilerFor(loader).transformSync(code)
     return { ok: true }
   } catch (err) {
-    const messages: BuildMessageLike[] =
-      err instanceof AggregateError ? (err.errors as BuildMessageLike[]) : [err as BuildMessageLike]
+    const messages: BuildMessageLike[] = err instanceof AggregateError ? (err.errors as BuildMessageLike[]) : [err as BuildMessageLike]
     return { ok: false, message: messages.map((m) => describeBuildMessage(file, m)).join('\n') }
   }
 }

@@ -15,12 +15,14 @@ export { BIN_DIR, READY_MARKER, SANDBOX_DIR, sandboxEnv, visibleProgram, type La
 
 export type LauncherChoice =
   /** `why`: how this launcher came to be used, for the enforcement report. */
-  | { available: true; launcher: Launcher; why: string }
-  | { available: false; reason: string }
+  { available: true; launcher: Launcher; why: string } | { available: false; reason: string }
 
 /** Absolute paths of `names` on `searchPath` (the service's PATH when undefined), or the names that are missing. */
 function findTools<T extends string>(names: readonly T[], searchPath: string | undefined): { tools: Record<T, string> } | { missing: T[] } {
-  const found = Object.fromEntries(names.map((name) => [name, Bun.which(name, searchPath === undefined ? undefined : { PATH: searchPath })])) as Record<T, string | null>
+  const found = Object.fromEntries(names.map((name) => [name, Bun.which(name, searchPath === undefined ? undefined : { PATH: searchPath })])) as Record<
+    T,
+    string | null
+  >
   const missing = names.filter((name) => !found[name])
   return missing.length > 0 ? { missing } : { tools: found as Record<T, string> }
 }

@@ -6,15 +6,7 @@ import type { SandboxLimits } from './limits.ts'
 import { childrenOf, drainWaits, hasExited, killPids, ownedBy, readProcessTable, treeOf, type ProcessEntry } from './process-table.ts'
 import { createWorkspace, removeWorkspace } from './workspace.ts'
 
-export type SandboxVerdict =
-  | 'passed'
-  | 'failed'
-  | 'syntax_error'
-  | 'timeout'
-  | 'memory_limit'
-  | 'output_limit'
-  | 'process_limit'
-  | 'cancelled'
+export type SandboxVerdict = 'passed' | 'failed' | 'syntax_error' | 'timeout' | 'memory_limit' | 'output_limit' | 'process_limit' | 'cancelled'
 
 export interface SandboxResult {
   verdict: SandboxVerdict
@@ -230,7 +222,9 @@ async function supervise(env: RunEnvironment, spec: RunSpec, workspace: string, 
     if (!stopReason && cgroup.oomKills() > 0) stopReason = 'memory_limit'
     if (!stopReason && cgroup.processLimitHits() > 0) stopReason = 'process_limit'
     if (!stopReason && !launcherErrors.includes(READY_MARKER))
-      throw new SandboxLaunchError(`sandbox launch failed (exit ${child.exitCode ?? child.signalCode}): ${launcherErrors.trim() || capture.text().slice(0, 2000)}`)
+      throw new SandboxLaunchError(
+        `sandbox launch failed (exit ${child.exitCode ?? child.signalCode}): ${launcherErrors.trim() || capture.text().slice(0, 2000)}`,
+      )
     const exitCode = stopReason ? null : child.exitCode
     const verdict = stopReason ?? (exitCode === 0 ? 'passed' : 'failed')
     env.logger.debug('sandbox run finished', { verdict, exitCode, durationMs })

@@ -2,16 +2,7 @@ import type { Logger } from '../log.ts'
 import type { Database, SqlRow } from '../storage/database.ts'
 import { toNumber } from '../storage/database.ts'
 
-export const USAGE_KINDS = [
-  'chat_request',
-  'chat_tokens_in',
-  'chat_tokens_out',
-  'search',
-  'web_search',
-  'import',
-  'agent_run',
-  'publish',
-] as const
+export const USAGE_KINDS = ['chat_request', 'chat_tokens_in', 'chat_tokens_out', 'search', 'web_search', 'import', 'agent_run', 'publish'] as const
 export type UsageKind = (typeof USAGE_KINDS)[number]
 
 export interface UsageEvent {

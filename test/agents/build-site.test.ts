@@ -42,8 +42,14 @@ describe('build_site', () => {
   test('the site is built, checked and published; the answer carries the URL the Pages API reports', async () => {
     w.api.pagesDomains.set(LOGIN.toLowerCase(), 'sites.example.org')
     model.queue = [
-      call('write_file', { path: 'index.html', content: '<!doctype html><title>Bakery</title><link rel="stylesheet" href="style.css"><h1>Bakery</h1><a href="menu.html">Menu</a>' }),
-      call('write_file', { path: 'menu.html', content: '<!doctype html><title>Menu</title><link rel="stylesheet" href="style.css"><ul><li>Bread</ul><a href="index.html">Home</a>' }),
+      call('write_file', {
+        path: 'index.html',
+        content: '<!doctype html><title>Bakery</title><link rel="stylesheet" href="style.css"><h1>Bakery</h1><a href="menu.html">Menu</a>',
+      }),
+      call('write_file', {
+        path: 'menu.html',
+        content: '<!doctype html><title>Menu</title><link rel="stylesheet" href="style.css"><ul><li>Bread</ul><a href="index.html">Home</a>',
+      }),
       call('write_file', { path: 'style.css', content: 'body { font-family: serif }\n' }),
       call('finish', { summary: 'A two-page bakery site.' }),
     ]
@@ -51,7 +57,13 @@ describe('build_site', () => {
     const final = messages.at(-1)!
     expect(final).toMatchObject({
       type: 'result',
-      output: { summary: 'A two-page bakery site.', url: 'https://sites.example.org/bakery/', repository: `${LOGIN}/bakery`, branch: 'gh-pages', pages: 'enabled' },
+      output: {
+        summary: 'A two-page bakery site.',
+        url: 'https://sites.example.org/bakery/',
+        repository: `${LOGIN}/bakery`,
+        branch: 'gh-pages',
+        pages: 'enabled',
+      },
     })
     expect(final.output.files.sort()).toEqual(['index.html', 'menu.html', 'style.css'])
     expect(final.output.commit).toBe(w.tip(LOGIN, 'bakery', 'gh-pages'))
@@ -69,7 +81,11 @@ describe('build_site', () => {
     ]
     const reposBefore = w.api.repositoriesCreated
     const messages = await run({ instruction: 'Broken', repository: `${LOGIN}/broken` })
-    expect(messages.at(-1)).toMatchObject({ type: 'error', code: 'invalid_site', message: expect.stringContaining('index.html:1: link missing.html names no file of the site') })
+    expect(messages.at(-1)).toMatchObject({
+      type: 'error',
+      code: 'invalid_site',
+      message: expect.stringContaining('index.html:1: link missing.html names no file of the site'),
+    })
     expect(w.api.repositoriesCreated).toBe(reposBefore)
     expect(w.tip(LOGIN, 'broken', 'gh-pages')).toBeUndefined()
   })
@@ -82,7 +98,11 @@ describe('build_site', () => {
     ]
     const reposBefore = w.api.repositoriesCreated
     const messages = await run({ instruction: 'Scripted', repository: `${LOGIN}/scripted` })
-    expect(messages.at(-1)).toMatchObject({ type: 'error', code: 'invalid_site', message: expect.stringMatching(/index\.html: script error: TypeError: .*#missing/) })
+    expect(messages.at(-1)).toMatchObject({
+      type: 'error',
+      code: 'invalid_site',
+      message: expect.stringMatching(/index\.html: script error: TypeError: .*#missing/),
+    })
     expect(w.api.repositoriesCreated).toBe(reposBefore)
   })
 })

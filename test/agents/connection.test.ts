@@ -18,7 +18,9 @@ describe('the agent channel', () => {
   afterAll(() => h.close())
 
   const upgrade = (headers: Record<string, string>) =>
-    fetch(`${h.url}/ws/agent`, { headers: { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13', ...headers } })
+    fetch(`${h.url}/ws/agent`, {
+      headers: { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13', ...headers },
+    })
 
   test('an upgrade without a token, with a bad token, or without agents:run is refused before the switch', async () => {
     const none = await upgrade({})
@@ -37,7 +39,12 @@ describe('the agent channel', () => {
   })
 
   test('an expired token is refused', async () => {
-    const tokens = createAccessTokens({ secret: h.t.config.secrets.jwtSecret, issuer: h.t.config.tokens.issuer, audience: h.t.config.tokens.audience, ttlSeconds: -10 })
+    const tokens = createAccessTokens({
+      secret: h.t.config.secrets.jwtSecret,
+      issuer: h.t.config.tokens.issuer,
+      audience: h.t.config.tokens.audience,
+      ttlSeconds: -10,
+    })
     const { token } = await tokens.issue({ userId: h.user.id, orgId: h.user.orgId, role: 'member', scopes: ['agents:run'] })
     const response = await upgrade({ authorization: `Bearer ${token}` })
     expect(response.status).toBe(401)
@@ -116,9 +123,27 @@ describe('the agent channel', () => {
     const schema = (await response.json()) as Record<string, any>
     expect(Object.keys(schema.$defs).sort()).toEqual(
       [
-        'client.agent_command', 'client.cancel', 'client.ping', 'client.subscribe', 'client.unsubscribe',
-        'params.analyze', 'params.build_site', 'params.continue', 'params.debug', 'params.develop', 'params.index', 'params.status',
-        'server.ack', 'server.cancelling', 'server.error', 'server.log', 'server.pong', 'server.progress', 'server.result', 'server.subscribed', 'server.unsubscribed',
+        'client.agent_command',
+        'client.cancel',
+        'client.ping',
+        'client.subscribe',
+        'client.unsubscribe',
+        'params.analyze',
+        'params.build_site',
+        'params.continue',
+        'params.debug',
+        'params.develop',
+        'params.index',
+        'params.status',
+        'server.ack',
+        'server.cancelling',
+        'server.error',
+        'server.log',
+        'server.pong',
+        'server.progress',
+        'server.result',
+        'server.subscribed',
+        'server.unsubscribed',
       ].sort(),
     )
     expect(schema.$defs['server.progress'].properties.status.enum).toEqual(['queued', 'running', 'succeeded', 'failed', 'cancelled'])

@@ -17,7 +17,12 @@ describe('develop containment', () => {
   // A file outside the workspace the service can write: a write through a link must not reach it.
   let outside: string
   beforeAll(async () => {
-    h = await agentHarness({ AGENT_WORKSPACE_MAX_BYTES: String(MAX_BYTES), AGENT_WORKSPACE_MAX_FILES: '50', SANDBOX_TIMEOUT_MS: '3000', SANDBOX_MAX_PROCESSES: '32' })
+    h = await agentHarness({
+      AGENT_WORKSPACE_MAX_BYTES: String(MAX_BYTES),
+      AGENT_WORKSPACE_MAX_FILES: '50',
+      SANDBOX_TIMEOUT_MS: '3000',
+      SANDBOX_MAX_PROCESSES: '32',
+    })
     writeFileSync(join(h.t.deps.config.dataDir, 'secrets.json'), JSON.stringify({ secret }), { mode: 0o600 })
     outside = join(h.t.deps.config.dataDir, 'outside.txt')
     writeFileSync(outside, 'untouched')
@@ -45,7 +50,9 @@ describe('develop containment', () => {
       /* 0 */ call('read_file', { path: '../../secrets.json' }),
       /* 1 */ call('read_file', { path: join(dataDir, 'secrets.json') }),
       /* 2 */ call('write_file', { path: '../outside.txt', content: 'escaped' }),
-      /* 3 */ call('run_command', { command: `ln -s ${join(dataDir, 'secrets.json')} secret-link; ln -s ${outside} outside-link; ln -s / root; ln -s ${dataDir} data` }),
+      /* 3 */ call('run_command', {
+        command: `ln -s ${join(dataDir, 'secrets.json')} secret-link; ln -s ${outside} outside-link; ln -s / root; ln -s ${dataDir} data`,
+      }),
       /* 4 */ call('read_file', { path: 'secret-link' }),
       /* 5 */ call('read_file', { path: 'data/secrets.json' }),
       /* 6 */ call('read_file', { path: 'root/etc/passwd' }),
@@ -55,7 +62,9 @@ describe('develop containment', () => {
       /* 10 */ call('search_code', { query: secret.slice(0, 20) }),
       /* 11 */ call('list_files', { directory: 'data' }),
       /* 12 */ call('run_command', { command: `cat ${join(dataDir, 'secrets.json')}; ls ${dataDir}; cat /proc/1/environ | tr '\\0' '\\n'; env` }),
-      /* 13 */ call('run_command', { command: `bun -e "await fetch('${witness.url}').then(() => console.log('REACHED'), (e) => console.log('BLOCKED', e.code))"` }),
+      /* 13 */ call('run_command', {
+        command: `bun -e "await fetch('${witness.url}').then(() => console.log('REACHED'), (e) => console.log('BLOCKED', e.code))"`,
+      }),
       /* 14 */ call('run_command', { command: `bomb() { bomb | bomb & }; bomb; sleep 30 # ${bomb}` }),
       /* 15 */ call('run_command', { command: 'while :; do :; done' }),
       /* 16 */ call('write_file', { path: 'huge.txt', content: 'x'.repeat(MAX_BYTES + 1) }),
@@ -76,7 +85,10 @@ describe('develop containment', () => {
     escaped('edit through a link', !refusedAt(9))
     escaped('search finds the secret', answers[10]!.includes(secret))
     escaped('listing through a link', !refusedAt(11) || answers[11]!.includes('secrets.json'))
-    escaped('command reads the data directory or the service environment', answers[12]!.includes(secret) || answers[12]!.includes('JWT_SECRET') || answers[12]!.includes('outside.txt'))
+    escaped(
+      'command reads the data directory or the service environment',
+      answers[12]!.includes(secret) || answers[12]!.includes('JWT_SECRET') || answers[12]!.includes('outside.txt'),
+    )
     escaped('network', !answers[13]!.includes('BLOCKED') || witness.hits() > 0)
     escaped('fork bomb', !answers[14]!.startsWith('process_limit') || !(await waitFor(async () => (await processesWith(bomb)).length === 0)))
     escaped('endless loop', !answers[15]!.startsWith('timeout'))

@@ -27,7 +27,10 @@ describe('continue', () => {
     fetch(`${h.url}/api/agents/tasks/${taskId}${path}`, { headers: { authorization: `Bearer ${h.token}` } })
 
   test('a follow-up goes on in the same workspace with the earlier conversation, and its diff is against the original base', async () => {
-    h.model.queue = [call('write_file', { path: 'sum.ts', content: 'export const sum = (a: number, b: number) => a + b\n' }), call('finish', { summary: 'Added sum.' })]
+    h.model.queue = [
+      call('write_file', { path: 'sum.ts', content: 'export const sum = (a: number, b: number) => a + b\n' }),
+      call('finish', { summary: 'Added sum.' }),
+    ]
     const first = await runTask('develop', { instruction: 'Add a sum function', checks: ['test -f sum.ts'] })
     expect(first.final).toMatchObject({ type: 'result', output: { finished: true, files: [{ path: 'sum.ts', status: 'added' }] } })
 
@@ -109,8 +112,7 @@ describe('condensing an earlier conversation', () => {
     expect(condensed[2]).toMatchObject({ role: 'user' })
     expect(String(condensed[2]!.content)).toMatch(/^\[\d+ earlier steps of this conversation are left out/)
     // Every tool answer follows the assistant message that called it.
-    for (const [i, message] of condensed.entries())
-      if (message.role === 'tool') expect(JSON.stringify(condensed[i - 1])).toContain(message.tool_call_id)
+    for (const [i, message] of condensed.entries()) if (message.role === 'tool') expect(JSON.stringify(condensed[i - 1])).toContain(message.tool_call_id)
   })
 })
 

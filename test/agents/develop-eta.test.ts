@@ -130,7 +130,14 @@ describe('the ETA of a develop task', () => {
     const small = await runTask({ maxSteps: 50, calls: shortTask, modelMs: 500, commandMs: 100, checkMs: 300 })
     const large = await runTask({ maxSteps: 500, calls: shortTask, modelMs: 500, commandMs: 100, checkMs: 300 })
     expect(small.clock.ms).toBeLessThanOrEqual(3500)
-    expect(small.reported.map((r) => r.label.split(' · ')[0])).toEqual(['Opening an empty workspace', 'write_file a.txt', 'run_command bun test', 'read_file a.txt', 'finish', 'Running 1 check'])
+    expect(small.reported.map((r) => r.label.split(' · ')[0])).toEqual([
+      'Opening an empty workspace',
+      'write_file a.txt',
+      'run_command bun test',
+      'read_file a.txt',
+      'finish',
+      'Running 1 check',
+    ])
     const etas = small.reported.slice(1).map((r) => r.eta!)
     for (const eta of etas) {
       expect(eta).toMatch(/^\d+s$/)

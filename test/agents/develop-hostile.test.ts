@@ -85,7 +85,8 @@ describe('a hostile model racing the service', () => {
     expect(await waitFor(() => existsSync(join(tree, 'started')), 60_000)).toBe(true)
     const deadline = Date.now() + 10_000
     const seen: string[] = []
-    while (!existsSync(join(tree, 'done')) && Date.now() < deadline) seen.push(...(await Promise.all(reads.map(async (path) => (await api(taskId, path)).text))))
+    while (!existsSync(join(tree, 'done')) && Date.now() < deadline)
+      seen.push(...(await Promise.all(reads.map(async (path) => (await api(taskId, path)).text))))
     return seen
   }
 
@@ -102,21 +103,35 @@ describe('a hostile model racing the service', () => {
       { name: 'deep .. read', call: call('read_file', { path: 'a/../../../../../../etc/shadow' }), escaped: (a) => !refused(a) },
       { name: 'absolute read', call: call('read_file', { path: join(dataDir, 'secrets.json') }), escaped: (a) => !refused(a) || leaks(a) },
       { name: '/proc environ read', call: call('read_file', { path: '/proc/self/environ' }), escaped: (a) => !refused(a) },
-      { name: '.git path write', call: call('write_file', { path: '.git/config', content: '[core]\n\tfsmonitor = touch /tmp/x\n' }), escaped: (a) => !refused(a) },
+      {
+        name: '.git path write',
+        call: call('write_file', { path: '.git/config', content: '[core]\n\tfsmonitor = touch /tmp/x\n' }),
+        escaped: (a) => !refused(a),
+      },
       { name: 'hooks path write', call: call('write_file', { path: 'sub/.GIT/hooks/pre-commit', content: '#!/bin/sh\n' }), escaped: (a) => !refused(a) },
       { name: 'NUL in a path', call: call('write_file', { path: 'a\u0000b', content: 'x' }), escaped: (a) => !refused(a) },
       { name: 'backslash path', call: call('write_file', { path: '..\\..\\x', content: 'x' }), escaped: (a) => !refused(a) },
       {
         name: 'links planted by a command',
-        call: call('run_command', { command: `ln -s ${join(dataDir, 'secrets.json')} s; ln -s / r; ln -s ${dataDir} d; ln -s /proc/self/root pr; ln -s loop1 loop2; ln -s loop2 loop1` }),
+        call: call('run_command', {
+          command: `ln -s ${join(dataDir, 'secrets.json')} s; ln -s / r; ln -s ${dataDir} d; ln -s /proc/self/root pr; ln -s loop1 loop2; ln -s loop2 loop1`,
+        }),
         escaped: () => false,
       },
       { name: 'read through a file link', call: call('read_file', { path: 's' }), escaped: (a) => !refused(a) || leaks(a) },
       { name: 'read through /proc/self/root', call: call('read_file', { path: 'pr/etc/passwd' }), escaped: (a) => !refused(a) },
       { name: 'read through a link loop', call: call('read_file', { path: 'loop1' }), escaped: (a) => !refused(a) },
-      { name: 'write through a directory link', call: call('write_file', { path: 'd/planted', content: 'x' }), escaped: () => existsSync(join(dataDir, 'planted')) },
+      {
+        name: 'write through a directory link',
+        call: call('write_file', { path: 'd/planted', content: 'x' }),
+        escaped: () => existsSync(join(dataDir, 'planted')),
+      },
       { name: 'list through a link', call: call('list_files', { directory: 'r' }), escaped: (a) => !refused(a) },
-      { name: 'hard link to a host file', call: call('run_command', { command: 'ln /etc/passwd hl && echo LINKED; ln /etc/hostname hl2 && echo LINKED' }), escaped: (a) => a.includes('LINKED') },
+      {
+        name: 'hard link to a host file',
+        call: call('run_command', { command: 'ln /etc/passwd hl && echo LINKED; ln /etc/hostname hl2 && echo LINKED' }),
+        escaped: (a) => a.includes('LINKED'),
+      },
       { name: 'FIFO read does not hang the service', call: call('run_command', { command: 'mkfifo fifo && echo made' }), escaped: () => false },
       { name: 'read a FIFO', call: call('read_file', { path: 'fifo' }), escaped: (a) => !refused(a) },
       { name: 'edit a FIFO', call: call('edit_file', { path: 'fifo', old_text: 'a', new_text: 'b' }), escaped: (a) => !refused(a) },
@@ -127,30 +142,57 @@ describe('a hostile model racing the service', () => {
       },
       {
         name: '/proc shows only the sandbox',
-        call: call('run_command', { command: "echo PIDS $(ls /proc | grep -c '^[0-9]'); echo JWT $(cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c JWT_SECRET); tr '\\0' ' ' < /proc/1/cmdline" }),
+        call: call('run_command', {
+          command:
+            "echo PIDS $(ls /proc | grep -c '^[0-9]'); echo JWT $(cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c JWT_SECRET); tr '\\0' ' ' < /proc/1/cmdline",
+        }),
         escaped: (a) => Number(/PIDS (\d+)/.exec(a)?.[1] ?? 99) > 10 || /JWT [1-9]/.test(a) || !/JWT 0/.test(a) || a.includes('max-http-header-size'),
       },
-      { name: 'the service environment', call: call('run_command', { command: 'env; cat /proc/self/environ' }), escaped: (a) => a.includes('JWT_SECRET') || a.includes('DATABASE_URL') || a.includes('OPENAI_BASE_URL') },
+      {
+        name: 'the service environment',
+        call: call('run_command', { command: 'env; cat /proc/self/environ' }),
+        escaped: (a) => a.includes('JWT_SECRET') || a.includes('DATABASE_URL') || a.includes('OPENAI_BASE_URL'),
+      },
       { name: "the service's own port", call: call('run_command', { command: connect('127.0.0.1', port) }), escaped: (a) => !a.includes('BLOCKED') },
       { name: "the service's port over IPv6", call: call('run_command', { command: connect('::1', port) }), escaped: (a) => !a.includes('BLOCKED') },
-      { name: 'a witness server on the host', call: call('run_command', { command: connect('127.0.0.1', new URL(witness.url).port) }), escaped: (a) => !a.includes('BLOCKED') || witness.hits() > 0 },
+      {
+        name: 'a witness server on the host',
+        call: call('run_command', { command: connect('127.0.0.1', new URL(witness.url).port) }),
+        escaped: (a) => !a.includes('BLOCKED') || witness.hits() > 0,
+      },
       { name: 'PostgreSQL port', call: call('run_command', { command: connect('127.0.0.1', 5432) }), escaped: (a) => !a.includes('BLOCKED') },
       { name: 'Redis port', call: call('run_command', { command: connect('127.0.0.1', 6379) }), escaped: (a) => !a.includes('BLOCKED') },
       {
         name: 'PostgreSQL unix socket',
-        call: call('run_command', { command: 'ls -a /run /var/run /run/postgresql /var/run/postgresql 2>&1; test -S /var/run/postgresql/.s.PGSQL.5432 && echo SOCKET' }),
+        call: call('run_command', {
+          command: 'ls -a /run /var/run /run/postgresql /var/run/postgresql 2>&1; test -S /var/run/postgresql/.s.PGSQL.5432 && echo SOCKET',
+        }),
         escaped: (a) => a.includes('SOCKET'),
       },
       {
         // Tried only inside a namespace that has no interface but loopback, so the attempt cannot leave the machine.
         name: 'cloud metadata address',
-        call: call('run_command', { command: `if [ "$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ')" = lo ]; then ${connect('169.254.169.254', 80)}; else echo NOT-ISOLATED; fi` }),
+        call: call('run_command', {
+          command: `if [ "$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ')" = lo ]; then ${connect('169.254.169.254', 80)}; else echo NOT-ISOLATED; fi`,
+        }),
         escaped: (a) => !a.includes('BLOCKED'),
       },
-      { name: 'mount inside', call: call('run_command', { command: 'mount -t tmpfs x /tmp/sandbox 2>&1 && echo MOUNTED; unshare -U -r id 2>&1' }), escaped: (a) => a.includes('MOUNTED') },
+      {
+        name: 'mount inside',
+        call: call('run_command', { command: 'mount -t tmpfs x /tmp/sandbox 2>&1 && echo MOUNTED; unshare -U -r id 2>&1' }),
+        escaped: (a) => a.includes('MOUNTED'),
+      },
       { name: 'device node', call: call('run_command', { command: 'mknod dev b 8 0 2>&1 && echo MADE' }), escaped: (a) => a.includes('MADE') },
-      { name: 'kill everything', call: call('run_command', { command: 'kill -9 -1; echo after' }), escaped: async () => (await fetch(`${h.url}/health`).catch(() => undefined))?.status !== 200 },
-      { name: 'fork bomb', call: call('run_command', { command: `bomb() { bomb | bomb & }; bomb; sleep 30 # ${bomb}` }), escaped: async (a) => !a.startsWith('process_limit') && !a.startsWith('timeout') },
+      {
+        name: 'kill everything',
+        call: call('run_command', { command: 'kill -9 -1; echo after' }),
+        escaped: async () => (await fetch(`${h.url}/health`).catch(() => undefined))?.status !== 200,
+      },
+      {
+        name: 'fork bomb',
+        call: call('run_command', { command: `bomb() { bomb | bomb & }; bomb; sleep 30 # ${bomb}` }),
+        escaped: async (a) => !a.startsWith('process_limit') && !a.startsWith('timeout'),
+      },
       {
         name: 'children that outlive their command',
         call: call('run_command', { command: `(setsid sh -c 'sleep 300 # ${daemon}' &) ; nohup sh -c 'sleep 300 # ${daemon}' >/dev/null 2>&1 & echo spawned` }),
@@ -160,8 +202,16 @@ describe('a hostile model racing the service', () => {
       { name: 'huge output', call: call('run_command', { command: 'yes AAAAAAAAAAAAAAAA | head -c 50000000' }), escaped: (a) => a.length > 20_000 },
       { name: 'binary output', call: call('run_command', { command: 'head -c 20000 /dev/urandom' }), escaped: (a) => a.length > 20_000 },
       { name: 'a file over the size limit', call: call('write_file', { path: 'big.txt', content: 'x'.repeat(MAX_BYTES + 1) }), escaped: (a) => !refused(a) },
-      { name: 'names Git must quote', call: call('run_command', { command: `printf x > "$(printf 'a\\nb')"; printf y > '"q"'; printf z > "$(printf '\\377')"; echo made` }), escaped: () => false },
-      { name: 'setuid copy of a shell', call: call('run_command', { command: 'cp /bin/sh ./sh && chmod 4755 ./sh && ./sh -c "id -u"' }), escaped: (a) => /^0$/m.test(a) },
+      {
+        name: 'names Git must quote',
+        call: call('run_command', { command: `printf x > "$(printf 'a\\nb')"; printf y > '"q"'; printf z > "$(printf '\\377')"; echo made` }),
+        escaped: () => false,
+      },
+      {
+        name: 'setuid copy of a shell',
+        call: call('run_command', { command: 'cp /bin/sh ./sh && chmod 4755 ./sh && ./sh -c "id -u"' }),
+        escaped: (a) => /^0$/m.test(a),
+      },
       { name: 'search for the secret', call: call('search_code', { query: secret.slice(0, 24) }), escaped: leaks },
       { name: 'delete a directory link', call: call('delete_file', { path: 'd' }), escaped: () => !existsSync(join(dataDir, 'secrets.json')) },
     ]

@@ -59,7 +59,15 @@ describe('develop with push', () => {
     ;({ id: importId, commit: importedCommit } = await importRepository(h, git.urlOf(`${OWNER}/calc`)))
     // The main branch moves on after the import: the pushed branch must still start from the imported commit.
     const work = join(home.path, 'work')
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home.path, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'T', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 'T', GIT_COMMITTER_EMAIL: 't@example.com' }
+    const env = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: home.path,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_NAME: 'T',
+      GIT_AUTHOR_EMAIL: 't@example.com',
+      GIT_COMMITTER_NAME: 'T',
+      GIT_COMMITTER_EMAIL: 't@example.com',
+    }
     runGit(home.path, env, ['clone', '-q', join(git.root, OWNER, 'calc.git'), work])
     await Bun.write(join(work, 'CHANGELOG.md'), 'later\n')
     runGit(work, env, ['add', '-A'])
@@ -69,7 +77,11 @@ describe('develop with push', () => {
     const integrations = h.t.deps.integrations
     const flow = await integrations.begin(h.user.id, 'github')
     const back = new URL(await oauth.authorize(flow.authorizationUrl))
-    const outcome = await integrations.complete('github', { state: back.searchParams.get('state') ?? undefined, code: back.searchParams.get('code') ?? undefined }, flow.binding)
+    const outcome = await integrations.complete(
+      'github',
+      { state: back.searchParams.get('state') ?? undefined, code: back.searchParams.get('code') ?? undefined },
+      flow.binding,
+    )
     if (!outcome.connected) throw new Error(`GitHub connection failed: ${outcome.error}`)
     // From now on the git server takes only the connected account's token.
     git.basicAuth = `x-access-token:${await integrations.tokenFor(h.user.id, 'github')}`
@@ -104,7 +116,7 @@ describe('develop with push', () => {
     const tip = gitIn('rev-parse', 'refs/heads/fix/sum')
     expect(tip).toBe(output.pushed.commit)
     expect(gitIn('rev-parse', `${tip}^`)).toBe(importedCommit)
-    expect(gitIn('show', `${tip}:src/sum.ts`) + '\n').toBe(FIXED)
+    expect(`${gitIn('show', `${tip}:src/sum.ts`)}\n`).toBe(FIXED)
     expect(gitIn('diff', '--name-status', importedCommit, tip).split('\n').sort()).toEqual(['D\tsrc/old.ts', 'M\tsrc/sum.ts'])
     expect(gitIn('log', '-1', '--format=%an', tip)).toBe(defaultAccount.login)
     client.close()
@@ -129,7 +141,13 @@ describe('develop with push', () => {
   test('over a failing check nothing is pushed and no pull request is opened; the result says why', async () => {
     h.model.queue = [call('write_file', { path: 'NOTES.md', content: 'notes\n' }), call('finish', { summary: 'I am sure it works.' })]
     const client = await h.connect()
-    const taskId = await h.run(client, 'develop', { importId, instruction: 'Add notes', branch: 'notes/failing', push: true, checks: ['test -f NOTES.md', 'false'] })
+    const taskId = await h.run(client, 'develop', {
+      importId,
+      instruction: 'Add notes',
+      branch: 'notes/failing',
+      push: true,
+      checks: ['test -f NOTES.md', 'false'],
+    })
     const final = await client.next(isFinal(taskId), 60_000)
     expect(final.type).toBe('result')
     expect(final.output.pushed).toBeUndefined()
@@ -145,7 +163,14 @@ describe('develop with push', () => {
   test('with draft, a draft pull request is opened over a failing check, and its body lists each check with its verdict', async () => {
     h.model.queue = [call('write_file', { path: 'NOTES.md', content: 'notes\n' }), call('finish', { summary: 'Notes added; lint still fails.' })]
     const client = await h.connect()
-    const taskId = await h.run(client, 'develop', { importId, instruction: 'Add notes', branch: 'notes/draft', push: true, draft: true, checks: ['test -f NOTES.md', 'exit 3'] })
+    const taskId = await h.run(client, 'develop', {
+      importId,
+      instruction: 'Add notes',
+      branch: 'notes/draft',
+      push: true,
+      draft: true,
+      checks: ['test -f NOTES.md', 'exit 3'],
+    })
     const final = await client.next(isFinal(taskId), 60_000)
     expect(final.type).toBe('result')
     const pull = api.repository(OWNER, 'calc')!.pulls.find((p) => p.head === 'notes/draft')!

@@ -93,7 +93,9 @@ describe('read_file: a viewer with line numbers and a window', () => {
     expect(answer.length).toBeLessThanOrEqual(3000)
     const lines = answer.split('\n')
     const next = Number(/next: start=(\d+)$/.exec(lines[0]!)![1])
-    expect(lines[0]).toBe(`wide.txt lines 1-${next - 1} of 400 (cut at the answer's size of 3,000 characters: lines ${next}-400 not shown); next: start=${next}`)
+    expect(lines[0]).toBe(
+      `wide.txt lines 1-${next - 1} of 400 (cut at the answer's size of 3,000 characters: lines ${next}-400 not shown); next: start=${next}`,
+    )
     expect(lines.at(-1)).toEndWith(` ${next - 1}`)
     expect((await tool('read_file', { path: 'wide.txt', start: next, lines: 1 })).split('\n')[1]).toEndWith(` ${next}`)
   })
@@ -122,15 +124,23 @@ describe('search_code and find_file: totals, grouped lines, and what was not sho
         '4\t\tconst again = parseConfig("{}")',
       ].join('\n'),
     )
-    expect(await tool('search_code', { query: 'nowhere to be found' })).toBe('No match for "nowhere to be found" in the workspace: 4 files searched (literal text, case-insensitive).')
+    expect(await tool('search_code', { query: 'nowhere to be found' })).toBe(
+      'No match for "nowhere to be found" in the workspace: 4 files searched (literal text, case-insensitive).',
+    )
   })
 
   test('path narrows the search to a directory, a file or a glob', async () => {
     const { tool } = await workspace(files)
-    expect((await tool('search_code', { query: 'parseconfig', path: 'src' })).split('\n')[0]).toBe('3 matches in 2 files for "parseconfig" in src/ (literal text, case-insensitive):')
-    expect((await tool('search_code', { query: 'parseconfig', path: '*.py' })).split('\n')[0]).toBe('1 match in 1 file for "parseconfig" in the files matching *.py (literal text, case-insensitive):')
+    expect((await tool('search_code', { query: 'parseconfig', path: 'src' })).split('\n')[0]).toBe(
+      '3 matches in 2 files for "parseconfig" in src/ (literal text, case-insensitive):',
+    )
+    expect((await tool('search_code', { query: 'parseconfig', path: '*.py' })).split('\n')[0]).toBe(
+      '1 match in 1 file for "parseconfig" in the files matching *.py (literal text, case-insensitive):',
+    )
     expect((await tool('search_code', { query: 'parseconfig', path: 'src/**/app.ts' })).split('\n')[0]).toStartWith('1 match in 1 file')
-    expect((await tool('search_code', { query: 'parseconfig', path: 'src/config.ts' })).split('\n')[0]).toStartWith('2 matches in 1 file for "parseconfig" in src/config.ts')
+    expect((await tool('search_code', { query: 'parseconfig', path: 'src/config.ts' })).split('\n')[0]).toStartWith(
+      '2 matches in 1 file for "parseconfig" in src/config.ts',
+    )
     expect(await tool('search_code', { query: 'x', path: 'missing' })).toBe('Refused: No file or directory "missing" in the workspace')
     expect(await tool('search_code', { query: 'x', path: '../../etc' })).toStartWith('Refused:')
   })
@@ -143,9 +153,11 @@ describe('search_code and find_file: totals, grouped lines, and what was not sho
     const lines = answer.split('\n')
     expect(lines[0]).toBe('96 matches in 8 files for "NEEDLE" in the workspace (literal text, case-insensitive):')
     expect(lines.filter((l) => /^\s*\d+\t/.test(l))).toHaveLength(50)
-    expect(answer).toContain('m/f0.ts: 12 matches\n 1\t  const hit1 = \'needle\'')
+    expect(answer).toContain("m/f0.ts: 12 matches\n 1\t  const hit1 = 'needle'")
     expect(answer).toContain('  [2 more matches in this file]')
-    expect(lines.at(-1)).toBe('[46 more matches (3 more files) not shown: narrow the query (a longer text), or give path (a directory, a file, or a glob such as src/**/*.ts)]')
+    expect(lines.at(-1)).toBe(
+      '[46 more matches (3 more files) not shown: narrow the query (a longer text), or give path (a directory, a file, or a glob such as src/**/*.ts)]',
+    )
   })
 
   test('find_file finds by a part of the name or by a glob, with totals, and says how many it does not list', async () => {
@@ -162,18 +174,47 @@ describe('search_code and find_file: totals, grouped lines, and what was not sho
     expect(await tool('find_file', { name: 'nothing', path: 'src' })).toBe('No file named like "nothing" in src/ (2 files looked at).')
   })
 
-  test('code index hits are the workspace file\'s own lines, numbered, never HTML; a file that is gone shows the snippet decoded', async () => {
+  test("code index hits are the workspace file's own lines, numbered, never HTML; a file that is gone shows the snippet decoded", async () => {
     const source = 'def answer():\n    """The answer."""\n    return 1 >> 0\n'
     const hits: CodeSearchResult[] = [
-      { repositoryId: 'repo_1', repositoryName: 'acme/calc', path: 'calc.py', language: 'python', startLine: 1, endLine: 3, score: 1, snippet: 'def <mark>answer</mark>():\n    &quot;&quot;&quot;The answer.&quot;&quot;&quot;\n    return 1 &gt;&gt; 0' },
-      { repositoryId: 'repo_1', repositoryName: 'acme/calc', path: 'gone.py', language: 'python', startLine: 4, endLine: 5, score: 0.5, snippet: '&gt;&gt;&gt; <mark>answer</mark>() &amp;&amp; x &lt; 2' },
+      {
+        repositoryId: 'repo_1',
+        repositoryName: 'acme/calc',
+        path: 'calc.py',
+        language: 'python',
+        startLine: 1,
+        endLine: 3,
+        score: 1,
+        snippet: 'def <mark>answer</mark>():\n    &quot;&quot;&quot;The answer.&quot;&quot;&quot;\n    return 1 &gt;&gt; 0',
+      },
+      {
+        repositoryId: 'repo_1',
+        repositoryName: 'acme/calc',
+        path: 'gone.py',
+        language: 'python',
+        startLine: 4,
+        endLine: 5,
+        score: 0.5,
+        snippet: '&gt;&gt;&gt; <mark>answer</mark>() &amp;&amp; x &lt; 2',
+      },
     ]
     const asked: unknown[] = []
-    const { tool } = await workspace({ 'calc.py': source }, { repositoryId: 'repo_1', codeIndex: { search: async (_scope, query) => (asked.push(query), hits) } })
+    const { tool } = await workspace(
+      { 'calc.py': source },
+      {
+        repositoryId: 'repo_1',
+        codeIndex: {
+          search: async (_scope, query) => {
+            asked.push(query)
+            return hits
+          },
+        },
+      },
+    )
     const answer = await tool('search_code', { query: 'what is the answer' })
     expect(asked).toEqual([{ query: 'what is the answer', repositoryIds: ['repo_1'], limit: 5, expand: false }])
     expect(answer).toContain('calc.py lines 1-3 of 3:\n1\tdef answer():\n2\t    """The answer."""\n3\t    return 1 >> 0')
-    expect(answer).toContain(">>> answer() && x < 2")
+    expect(answer).toContain('>>> answer() && x < 2')
     for (const html of ['&quot;', '&gt;', '&lt;', '&amp;', '<mark>', '</mark>']) expect(answer).not.toContain(html)
   })
 })
@@ -204,13 +245,19 @@ describe('edit_file, insert and undo_edit', () => {
 
   test('insert puts lines after a line, at the top with 0 and at the end with the line count; past the end is refused with the length', async () => {
     const { tool, file } = await workspace({ 'list.txt': 'b\nc' })
-    expect(await tool('insert', { path: 'list.txt', after_line: 0, text: 'a' })).toBe('Inserted into list.txt: added 1 line after line 0. Lines 1-3 of 3 as the file now reads:\n1\ta\n2\tb\n3\tc')
+    expect(await tool('insert', { path: 'list.txt', after_line: 0, text: 'a' })).toBe(
+      'Inserted into list.txt: added 1 line after line 0. Lines 1-3 of 3 as the file now reads:\n1\ta\n2\tb\n3\tc',
+    )
     await tool('insert', { path: 'list.txt', after_line: 3, text: 'd\ne\n' })
     expect(file('list.txt')).toBe('a\nb\nc\nd\ne\n')
     await tool('insert', { path: 'list.txt', after_line: 2, text: 'b2' })
     expect(file('list.txt')).toBe('a\nb\nb2\nc\nd\ne\n')
-    expect(await tool('insert', { path: 'list.txt', after_line: 9, text: 'z' })).toBe('Refused: list.txt has 6 lines; after_line must be between 0 (the top) and 6 (the end)')
-    expect(await tool('insert', { path: 'nothing.txt', after_line: 0, text: 'z' })).toStartWith('Refused: No file "nothing.txt" in the workspace; use write_file')
+    expect(await tool('insert', { path: 'list.txt', after_line: 9, text: 'z' })).toBe(
+      'Refused: list.txt has 6 lines; after_line must be between 0 (the top) and 6 (the end)',
+    )
+    expect(await tool('insert', { path: 'nothing.txt', after_line: 0, text: 'z' })).toStartWith(
+      'Refused: No file "nothing.txt" in the workspace; use write_file',
+    )
   })
 
   test('undo_edit takes back the last changes of a file one by one, brings back a deleted file, removes a created one, and says when a command changed the file since', async () => {
@@ -235,19 +282,25 @@ describe('edit_file, insert and undo_edit', () => {
 
     await tool('edit_file', { path: 'keep.txt', old_text: 'keep', new_text: 'kept' })
     await tool('run_command', { command: 'echo more >> keep.txt' })
-    expect(await tool('undo_edit', { path: 'keep.txt' })).toContain('Note: keep.txt had changed since that edit_file (a command changed it); those later changes are undone too.')
+    expect(await tool('undo_edit', { path: 'keep.txt' })).toContain(
+      'Note: keep.txt had changed since that edit_file (a command changed it); those later changes are undone too.',
+    )
     expect(file('keep.txt')).toBe('keep\n')
   })
 
-  test('an edit that would make TypeScript or JSON stop parsing is refused with the parser\'s message and changes nothing, unless forced', async () => {
+  test("an edit that would make TypeScript or JSON stop parsing is refused with the parser's message and changes nothing, unless forced", async () => {
     const { tool, file } = await workspace({ 'src/add.ts': code, 'package.json': '{"name": "calc"}\n', 'broken.ts': 'export const = 1\n' })
     const refusal = await tool('edit_file', { path: 'src/add.ts', old_text: '  return a - b\n}', new_text: '  return a - b\n' })
     expect(refusal).toStartWith('Refused: this edit_file would make src/add.ts stop parsing, so nothing was changed. The parser says:\nsrc/add.ts:')
     expect(refusal).toContain('pass force: true')
     expect(file('src/add.ts')).toBe(code)
-    expect(await tool('write_file', { path: 'package.json', content: '{"name": "calc",}\n' })).toStartWith('Refused: this write_file would make package.json stop parsing')
+    expect(await tool('write_file', { path: 'package.json', content: '{"name": "calc",}\n' })).toStartWith(
+      'Refused: this write_file would make package.json stop parsing',
+    )
     expect(file('package.json')).toBe('{"name": "calc"}\n')
-    expect(await tool('write_file', { path: 'src/new.tsx', content: 'export const A = () => <div>\n' })).toStartWith('Refused: this write_file would make src/new.tsx stop parsing')
+    expect(await tool('write_file', { path: 'src/new.tsx', content: 'export const A = () => <div>\n' })).toStartWith(
+      'Refused: this write_file would make src/new.tsx stop parsing',
+    )
     expect(await tool('write_file', { path: 'src/ok.tsx', content: 'export const A = () => <div />\n' })).toStartWith('Created src/ok.tsx')
 
     const forced = await tool('edit_file', { path: 'src/add.ts', old_text: '  return a - b\n}', new_text: '  return a - b\n', force: true })
@@ -278,14 +331,22 @@ describe('edit_file, insert and undo_edit', () => {
     expect(await tool('write_file', { path: 'ok.py', content: 'x = 1\n' })).toStartWith('Created ok.py')
   })
   test("the Python verdict is the sandbox's own: its SyntaxError refuses the change, and a sandbox without python3 says the syntax was not checked", async () => {
-    let answer: SandboxResult = { verdict: 'failed', exitCode: 1, output: 'Traceback (most recent call last):\n  File "x.py", line 1\nSyntaxError: as the sandbox saw it\n', truncated: false, durationMs: 5 }
+    let answer: SandboxResult = {
+      verdict: 'failed',
+      exitCode: 1,
+      output: 'Traceback (most recent call last):\n  File "x.py", line 1\nSyntaxError: as the sandbox saw it\n',
+      truncated: false,
+      durationMs: 5,
+    }
     const { tool, tree } = await workspace({}, { runCommand: async () => answer })
     expect(await tool('write_file', { path: 'x.py', content: 'x = 1\n' })).toBe(
       'Refused: this write_file would make x.py stop parsing, so nothing was changed. The parser says:\n  File "x.py", line 1\nSyntaxError: as the sandbox saw it\nCorrect the text and call again, or pass force: true to make the change anyway.',
     )
     expect(existsSync(join(tree, 'x.py'))).toBe(false)
     answer = { verdict: 'failed', exitCode: 127, output: 'sh: 1: python3: not found\n', truncated: false, durationMs: 5 }
-    expect(await tool('write_file', { path: 'x.py', content: 'x = 1\n' })).toBe('Created x.py (1 line, 6 bytes).\n\nNote: the Python syntax was not checked: python3 is not installed in the sandbox.')
+    expect(await tool('write_file', { path: 'x.py', content: 'x = 1\n' })).toBe(
+      'Created x.py (1 line, 6 bytes).\n\nNote: the Python syntax was not checked: python3 is not installed in the sandbox.',
+    )
   })
 })
 
@@ -308,10 +369,14 @@ describe('run_command: a shell session with its limits stated', () => {
 
   test('a directory outside the workspace is not kept, and a removed directory sends the next command to the root', async () => {
     const { tool, tree } = await workspace({})
-    expect(await tool('run_command', { command: 'cd /etc' })).toContain('[shell: the command ended in /etc, outside the workspace; the next command starts in the workspace root]')
+    expect(await tool('run_command', { command: 'cd /etc' })).toContain(
+      '[shell: the command ended in /etc, outside the workspace; the next command starts in the workspace root]',
+    )
     expect(await tool('run_command', { command: 'pwd' })).toEndWith('\n/tmp/sandbox\n')
     await tool('run_command', { command: 'mkdir gone && cd gone' })
-    expect(await tool('run_command', { command: 'rmdir ../gone' })).toContain('[shell: the working directory is gone; the next command starts in the workspace root]')
+    expect(await tool('run_command', { command: 'rmdir ../gone' })).toContain(
+      '[shell: the working directory is gone; the next command starts in the workspace root]',
+    )
     expect(await tool('run_command', { command: 'pwd' })).toMatch(/^exit 0 · [^\n]*\)\n\/tmp\/sandbox\n$/)
     await tool('run_command', { command: 'mkdir -p away && cd away' })
     rmSync(join(tree, 'away'), { recursive: true })

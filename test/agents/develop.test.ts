@@ -12,11 +12,14 @@ import { marker, processesWith, waitFor } from '../sandbox/support.ts'
 import { agentHarness, importRepository, call, expectContiguous, isFinal, type AgentHarness } from './helpers.ts'
 
 const BROKEN = 'export const sum = (a: number, b: number) => a - b\n'
-const WRONG = 'export const sum = (a: number, b: number) => a * b\n'
 const FIXED = 'export const sum = (a: number, b: number) => a + b\n'
-const TESTS = "import { expect, test } from 'bun:test'\nimport { sum } from './sum'\ntest('adds', () => {\n  expect(sum(2, 3)).toBe(5)\n  expect(sum(2, 2)).toBe(4)\n})\n"
+const TESTS =
+  "import { expect, test } from 'bun:test'\nimport { sum } from './sum'\ntest('adds', () => {\n  expect(sum(2, 3)).toBe(5)\n  expect(sum(2, 2)).toBe(4)\n})\n"
 
-const blob = (text: string) => createHash('sha1').update(`blob ${Buffer.byteLength(text)}\0${text}`).digest('hex')
+const blob = (text: string) =>
+  createHash('sha1')
+    .update(`blob ${Buffer.byteLength(text)}\0${text}`)
+    .digest('hex')
 
 describe('develop', () => {
   let git: GitServer
@@ -45,7 +48,7 @@ describe('develop', () => {
     const client = await h.connect()
     const taskId = await h.run(client, 'develop', { importId, instruction: 'Make the tests pass', checks: ['bun test'] })
     const final = await client.next(isFinal(taskId), 60_000)
-    expect(final).toMatchObject({ type: "result" })
+    expect(final).toMatchObject({ type: 'result' })
     const output = final.output
     expect(output).toMatchObject({
       summary: 'sum subtracted; it now adds.',
@@ -109,7 +112,12 @@ describe('develop', () => {
       'Running 1 check',
     ])
     // Once a step has finished, each later step carries an ETA; the steps counted are the task's own, not its budget of 50.
-    expect(messages.filter((m) => m.type === 'progress' && m.step).slice(1).every((m) => typeof m.eta === 'string')).toBe(true)
+    expect(
+      messages
+        .filter((m) => m.type === 'progress' && m.step)
+        .slice(1)
+        .every((m) => typeof m.eta === 'string'),
+    ).toBe(true)
     expect(Math.max(...messages.filter((m) => m.type === 'progress' && m.steps).map((m) => m.steps))).toBeLessThan(20)
     expect(output.budgets).toEqual({
       steps: { used: 6, limit: 50 },
@@ -177,8 +185,14 @@ describe('develop', () => {
     const taskId = await h.run(client, 'develop', { instruction: 'Read a.txt' })
     const final = await client.next(isFinal(taskId), 30_000)
     h.model.queue = []
-    expect(final).toMatchObject({ type: 'result', output: { finished: false, stopped: 'stuck', steps: 8, summary: null, files: [{ path: 'a.txt', status: 'added' }] } })
-    const answers = h.model.completions.at(-1)!.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content)
+    expect(final).toMatchObject({
+      type: 'result',
+      output: { finished: false, stopped: 'stuck', steps: 8, summary: null, files: [{ path: 'a.txt', status: 'added' }] },
+    })
+    const answers = h.model.completions
+      .at(-1)!
+      .messages.filter((m: { role: string }) => m.role === 'tool')
+      .map((m: { content: string }) => m.content)
     expect(answers).toHaveLength(8)
     // Two in a row, and a different call in between, warn of nothing.
     for (const i of [1, 2, 3, 4, 5]) expect(answers[i]).not.toContain('[Warning')

@@ -34,7 +34,7 @@ export async function connectAgent(url: string, token: string, options: { protoc
   socket.onmessage = (event) => {
     const message = JSON.parse(String(event.data)) as AgentMessage
     const check = serverChecks[message.type]
-    if (!check || !check.Check(message)) throw new Error(`server message outside the protocol schema: ${String(event.data)}`)
+    if (!check?.Check(message)) throw new Error(`server message outside the protocol schema: ${String(event.data)}`)
     received.push(message)
     for (let i = waiters.length - 1; i >= 0; i--)
       if (waiters[i]!.match(message)) {
@@ -58,7 +58,10 @@ export async function connectAgent(url: string, token: string, options: { protoc
       const found = received.find(match)
       if (found) return Promise.resolve(found)
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no matching message within ${timeoutMs} ms; received ${JSON.stringify(received.slice(-5))}`)), timeoutMs)
+        const timer = setTimeout(
+          () => reject(new Error(`no matching message within ${timeoutMs} ms; received ${JSON.stringify(received.slice(-5))}`)),
+          timeoutMs,
+        )
         waiters.push({
           match,
           resolve: (m) => {
@@ -75,7 +78,10 @@ export async function connectAgent(url: string, token: string, options: { protoc
 }
 
 /** A scripted model turn that calls one tool. */
-export const call = (name: string, args: Record<string, unknown>): CompletionScript => ({ toolCalls: [{ name, arguments: JSON.stringify(args) }], finishReason: 'tool_calls' })
+export const call = (name: string, args: Record<string, unknown>): CompletionScript => ({
+  toolCalls: [{ name, arguments: JSON.stringify(args) }],
+  finishReason: 'tool_calls',
+})
 
 /** A task's final message: its result, or an error carrying a status. */
 export const isFinal = (taskId: string) => (m: AgentMessage) => m.taskId === taskId && (m.type === 'result' || (m.type === 'error' && m.status !== undefined))

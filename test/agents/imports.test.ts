@@ -41,7 +41,10 @@ describe('agent commands on an import', () => {
     const client = await h.connect()
     const taskId = await h.run(client, 'analyze', { importId })
     const final = await client.next(isFinal(taskId))
-    expect(final).toMatchObject({ type: 'result', output: { summary: 'Ledger is a small double-entry bookkeeping library.', repository: { name: 'acme/ledger' } } })
+    expect(final).toMatchObject({
+      type: 'result',
+      output: { summary: 'Ledger is a small double-entry bookkeeping library.', repository: { name: 'acme/ledger' } },
+    })
     expect(final.output.analysis.manifests[0].dependencies.map((d: { name: string }) => d.name)).toContain('decimal.js')
     // The model was given the analysis.
     expect(h.model.completions.at(-1)!.messages.at(-1).content).toContain('decimal.js')
@@ -58,7 +61,10 @@ describe('agent commands on an import', () => {
     const final = await client.next(isFinal(taskId))
     expect(final).toMatchObject({ type: 'result', output: { files: 4 } })
     expect(final.output.chunks).toBeGreaterThanOrEqual(4)
-    const steps = client.taskMessages(taskId).filter((m) => m.step).map((m) => m.step)
+    const steps = client
+      .taskMessages(taskId)
+      .filter((m) => m.step)
+      .map((m) => m.step)
     expect(steps).toEqual(['Reading files', 'Indexing 4 files'])
     expectContiguous(client.taskMessages(taskId))
     const hits = await index.search({ orgId: h.user.orgId }, { query: 'balanceOf' })
@@ -71,7 +77,10 @@ describe('agent commands on an import', () => {
     const client = await h.connect()
     const taskId = await h.run(client, 'debug', { importId, error: 'balanceOf([1, 2]) returned -3' })
     expect(await client.next(isFinal(taskId))).toMatchObject({ type: 'result', output: { fix: null, passed: false } })
-    const planRequest = h.model.completions.at(-2)!.messages.map((m: { content: string }) => m.content).join('\n')
+    const planRequest = h.model.completions
+      .at(-2)!
+      .messages.map((m: { content: string }) => m.content)
+      .join('\n')
     expect(planRequest).toContain('src/balance.ts')
     expect(planRequest).toContain('sum - e')
     // Plain source text, as the file holds it: not HTML-escaped.

@@ -17,7 +17,9 @@ describe.skipIf(!redisServerInstalled)('an agent task whose process died', () =>
     const elsewhere = createRedisTaskLog(options)
     const taskId = `task_${crypto.randomUUID().replaceAll('-', '')}`
     const writer = running.open({ taskId, userId: 'u1', orgId: 'o1', command: 'debug', createdAt: Date.now() })
-    expect(writer.append({ type: 'ack', id: 'c1', command: 'debug', status: 'queued' })).toBe(`{"type":"ack","taskId":"${taskId}","seq":1,"id":"c1","command":"debug","status":"queued"}`)
+    expect(writer.append({ type: 'ack', id: 'c1', command: 'debug', status: 'queued' })).toBe(
+      `{"type":"ack","taskId":"${taskId}","seq":1,"id":"c1","command":"debug","status":"queued"}`,
+    )
     writer.update({ status: 'running' })
     writer.append({ type: 'progress', status: 'running', percent: 10 })
     await writer.written()

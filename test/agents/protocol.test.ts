@@ -6,7 +6,8 @@ import { checkCommand, decodeClientMessage } from '../../plugins/agents/connecti
 describe('reading client frames', () => {
   test('text, bytes and already parsed values are read alike; size is measured before parsing', () => {
     const ping = { type: 'ping' as const, id: 'a' }
-    for (const frame of [JSON.stringify(ping), Buffer.from(JSON.stringify(ping)), ping]) expect(decodeClientMessage(frame, 100)).toEqual({ ok: true, message: ping })
+    for (const frame of [JSON.stringify(ping), Buffer.from(JSON.stringify(ping)), ping])
+      expect(decodeClientMessage(frame, 100)).toEqual({ ok: true, message: ping })
     expect(decodeClientMessage('x'.repeat(101), 100)).toMatchObject({ ok: false, error: { code: 'message_too_large' } })
     expect(decodeClientMessage({ type: 'ping', id: 'é'.repeat(60) }, 100)).toMatchObject({ ok: false, error: { code: 'message_too_large' } })
   })
@@ -18,11 +19,17 @@ describe('reading client frames', () => {
     expect(decodeClientMessage({ type: '__proto__' }, 100)).toMatchObject({ ok: false, error: { code: 'unknown_type' } })
     expect(decodeClientMessage({ type: 'cancel', id: 'q' }, 100)).toMatchObject({ ok: false, error: { code: 'invalid_message', id: 'q', field: 'taskId' } })
     expect(decodeClientMessage({ type: 'ping', extra: 1 }, 100)).toMatchObject({ ok: false, error: { code: 'invalid_message' } })
-    expect(decodeClientMessage({ type: 'subscribe', taskId: 't', afterSeq: -1 }, 100)).toMatchObject({ ok: false, error: { code: 'invalid_message', field: 'afterSeq' } })
+    expect(decodeClientMessage({ type: 'subscribe', taskId: 't', afterSeq: -1 }, 100)).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_message', field: 'afterSeq' },
+    })
   })
 
   test("a command's params are checked against its own schema", () => {
-    expect(checkCommand('i', 'debug', { code: 'x', language: 'ruby' })).toMatchObject({ ok: false, error: { code: 'invalid_message', field: 'params.language' } })
+    expect(checkCommand('i', 'debug', { code: 'x', language: 'ruby' })).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_message', field: 'params.language' },
+    })
     expect(checkCommand('i', 'analyze', {})).toMatchObject({ ok: false, error: { field: 'params.importId' } })
     expect(checkCommand('i', 'status', undefined)).toEqual({ ok: true, command: 'status', params: {} })
     expect(checkCommand('i', 'constructor', {})).toMatchObject({ ok: false, error: { code: 'unknown_command' } })
@@ -31,7 +38,18 @@ describe('reading client frames', () => {
 
 describe('progress and ETA', () => {
   test('durations are written short', () => {
-    expect([0, 400, 1000, 44_200, 59_999, 60_000, 119_000, 3_540_000, 3_600_000, 3_900_000].map(formatDuration)).toEqual(['1s', '1s', '1s', '45s', '1m', '1m', '2m', '59m', '1h', '1h5m'])
+    expect([0, 400, 1000, 44_200, 59_999, 60_000, 119_000, 3_540_000, 3_600_000, 3_900_000].map(formatDuration)).toEqual([
+      '1s',
+      '1s',
+      '1s',
+      '45s',
+      '1m',
+      '1m',
+      '2m',
+      '59m',
+      '1h',
+      '1h5m',
+    ])
   })
 
   test('the ETA comes from the steps left and the observed step durations, and no ETA before a step has finished', () => {

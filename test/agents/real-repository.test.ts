@@ -27,7 +27,10 @@ interface ToolDefinition {
 
 /** The tool whose description says most of what is wanted: each phrase found counts once. */
 function toolFor(tools: ToolDefinition[], wanted: string[]): string {
-  const scored = tools.map((tool) => ({ name: tool.function.name, score: wanted.filter((phrase) => tool.function.description.toLowerCase().includes(phrase)).length }))
+  const scored = tools.map((tool) => ({
+    name: tool.function.name,
+    score: wanted.filter((phrase) => tool.function.description.toLowerCase().includes(phrase)).length,
+  }))
   scored.sort((a, b) => b.score - a.score)
   if (scored[0]!.score === scored[1]!.score) throw new Error(`no description stands out for ${wanted.join(', ')}: ${JSON.stringify(scored.slice(0, 3))}`)
   return scored[0]!.name
@@ -72,13 +75,19 @@ function scriptedEngineer(chosen: string[]) {
       args: ([, , , , code]) => {
         const path = /^(\S+\.py) lines/m.exec(code!)![1]!
         // The numbered line as the file holds it: after the number and the tab.
-        const line = code!.split('\n').find((l) => /\breturn\b.*codepoint/.test(l))!.replace(/^\s*\d+\t/, '')
+        const line = code!
+          .split('\n')
+          .find((l) => /\breturn\b.*codepoint/.test(l))!
+          .replace(/^\s*\d+\t/, '')
         const bound = /57344 <= codepoint <= (\d+)/.exec(line)![1]!
         return { path, old_text: line, new_text: line.replace(`<= ${bound})`, '<= 1114111)') }
       },
     },
     { intent: 'run', args: () => ({ command: TESTS }) },
-    { intent: 'end', args: () => ({ summary: 'is_unicode_scalar_value stopped at 65535; Unicode goes to 1114111 (0x10FFFF), so escapes above the BMP were refused.' }) },
+    {
+      intent: 'end',
+      args: () => ({ summary: 'is_unicode_scalar_value stopped at 65535; Unicode goes to 1114111 (0x10FFFF), so escapes above the BMP were refused.' }),
+    },
   ]
   return (body: Record<string, any>): CompletionScript => {
     const answers = (body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool').map((m) => String(m.content))
@@ -121,7 +130,10 @@ describe.skipIf(!checkout)('develop on a real repository, with a model that choo
     expect(chosen).toEqual(['run_command', 'search_code', 'read_file', 'search_code', 'read_file', 'edit_file', 'run_command', 'finish'])
     expect(final.output.files).toEqual([{ path: 'src/tomli/_parser.py', status: 'modified' }])
     expect(final.output.diff).toContain(`+    return (0 <= codepoint <= 55295) or ${BROKEN_FROM}`)
-    const answers = h.model.completions.at(-1)!.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content)
+    const answers = h.model.completions
+      .at(-1)!
+      .messages.filter((m: { role: string }) => m.role === 'tool')
+      .map((m: { content: string }) => m.content)
     expect(answers[0]).toContain('FAILED')
     expect(answers[6]).toMatch(/^exit 0/)
     expect(answers[6]).toContain('OK')

@@ -19,7 +19,14 @@ describe.skipIf(!redisUrl)('agent tasks shared through Redis', () => {
   beforeAll(async () => {
     model = startFakeOpenAi()
     for (let i = 0; i < 2; i++) {
-      const config = loadConfig({ DATA_DIR: dir.path, REDIS_URL: redisUrl!, OPENAI_BASE_URL: model.baseUrl, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password, RATE_LIMIT_CHAT_PER_MINUTE: '10000' })
+      const config = loadConfig({
+        DATA_DIR: dir.path,
+        REDIS_URL: redisUrl!,
+        OPENAI_BASE_URL: model.baseUrl,
+        ADMIN_EMAIL: ADMIN.email,
+        ADMIN_PASSWORD: ADMIN.password,
+        RATE_LIMIT_CHAT_PER_MINUTE: '10000',
+      })
       const deps = await buildDependencies(config, { logger: memoryLogger('error') })
       const app = createApp(deps)
       app.listen({ hostname: '127.0.0.1', port: 0 })

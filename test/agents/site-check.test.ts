@@ -67,7 +67,12 @@ describe('pages that do not parse as written', () => {
 
 describe('links and assets', () => {
   test('a broken link, a missing asset, a missing srcset candidate and a link out of the site are each reported on their line', () => {
-    const body = ['<a href="missing.html">gone</a>', '<img src="img/logo.png">', '<img src="img/a.png" srcset="img/a.png 1x, img/a@2x.png 2x">', '<a href="../../etc/passwd">out</a>'].join('\n')
+    const body = [
+      '<a href="missing.html">gone</a>',
+      '<img src="img/logo.png">',
+      '<img src="img/a.png" srcset="img/a.png 1x, img/a@2x.png 2x">',
+      '<a href="../../etc/passwd">out</a>',
+    ].join('\n')
     expect(checkSite(siteOf({ 'index.html': page(body), 'img/a.png': 'png' }))).toEqual([
       'index.html:3: link missing.html names no file of the site',
       'index.html:4: link img/logo.png names no file of the site',
@@ -95,8 +100,11 @@ describe('links and assets', () => {
 
   test('url() and @import in style sheets, style elements and style attributes are checked against the file that holds them', () => {
     const site = siteOf({
-      'index.html': page('<style>\n.a { background: url("img/here.png") }\n.b { background: url(img/gone.png) }\n</style>\n<div style="background: url(\'img/nope.png\')"></div>'),
-      'css/site.css': '@import "base.css";\n/* url(commented.png) */\nbody { background: url(../img/here.png), url( "../img/missing.png" ) }\n.i { background: url(data:image/png;base64,AAAA) }\n',
+      'index.html': page(
+        '<style>\n.a { background: url("img/here.png") }\n.b { background: url(img/gone.png) }\n</style>\n<div style="background: url(\'img/nope.png\')"></div>',
+      ),
+      'css/site.css':
+        '@import "base.css";\n/* url(commented.png) */\nbody { background: url(../img/here.png), url( "../img/missing.png" ) }\n.i { background: url(data:image/png;base64,AAAA) }\n',
       'css/base.css': '.x { content: "url(not-a-link)" }',
       'img/here.png': 'png',
     })
@@ -108,11 +116,17 @@ describe('links and assets', () => {
   })
 
   test('srcset candidates and style sheet references are read the way browsers read them', () => {
-    expect(srcsetUrls(' a.png 1x,b.png  2x , c.png, d.png 480w, data:image/png;base64,AA,BB 3x')).toEqual(['a.png', 'b.png', 'c.png', 'd.png', 'data:image/png;base64,AA,BB'])
-    expect(styleSheetReferences('@import url(a.css); @import \'b.css\'; .x{background:URL( "c\\".png" )} /* url(d.png) */ .y::after{content:"url(e.png)"}').map((r) => r.link)).toEqual([
-      'a.css',
-      'b.css',
-      'c".png',
+    expect(srcsetUrls(' a.png 1x,b.png  2x , c.png, d.png 480w, data:image/png;base64,AA,BB 3x')).toEqual([
+      'a.png',
+      'b.png',
+      'c.png',
+      'd.png',
+      'data:image/png;base64,AA,BB',
     ])
+    expect(
+      styleSheetReferences('@import url(a.css); @import \'b.css\'; .x{background:URL( "c\\".png" )} /* url(d.png) */ .y::after{content:"url(e.png)"}').map(
+        (r) => r.link,
+      ),
+    ).toEqual(['a.css', 'b.css', 'c".png'])
   })
 })

@@ -26,10 +26,11 @@ describe.skipIf(!sandbox.available)('pages loaded in the sandbox', () => {
           "if (document.getElementById('out').textContent !== 'first' || document.querySelectorAll('li').length !== 2) throw new Error('the page did not build')\n</script>",
       ),
       'js/first.js': "document.getElementById('out').textContent = 'first'",
-      'js/fill.js': "export async function fill(list) {\n  for (const item of await (await fetch('data/items.json')).json()) list.append(Object.assign(document.createElement('li'), { textContent: item }))\n}",
+      'js/fill.js':
+        "export async function fill(list) {\n  for (const item of await (await fetch('data/items.json')).json()) list.append(Object.assign(document.createElement('li'), { textContent: item }))\n}",
       'data/items.json': '["bread", "buns"]',
       'throws.html': page("<script>document.querySelector('#missing').textContent = 'x'</script>"),
-      'missing.html': page("<script type=\"module\">import './js/nowhere.js'</script>"),
+      'missing.html': page('<script type="module">import \'./js/nowhere.js\'</script>'),
       'offline.html': page('<script src="https://cdn.example.com/carousel.js"></script><script>Carousel.start()</script>'),
     })
     const outcome = await loadSitePages(sandbox, site)
@@ -48,7 +49,10 @@ describe.skipIf(!sandbox.available)('pages loaded in the sandbox', () => {
     const { sandbox: quick } = makeSandbox({ defaults: { timeoutMs: 3000, memoryMb: 128, maxOutputBytes: 64 * 1024, maxProcesses: 32 } })
     try {
       const site = siteOf({ 'index.html': page('<p>fine</p>'), 'spin.html': page('<script>for (;;) {}</script>') })
-      expect(await loadSitePages(quick, site)).toEqual({ problems: ['spin.html: the page did not finish loading in 3 s (a script that never returns?)'], warnings: [] })
+      expect(await loadSitePages(quick, site)).toEqual({
+        problems: ['spin.html: the page did not finish loading in 3 s (a script that never returns?)'],
+        warnings: [],
+      })
     } finally {
       await quick.close()
     }

@@ -15,7 +15,8 @@ describe('an open agent connection whose user loses the right to it', () => {
   })
   afterAll(() => h.close())
 
-  const post = (path: string, body: unknown) => fetch(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const post = (path: string, body: unknown) =>
+    fetch(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
 
   test('a logout closes it with 4401, and a command sent after the logout is refused', async () => {
     const member = await userWithRole(h.t, 'member')
@@ -52,7 +53,13 @@ describe('an open agent connection whose user loses the right to it', () => {
     const { config } = h.t.deps
     // A token of the service's own, signed as it signs them, that lives two seconds.
     const shortLived = createAccessTokens({ secret: config.secrets.jwtSecret, issuer: config.tokens.issuer, audience: config.tokens.audience, ttlSeconds: 2 })
-    const { token } = await shortLived.issue({ userId: member.user.id, orgId: member.user.orgId, role: 'member', scopes: ['agents:run'], sessionId: crypto.randomUUID() })
+    const { token } = await shortLived.issue({
+      userId: member.user.id,
+      orgId: member.user.orgId,
+      role: 'member',
+      scopes: ['agents:run'],
+      sessionId: crypto.randomUUID(),
+    })
     const client = await h.connect(token)
     expect(await client.closed).toEqual({ code: 4401, reason: 'token expired: connect again with a fresh token' })
   })

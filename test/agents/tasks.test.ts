@@ -21,7 +21,12 @@ describe('agent tasks', () => {
   afterAll(() => h.close())
 
   test('debug: ack, progress with steps and ETA, check logs, then the fix that passed the tests', async () => {
-    h.model.queue = [{ text: '{"steps": ["Find the fault", "Fix add"]}' }, { text: 'It subtracts instead of adding.', delayMs: 30 }, { text: fence(buggy) }, { text: fence(fixed) }]
+    h.model.queue = [
+      { text: '{"steps": ["Find the fault", "Fix add"]}' },
+      { text: 'It subtracts instead of adding.', delayMs: 30 },
+      { text: fence(buggy) },
+      { text: fence(fixed) },
+    ]
     const client = await h.connect()
     const taskId = await h.run(client, 'debug', { code: buggy, error: 'add(2, 3) returned -1', tests: addTests })
     const final = await client.next(isFinal(taskId), 60_000)
@@ -74,7 +79,11 @@ describe('agent tasks', () => {
   })
 
   test('a task outlives its connection; after a reconnect, subscribe with the last seq gets exactly the missed messages, then live ones', async () => {
-    h.model.queue = [{ text: '{"steps": ["Read", "Explain"]}' }, { text: 'one two three four five six', delayMs: 60 }, { text: 'the explanation is here', delayMs: 60 }]
+    h.model.queue = [
+      { text: '{"steps": ["Read", "Explain"]}' },
+      { text: 'one two three four five six', delayMs: 60 },
+      { text: 'the explanation is here', delayMs: 60 },
+    ]
     const first = await h.connect()
     const taskId = await h.run(first, 'debug', { error: 'boom' })
     await first.next((m) => m.taskId === taskId && m.step === 'Step 1: Read')
@@ -106,7 +115,12 @@ describe('agent tasks', () => {
   })
 
   test('many followers joining at different points each get every message after their own seq once, in order; one that leaves gets no more', async () => {
-    h.model.queue = [{ text: '{"steps": ["Read", "Trace", "Explain"]}' }, { text: 'one', delayMs: 40 }, { text: 'two', delayMs: 40 }, { text: 'three', delayMs: 40 }]
+    h.model.queue = [
+      { text: '{"steps": ["Read", "Trace", "Explain"]}' },
+      { text: 'one', delayMs: 40 },
+      { text: 'two', delayMs: 40 },
+      { text: 'three', delayMs: 40 },
+    ]
     const starter = await h.connect()
     const taskId = await h.run(starter, 'debug', { error: 'boom' })
     const followers = await Promise.all(Array.from({ length: 12 }, () => h.connect()))

@@ -16,7 +16,11 @@ const KEY = 'dGhlIHNhbXBsZSBub25jZQ=='
 const malformed: { name: string; headers: Record<string, string>; names: string }[] = [
   { name: 'no key', headers: { 'sec-websocket-version': '13' }, names: 'Sec-WebSocket-Key' },
   { name: 'a short key', headers: { 'sec-websocket-key': 'abc', 'sec-websocket-version': '13' }, names: 'Sec-WebSocket-Key' },
-  { name: 'a key of the right length that is not base64', headers: { 'sec-websocket-key': '!!!!!!!!!!!!!!!!!!!!!!==', 'sec-websocket-version': '13' }, names: 'Sec-WebSocket-Key' },
+  {
+    name: 'a key of the right length that is not base64',
+    headers: { 'sec-websocket-key': '!!!!!!!!!!!!!!!!!!!!!!==', 'sec-websocket-version': '13' },
+    names: 'Sec-WebSocket-Key',
+  },
   { name: 'a key of 17 bytes', headers: { 'sec-websocket-key': 'AAAAAAAAAAAAAAAAAAAAAAA=', 'sec-websocket-version': '13' }, names: 'Sec-WebSocket-Key' },
   { name: 'two keys', headers: { 'sec-websocket-key': `${KEY}, ${KEY}`, 'sec-websocket-version': '13' }, names: 'Sec-WebSocket-Key' },
   { name: 'no version', headers: { 'sec-websocket-key': KEY }, names: 'Sec-WebSocket-Version' },
@@ -82,11 +86,11 @@ describe('refused upgrades', () => {
     await client.closed
     // This user's upgrade lines since: an earlier test's refusals (before any token is read) name no user.
     const mine = () => h.t.logs.slice(from).filter((l) => l.msg === 'request' && l.route === '/ws/agent' && l.userId === h.user.id)
-    await eventually(() => mine().length > 0, 'the upgrade\'s access line')
+    await eventually(() => mine().length > 0, "the upgrade's access line")
     expect(mine().map((l) => l.status)).toEqual([101])
     const refused = await upgrade({ 'sec-websocket-version': '13' })
     expect(refused.status).toBe(400)
-    await eventually(() => h.t.logs.slice(from).some((l) => l.msg === 'request' && l.route === '/ws/agent' && l.status === 400), 'the refusal\'s access line')
+    await eventually(() => h.t.logs.slice(from).some((l) => l.msg === 'request' && l.route === '/ws/agent' && l.status === 400), "the refusal's access line")
   })
 
   test('a plain GET is answered 426 upgrade_required as problem+json', async () => {
@@ -122,7 +126,10 @@ describe('refused upgrades', () => {
         socket.write(handshake(port, h.token))
         socket[drop]()
       }
-    await eventually(() => h.t.deps.agentConnections.slotsHeld(h.user.id) === 0 && h.t.deps.agentConnections.size === 0, 'the dropped upgrades to give their slots back')
+    await eventually(
+      () => h.t.deps.agentConnections.slotsHeld(h.user.id) === 0 && h.t.deps.agentConnections.size === 0,
+      'the dropped upgrades to give their slots back',
+    )
     await expectTwoSlotsFree()
   })
 
@@ -138,8 +145,22 @@ describe('refused upgrades', () => {
     const slotReserved = new Promise<void>((resolve) => (reserved = resolve))
     const app = createApp({
       ...h.t.deps,
-      access: { ...access, knownPrincipal: () => undefined, authenticate: async (token: string) => (checking(), await gone, access.authenticate(token)) },
-      agentConnections: { ...hub, reserve: (userId: string) => (reserved(), hub.reserve(userId)) },
+      access: {
+        ...access,
+        knownPrincipal: () => undefined,
+        authenticate: async (token: string) => {
+          checking()
+          await gone
+          return access.authenticate(token)
+        },
+      },
+      agentConnections: {
+        ...hub,
+        reserve: (userId: string) => {
+          reserved()
+          return hub.reserve(userId)
+        },
+      },
     })
     app.listen({ hostname: '127.0.0.1', port: 0 })
     try {

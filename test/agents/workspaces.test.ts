@@ -94,7 +94,10 @@ describe('workspace limits and diff', () => {
     await workspaces.create(id, [{ path: 'a.txt', bytes: text('a\n') }])
     await workspaces.write(id, 'a.txt', 'b\n')
     const gitdir = join(root, 'ws', id, 'git')
-    const snapshotCommit = () => Bun.spawnSync(['git', `--git-dir=${gitdir}`, 'rev-parse', 'refs/agent/snapshot']).stdout.toString().trim()
+    const snapshotCommit = () =>
+      Bun.spawnSync(['git', `--git-dir=${gitdir}`, 'rev-parse', 'refs/agent/snapshot'])
+        .stdout.toString()
+        .trim()
     const first = await workspaces.diff(id)
     const commit = snapshotCommit()
     // A commit made a second later would have another id.
@@ -160,15 +163,24 @@ describe('workspace limits and diff', () => {
       { path: 'keep.log', status: 'added' },
       { path: 'pkg/real.py', status: 'added' },
     ])
-    expect(leftOut.filter((l) => l.reason === 'ignored').map((l) => l.path).sort()).toEqual(
-      ['.bun/', '__pycache__/', 'app.log', 'dist/new.js', 'node_modules/', 'out/', 'pkg/generated.txt', 'pkg/mod.pyc'].sort(),
-    )
+    expect(
+      leftOut
+        .filter((l) => l.reason === 'ignored')
+        .map((l) => l.path)
+        .sort(),
+    ).toEqual(['.bun/', '__pycache__/', 'app.log', 'dist/new.js', 'node_modules/', 'out/', 'pkg/generated.txt', 'pkg/mod.pyc'].sort())
     await big.close()
   })
 
   test('hard links, FIFOs and links are never read through: a link is committed as a link, the others are left out', async () => {
     // Plain directories, where a hard link to a file outside the tree can be made.
-    const plain = createWorkspaces({ root: join(root, 'plain'), limits: { maxFiles: 5, maxBytes: 1000 }, retentionSeconds: 60, volumes: createWorkspaceVolumes(memoryLogger(), { images: false }), logger: memoryLogger() })
+    const plain = createWorkspaces({
+      root: join(root, 'plain'),
+      limits: { maxFiles: 5, maxBytes: 1000 },
+      retentionSeconds: 60,
+      volumes: createWorkspaceVolumes(memoryLogger(), { images: false }),
+      logger: memoryLogger(),
+    })
     closeLater.push(plain)
     const id = taskId()
     const { tree } = await plain.create(id, [])
@@ -282,7 +294,13 @@ describe('workspaces shared by processes', () => {
 })
 
 describe('limits while a command runs', () => {
-  const watched = createWorkspaces({ root: join(root, 'watched'), limits: { maxFiles: 20, maxBytes: 10_000 }, retentionSeconds: 60, watchIntervalMs: 20, logger: memoryLogger() })
+  const watched = createWorkspaces({
+    root: join(root, 'watched'),
+    limits: { maxFiles: 20, maxBytes: 10_000 },
+    retentionSeconds: 60,
+    watchIntervalMs: 20,
+    logger: memoryLogger(),
+  })
   afterAll(() => watched.close())
 
   test('directories count against the limit like files', async () => {
@@ -312,7 +330,11 @@ describe('limits while a command runs', () => {
     await watched.create(id, [])
     const cancel = new AbortController()
     setTimeout(() => cancel.abort(new Error('cancelled')), 50)
-    const outcome = await watched.whileWithinLimits(id, cancel.signal, (signal) => new Promise<string>((resolve) => signal.addEventListener('abort', () => resolve(String(signal.reason)))))
+    const outcome = await watched.whileWithinLimits(
+      id,
+      cancel.signal,
+      (signal) => new Promise<string>((resolve) => signal.addEventListener('abort', () => resolve(String(signal.reason)))),
+    )
     expect(outcome).toEqual({ value: 'Error: cancelled' })
   })
 })
@@ -330,7 +352,10 @@ describe('a filesystem of its own per workspace', () => {
       const id = taskId()
       const { tree } = await sized.create(id, [{ path: 'a.txt', bytes: text('a\n') }])
       // No RLIMIT_FSIZE and no watcher: only the filesystem stands in the way.
-      const result = await sandbox.runCommand({ directory: tree, command: 'head -c 100000000 /dev/zero > big; echo "exit $?"; i=0; while touch f$i 2>/dev/null; do i=$((i+1)); done; echo "files $i"' })
+      const result = await sandbox.runCommand({
+        directory: tree,
+        command: 'head -c 100000000 /dev/zero > big; echo "exit $?"; i=0; while touch f$i 2>/dev/null; do i=$((i+1)); done; echo "files $i"',
+      })
       expect(result.output).toContain('No space left on device')
       const files = Number(/files (\d+)/.exec(result.output)![1])
       expect(files).toBeLessThan(2 * limits.maxFiles + 16)

@@ -69,7 +69,9 @@ function allImports(): { imports: Import[]; missed: string[] } {
     const source = readFileSync(join(ROOT, from), 'utf8')
     const found = specifiers(source)
     for (const spec of found) {
-      const to = relative(ROOT, normalize(join(ROOT, dirname(from), spec))).split('\\').join('/')
+      const to = relative(ROOT, normalize(join(ROOT, dirname(from), spec)))
+        .split('\\')
+        .join('/')
       imports.push({ from, to })
     }
     // Bun's scanner sees only the imports that remain at run time, so it checks the parse rather than replacing it.
@@ -122,9 +124,7 @@ describe('the import rule', () => {
 test('every import of src/, plugins/, bench/ and test/ keeps to the boundaries', () => {
   const { imports, missed } = allImports()
   expect(missed).toEqual([])
-  const broken = imports
-    .map(({ from, to }) => ({ edge: `${from} -> ${to}`, why: violation(from, to) }))
-    .filter((v) => v.why !== undefined)
+  const broken = imports.map(({ from, to }) => ({ edge: `${from} -> ${to}`, why: violation(from, to) })).filter((v) => v.why !== undefined)
   const isFace = (to: string) => to === `plugins/${pluginOf(to)}/index.ts`
   // Imports into a plugin from outside it, its own unit tests left out.
   const entering = imports.filter(({ from, to }) => pluginOf(to) && pluginOf(to) !== pluginOf(from) && !from.startsWith(`test/${pluginOf(to)}/`))

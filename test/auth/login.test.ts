@@ -100,7 +100,9 @@ describe('sign-in, refresh and sign-out', async () => {
 
   test('failures from one address across many accounts lock the address', async () => {
     const res = await Promise.all(
-      Array.from({ length: 12 }, (_, i) => t.send('POST', '/auth/login', { email: `spray${i}@example.com`, password: 'guess' }, { 'x-request-id': `spray-${i}` })),
+      Array.from({ length: 12 }, (_, i) =>
+        t.send('POST', '/auth/login', { email: `spray${i}@example.com`, password: 'guess' }, { 'x-request-id': `spray-${i}` }),
+      ),
     )
     expect(res.every((r) => r.status === 401 || r.status === 429)).toBe(true)
     const next = await t.send('POST', '/auth/login', { email: 'spray-next@example.com', password: 'guess' })

@@ -91,9 +91,7 @@ describe('the burst ceiling spans every endpoint', async () => {
   test('the 31st request within the window is refused by the burst policy whichever route it hits', async () => {
     const { token } = await userWithRole(t, 'member')
     const paths = ['/test/chat', '/test/search']
-    const responses = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => t.request(paths[i % 2]!, { method: 'POST', headers: bearer(token) })),
-    )
+    const responses = await Promise.all(Array.from({ length: 40 }, (_, i) => t.request(paths[i % 2]!, { method: 'POST', headers: bearer(token) })))
     expect(statuses(responses)).toEqual({ 200: 30, 429: 10 })
     const refused = await responses.find((r) => r.status === 429)!.json()
     expect(refused.policy).toBe('burst')

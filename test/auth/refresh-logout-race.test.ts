@@ -23,7 +23,10 @@ function scheduled<T extends object>(target: T, current: () => fc.Scheduler, lab
     get(object, key, receiver) {
       const value = Reflect.get(object, key, receiver)
       if (typeof value !== 'function') return value
-      return (...args: unknown[]) => current().schedule(Promise.resolve(), `${label}.${String(key)}`).then(() => value.apply(object, args))
+      return (...args: unknown[]) =>
+        current()
+          .schedule(Promise.resolve(), `${label}.${String(key)}`)
+          .then(() => value.apply(object, args))
     },
   })
 }
@@ -38,13 +41,22 @@ describe('refresh racing logout', () => {
     // A cheap password hash (bcrypt at its lowest cost), so each of the runs can sign in afresh in a millisecond.
     const accounts = new AccountStore(db)
     const org = await accounts.createOrganization('race', 'free')
-    await accounts.createUser({ orgId: org.id, email: 'race@example.com', role: 'member', passwordHash: await Bun.password.hash('race-password-12', { algorithm: 'bcrypt', cost: 4 }) })
+    await accounts.createUser({
+      orgId: org.id,
+      email: 'race@example.com',
+      role: 'member',
+      passwordHash: await Bun.password.hash('race-password-12', { algorithm: 'bcrypt', cost: 4 }),
+    })
     let interleavings = 0
     let refreshWon = 0
     let currentScheduler: fc.Scheduler | undefined
     const revoked = revokedSessionsInProcess({ logger })
     // Made once: a service hashes a decoy password when it is made.
-    const raced = createAccessService({ ...base, accounts: scheduled(accounts, () => currentScheduler!, 'db'), revoked: scheduled(revoked, () => currentScheduler!, 'revoked') })
+    const raced = createAccessService({
+      ...base,
+      accounts: scheduled(accounts, () => currentScheduler!, 'db'),
+      revoked: scheduled(revoked, () => currentScheduler!, 'revoked'),
+    })
     const checker = createAccessService({ ...base, accounts, revoked })
 
     await fc.assert(
@@ -88,13 +100,22 @@ describe('refresh racing logout against a real process', () => {
   })
 
   test('30 races of POST /auth/refresh and POST /auth/logout: no token the refresh answered works afterwards', async () => {
-    service = await startServiceProcess('refresh-race', { DATA_DIR: dataDir.path, ADMIN_EMAIL: owner.email, ADMIN_PASSWORD: owner.password, RATE_LIMIT_BURST: '100000' })
-    const post = (path: string, body: unknown) => service!.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    service = await startServiceProcess('refresh-race', {
+      DATA_DIR: dataDir.path,
+      ADMIN_EMAIL: owner.email,
+      ADMIN_PASSWORD: owner.password,
+      RATE_LIMIT_BURST: '100000',
+    })
+    const post = (path: string, body: unknown) =>
+      service!.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
     const me = (token: string) => service!.request('/auth/me', { headers: { authorization: `Bearer ${token}` } })
     let refreshWon = 0
     for (let round = 0; round < 30; round++) {
       const session = await (await post('/auth/login', owner)).json()
-      const [refreshed, loggedOut] = await Promise.all([post('/auth/refresh', { refreshToken: session.refreshToken }), post('/auth/logout', { refreshToken: session.refreshToken })])
+      const [refreshed, loggedOut] = await Promise.all([
+        post('/auth/refresh', { refreshToken: session.refreshToken }),
+        post('/auth/logout', { refreshToken: session.refreshToken }),
+      ])
       expect(loggedOut.status).toBe(204)
       expect([200, 401]).toContain(refreshed.status)
       expect((await me(session.accessToken)).status).toBe(401)

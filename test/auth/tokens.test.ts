@@ -26,7 +26,11 @@ describe('bearer token attacks', async () => {
   const { accessToken, user } = await login(t, ADMIN.email, ADMIN.password)
   const claims = { org: user.organizationId, role: 'owner', scope: 'chat:write usage:read' }
 
-  const sign = (alg: string, payload: Record<string, unknown> = claims, opts: { exp?: number | null; iss?: string; aud?: string; typ?: string; kid?: string } = {}) => {
+  const sign = (
+    alg: string,
+    payload: Record<string, unknown> = claims,
+    opts: { exp?: number | null; iss?: string; aud?: string; typ?: string; kid?: string } = {},
+  ) => {
     const jwt = new SignJWT(payload)
       .setProtectedHeader({ alg, typ: opts.typ ?? 'at+jwt', ...(opts.kid ? { kid: opts.kid } : {}) })
       .setSubject(user.id)
@@ -153,9 +157,7 @@ describe('scopes, roles and plans', async () => {
   const t = await makeApp({ ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password })
   // A route guarded by the billing scope, the way the billing plugin declares its routes.
   t.app.use(
-    new Elysia()
-      .use(accessControl({ access: t.deps.access, plans: t.deps.plans }))
-      .get('/test/billing', () => ({ ok: true }), { auth: 'billing:manage' }),
+    new Elysia().use(accessControl({ access: t.deps.access, plans: t.deps.plans })).get('/test/billing', () => ({ ok: true }), { auth: 'billing:manage' }),
   )
   afterAll(() => t.close())
 

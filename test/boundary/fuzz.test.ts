@@ -83,11 +83,25 @@ function fromSchema(schema: JsonSchema | undefined, depth = 0): fc.Arbitrary<unk
       const properties = Object.entries(schema.properties ?? {})
       const shape = Object.fromEntries(properties.map(([name, s]) => [name, fromSchema(s, depth + 1)]))
       const known = fc.record(shape, { requiredKeys: [] })
-      const extra = fc.dictionary(fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('__proto__', 'constructor', 'toString', 'valueOf', 'toJSON', 'role', 'orgId', 'plan', 'isAdmin')), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 })
-      return fc.oneof({ weight: 4, arbitrary: known }, { weight: 1, arbitrary: fc.tuple(known, extra).map(([a, b]) => ({ ...b, ...(a as object) })) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) })
+      const extra = fc.dictionary(
+        fc.oneof(
+          fc.string({ maxLength: 12 }),
+          fc.constantFrom('__proto__', 'constructor', 'toString', 'valueOf', 'toJSON', 'role', 'orgId', 'plan', 'isAdmin'),
+        ),
+        fc.jsonValue({ maxDepth: 2 }),
+        { maxKeys: 3 },
+      )
+      return fc.oneof(
+        { weight: 4, arbitrary: known },
+        { weight: 1, arbitrary: fc.tuple(known, extra).map(([a, b]) => ({ ...b, ...(a as object) })) },
+        { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
+      )
     }
     case 'array':
-      return fc.oneof({ weight: 4, arbitrary: fc.array(fromSchema(schema.items, depth + 1), { maxLength: 4 }) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) })
+      return fc.oneof(
+        { weight: 4, arbitrary: fc.array(fromSchema(schema.items, depth + 1), { maxLength: 4 }) },
+        { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
+      )
     case 'string':
       return fc.oneof({ weight: 3, arbitrary: anyString }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 1 }) }, { weight: 1, arbitrary: shadowing })
     case 'integer':
@@ -131,7 +145,19 @@ const contentTypes = fc.constantFrom(
 
 let c: Callers
 let operations: Operation[]
-const tokenKinds = ['none', 'garbage', 'basic scheme', 'expired', 'signed with another key', 'alg none', 'viewer', 'member', 'billing', 'owner', 'enterpriseOwner'] as const
+const tokenKinds = [
+  'none',
+  'garbage',
+  'basic scheme',
+  'expired',
+  'signed with another key',
+  'alg none',
+  'viewer',
+  'member',
+  'billing',
+  'owner',
+  'enterpriseOwner',
+] as const
 const anonymousKinds = new Set<string>(['none', 'garbage', 'basic scheme', 'expired', 'signed with another key', 'alg none'])
 
 beforeAll(async () => {
@@ -148,7 +174,10 @@ beforeAll(async () => {
       operations.push({
         method: method.toUpperCase(),
         path,
-        guarded: Array.isArray(op.security) && op.security.some((s: object) => Object.keys(s).length > 0) && !op.security.some((s: object) => Object.keys(s).length === 0),
+        guarded:
+          Array.isArray(op.security) &&
+          op.security.some((s: object) => Object.keys(s).length > 0) &&
+          !op.security.some((s: object) => Object.keys(s).length === 0),
         pathParams: parameters.filter((p) => p.in === 'path').map((p) => p.name),
         query: Object.fromEntries(parameters.filter((p) => p.in === 'query').map((p) => [p.name, p.schema])),
         body: op.requestBody?.content?.['application/json']?.schema,
@@ -161,61 +190,61 @@ test(`${RUNS} requests across every operation: no 5xx but not_configured, every 
   expect(operations.length).toBeGreaterThan(30)
   const counts = { requests: 0, serverErrors: 0, notProblemJson: 0, undocumented: 0, anonymousNot401: 0, byStatus: {} as Record<number, number> }
   const failures: string[] = []
-  const request = fc
-    .integer({ min: 0, max: operations.length - 1 })
-    .chain((i) => {
-      const op = operations[i]!
-      return fc.record({
-        op: fc.constant(op),
-        token: fc.constantFrom(...tokenKinds),
-        params: fc.array(anyString, { minLength: op.pathParams.length, maxLength: op.pathParams.length }),
-        query: fc.dictionary(fc.oneof(fc.constantFrom(...Object.keys(op.query), 'x'), fc.string({ maxLength: 8 })), anyString.map(String), { maxKeys: 3 }),
-        body: bodyText(op.body),
-        contentType: contentTypes,
-        method: fc.oneof({ weight: 9, arbitrary: fc.constant(op.method) }, { weight: 1, arbitrary: fc.constantFrom('PUT', 'PATCH', 'DELETE', 'OPTIONS') }),
-      })
+  const request = fc.integer({ min: 0, max: operations.length - 1 }).chain((i) => {
+    const op = operations[i]!
+    return fc.record({
+      op: fc.constant(op),
+      token: fc.constantFrom(...tokenKinds),
+      params: fc.array(anyString, { minLength: op.pathParams.length, maxLength: op.pathParams.length }),
+      query: fc.dictionary(fc.oneof(fc.constantFrom(...Object.keys(op.query), 'x'), fc.string({ maxLength: 8 })), anyString.map(String), { maxKeys: 3 }),
+      body: bodyText(op.body),
+      contentType: contentTypes,
+      method: fc.oneof({ weight: 9, arbitrary: fc.constant(op.method) }, { weight: 1, arbitrary: fc.constantFrom('PUT', 'PATCH', 'DELETE', 'OPTIONS') }),
     })
+  })
 
-  await fc.assert(
-    fc.asyncProperty(request, async ({ op, token, params, query, body, contentType, method }) => {
-      let path = op.path
-      for (const [k, name] of op.pathParams.entries()) path = path.replace(`{${name}}`, encodeURIComponent(params[k]!.toWellFormed()) || 'x')
-      const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k.toWellFormed(), v.toWellFormed()])).toString()
-      // Real clients always send Host; the MCP transport refuses a request without one.
-      const headers: Record<string, string> = { host: 'localhost', ...(contentType ? { 'content-type': contentType } : {}) }
-      if (anonymousKinds.has(token)) Object.assign(headers, c.anonymous[token])
-      else headers.authorization = `Bearer ${c.tokens[token as keyof Callers['tokens']]}`
-      const withBody = method !== 'GET' && method !== 'HEAD'
-      const res = await c.t.app.handle(new Request(`${BASE}${path}${search ? `?${search}` : ''}`, { method, headers, body: withBody ? body : undefined }))
-      counts.requests++
-      counts.byStatus[res.status] = (counts.byStatus[res.status] ?? 0) + 1
-      const text = await res.text()
-      const label = `${method} ${path} token=${token} type=${contentType} body=${body.slice(0, 80)}`
-      if (res.status >= 400) {
-        let problem: { code?: string; status?: number } = {}
-        if (res.headers.get('content-type') !== 'application/problem+json') {
-          counts.notProblemJson++
-          failures.push(`not problem+json ${res.status}: ${label}`)
-        } else problem = JSON.parse(text)
-        const documented = problem.code && problem.code in errorCodes && errorCodes[problem.code as keyof typeof errorCodes].status === res.status
-        if (!documented) {
-          counts.undocumented++
-          failures.push(`undocumented ${res.status} ${problem.code}: ${label}`)
+  await fc
+    .assert(
+      fc.asyncProperty(request, async ({ op, token, params, query, body, contentType, method }) => {
+        let path = op.path
+        for (const [k, name] of op.pathParams.entries()) path = path.replace(`{${name}}`, encodeURIComponent(params[k]!.toWellFormed()) || 'x')
+        const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k.toWellFormed(), v.toWellFormed()])).toString()
+        // Real clients always send Host; the MCP transport refuses a request without one.
+        const headers: Record<string, string> = { host: 'localhost', ...(contentType ? { 'content-type': contentType } : {}) }
+        if (anonymousKinds.has(token)) Object.assign(headers, c.anonymous[token])
+        else headers.authorization = `Bearer ${c.tokens[token as keyof Callers['tokens']]}`
+        const withBody = method !== 'GET' && method !== 'HEAD'
+        const res = await c.t.app.handle(new Request(`${BASE}${path}${search ? `?${search}` : ''}`, { method, headers, body: withBody ? body : undefined }))
+        counts.requests++
+        counts.byStatus[res.status] = (counts.byStatus[res.status] ?? 0) + 1
+        const text = await res.text()
+        const label = `${method} ${path} token=${token} type=${contentType} body=${body.slice(0, 80)}`
+        if (res.status >= 400) {
+          let problem: { code?: string; status?: number } = {}
+          if (res.headers.get('content-type') !== 'application/problem+json') {
+            counts.notProblemJson++
+            failures.push(`not problem+json ${res.status}: ${label}`)
+          } else problem = JSON.parse(text)
+          const documented = problem.code && problem.code in errorCodes && errorCodes[problem.code as keyof typeof errorCodes].status === res.status
+          if (!documented) {
+            counts.undocumented++
+            failures.push(`undocumented ${res.status} ${problem.code}: ${label}`)
+          }
+          if (res.status >= 500 && problem.code !== 'not_configured') {
+            counts.serverErrors++
+            failures.push(`${res.status} ${problem.code}: ${method} ${path}?${search} token=${token} type=${contentType} body=${body.slice(0, 4000)}`)
+          }
         }
-        if (res.status >= 500 && problem.code !== 'not_configured') {
-          counts.serverErrors++
-          failures.push(`${res.status} ${problem.code}: ${method} ${path}?${search} token=${token} type=${contentType} body=${body.slice(0, 4000)}`)
+        // A `.` or `..` parameter is resolved away by the URL and lands on another route: only the intended one counts.
+        const sameRoute = new URL(BASE + path).pathname === path
+        if (op.guarded && sameRoute && method === op.method && anonymousKinds.has(token) && res.status !== 401) {
+          counts.anonymousNot401++
+          failures.push(`anonymous ${res.status}: ${label}`)
         }
-      }
-      // A `.` or `..` parameter is resolved away by the URL and lands on another route: only the intended one counts.
-      const sameRoute = new URL(BASE + path).pathname === path
-      if (op.guarded && sameRoute && method === op.method && anonymousKinds.has(token) && res.status !== 401) {
-        counts.anonymousNot401++
-        failures.push(`anonymous ${res.status}: ${label}`)
-      }
-    }),
-    { numRuns: RUNS, seed: SEED, endOnFailure: false, interruptAfterTimeLimit: 240_000 },
-  ).catch((err) => failures.push(`property threw: ${String(err).slice(0, 1500)}`))
+      }),
+      { numRuns: RUNS, seed: SEED, endOnFailure: false, interruptAfterTimeLimit: 240_000 },
+    )
+    .catch((err) => failures.push(`property threw: ${String(err).slice(0, 1500)}`))
   console.log(`fuzz (seed ${SEED}): ${JSON.stringify(counts)}`)
   if (counts.serverErrors) console.log(c.t.logs.filter((line) => line.level === 'error').slice(0, 5))
   expect(failures.slice(0, 20)).toEqual([])

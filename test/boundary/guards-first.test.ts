@@ -93,7 +93,9 @@ describe('every route that declares a scope refuses before it reads the request'
     await expectProblem(text, 415, 'unsupported_media_type')
     const deep = await c.t.app.handle(new Request(`${BASE}/api/chat`, { method: 'POST', headers, body: '['.repeat(100) + ']'.repeat(100) }))
     expect((await expectProblem(deep, 400, 'nesting_too_deep')).maxDepth).toBe(64)
-    const large = await c.t.app.handle(new Request(`${BASE}/api/chat`, { method: 'POST', headers: { ...headers, 'content-length': String(64 * 1024 * 1024) }, body: '{}' }))
+    const large = await c.t.app.handle(
+      new Request(`${BASE}/api/chat`, { method: 'POST', headers: { ...headers, 'content-length': String(64 * 1024 * 1024) }, body: '{}' }),
+    )
     await expectProblem(large, 413, 'payload_too_large')
   })
 })

@@ -10,7 +10,12 @@ let service: ServiceProcess
 const dataDir = tempDir('transport-')
 
 beforeAll(async () => {
-  service = await startServiceProcess('transport', { DATA_DIR: dataDir.path, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password, BODY_LIMIT_BYTES: '65536' })
+  service = await startServiceProcess('transport', {
+    DATA_DIR: dataDir.path,
+    ADMIN_EMAIL: ADMIN.email,
+    ADMIN_PASSWORD: ADMIN.password,
+    BODY_LIMIT_BYTES: '65536',
+  })
 })
 afterAll(async () => {
   await service?.stop()
@@ -69,17 +74,28 @@ describe('requests Bun would refuse before the app sees them', () => {
 
   test('a body over the limit answers 413 problem+json on a public route and 401 on a guarded one', async () => {
     const body = JSON.stringify({ email: 'a@example.com', password: 'x'.repeat(200_000) })
-    await expectProblem(await service.request('/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body }), 413, 'payload_too_large')
+    await expectProblem(
+      await service.request('/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body }),
+      413,
+      'payload_too_large',
+    )
     await expectProblem(await service.request('/api/chat', { method: 'POST', headers: { 'content-type': 'application/json' }, body }), 401, 'unauthenticated')
     // A declared length the client never sends is refused from the header alone.
-    const declared = await raw(`POST /auth/login HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\nConnection: close\r\n\r\n`, '{')
+    const declared = await raw(
+      `POST /auth/login HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\nConnection: close\r\n\r\n`,
+      '{',
+    )
     expect(declared.status).toBe(413)
     expect(declared.headers['content-type']).toBe('application/problem+json')
   })
 
   test('a JSON body nested 5,000 levels is refused as 400 naming the limit, anonymous or not', async () => {
     const body = `{"email":${'['.repeat(5000)}${']'.repeat(5000)}}`
-    const problem = await expectProblem(await service.request('/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body }), 400, 'nesting_too_deep')
+    const problem = await expectProblem(
+      await service.request('/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body }),
+      400,
+      'nesting_too_deep',
+    )
     expect(problem.detail).toContain('64')
   })
 })
@@ -116,7 +132,11 @@ describe('headers on every answer', () => {
     expect(login.status).toBe(200)
     expect(login.headers.get('cache-control')).toBe('no-store')
     const { refreshToken } = await login.json()
-    const refresh = await service.request('/auth/refresh', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ refreshToken }) })
+    const refresh = await service.request('/auth/refresh', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ refreshToken }),
+    })
     expect(refresh.status).toBe(200)
     expect(refresh.headers.get('cache-control')).toBe('no-store')
     const register = await service.request('/auth/register', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })

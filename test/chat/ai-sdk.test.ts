@@ -29,7 +29,10 @@ test('the AI SDK chat reads a streamed answer with a tool call, its sources and 
   expect(tool.output.results[0].url).toBe('https://bun.sh/docs/api/sql')
   const sources = answer.parts.filter((p) => p.type === 'source-url') as any[]
   expect(sources.map((s) => s.url)).toContain('https://bun.sh/docs/api/sql')
-  const text = answer.parts.filter((p) => p.type === 'text').map((p: any) => p.text).join('')
+  const text = answer.parts
+    .filter((p) => p.type === 'text')
+    .map((p: any) => p.text)
+    .join('')
   expect(text).toBe('Bun ships a SQL client [1].')
   // The second model call saw the tool result.
   const second = h.model.completions.at(-1)!
@@ -57,16 +60,33 @@ test('a client-declared tool is streamed for the client to run, and its result c
   h.model.queue = [{ toolCalls: [{ name: 'get_location', arguments: '{}' }] }, { text: 'You are in Paris.' }]
   const transport = new DefaultChatTransport<UIMessage>({ api: `${h.url}/api/chat`, headers: h.headers, body: { tools: [{ name: 'get_location' }] } })
   const user: UIMessage = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'where am I?' }] }
-  const stream = await transport.sendMessages({ chatId: 'sdk-chat-3', messages: [user], trigger: 'submit-message', messageId: undefined, abortSignal: undefined })
+  const stream = await transport.sendMessages({
+    chatId: 'sdk-chat-3',
+    messages: [user],
+    trigger: 'submit-message',
+    messageId: undefined,
+    abortSignal: undefined,
+  })
   let last: UIMessage | undefined
   for await (const message of readUIMessageStream({ stream })) last = message
   const call = last!.parts.find((p) => p.type === 'tool-get_location') as any
   expect(call.state).toBe('input-available')
   const answered = { ...last!, parts: last!.parts.map((p) => (p === call ? { ...call, state: 'output-available', output: { city: 'Paris' } } : p)) }
-  const next = await transport.sendMessages({ chatId: 'sdk-chat-3', messages: [user, answered as UIMessage], trigger: 'submit-message', messageId: undefined, abortSignal: undefined })
+  const next = await transport.sendMessages({
+    chatId: 'sdk-chat-3',
+    messages: [user, answered as UIMessage],
+    trigger: 'submit-message',
+    messageId: undefined,
+    abortSignal: undefined,
+  })
   let final: UIMessage | undefined
   for await (const message of readUIMessageStream({ stream: next })) final = message
-  expect(final!.parts.filter((p) => p.type === 'text').map((p: any) => p.text).join('')).toBe('You are in Paris.')
+  expect(
+    final!.parts
+      .filter((p) => p.type === 'text')
+      .map((p: any) => p.text)
+      .join(''),
+  ).toBe('You are in Paris.')
   const request = h.model.completions.at(-1)!
   expect(request.messages.some((m: any) => m.role === 'tool' && m.content === JSON.stringify({ city: 'Paris' }))).toBe(true)
 })

@@ -14,8 +14,16 @@ test("the code_search tool searches the organisation's imported repositories", a
     repositoryId: 'repo-1',
     repositoryName: 'acme/billing',
     files: [
-      { path: 'src/invoice.ts', language: 'TypeScript', content: 'export function computeInvoiceTotal(lines: { amount: number }[]) {\n  return lines.reduce((sum, l) => sum + l.amount, 0)\n}\n' },
-      { path: 'src/mailer.ts', language: 'TypeScript', content: 'export async function sendWelcomeEmail(address: string) {\n  return fetch("/mail", { method: "POST", body: address })\n}\n' },
+      {
+        path: 'src/invoice.ts',
+        language: 'TypeScript',
+        content: 'export function computeInvoiceTotal(lines: { amount: number }[]) {\n  return lines.reduce((sum, l) => sum + l.amount, 0)\n}\n',
+      },
+      {
+        path: 'src/mailer.ts',
+        language: 'TypeScript',
+        content: 'export async function sendWelcomeEmail(address: string) {\n  return fetch("/mail", { method: "POST", body: address })\n}\n',
+      },
     ],
   })
   h.model.queue = [{ toolCalls: [{ name: 'code_search', arguments: JSON.stringify({ query: 'invoice total' }) }] }, { text: 'See src/invoice.ts.' }]

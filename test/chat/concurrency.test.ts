@@ -34,7 +34,9 @@ test('a conversation survives a restart of the service', async () => {
   const start = async () => {
     const deps = await buildDependencies(loadConfig(env), { logger: memoryLogger('error') })
     const app = createApp(deps)
-    const { accessToken } = await app.handle(new Request('http://localhost/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) })).then((r) => r.json())
+    const { accessToken } = await app
+      .handle(new Request('http://localhost/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) }))
+      .then((r) => r.json())
     const chat = (content: string) =>
       app
         .handle(
@@ -52,7 +54,10 @@ test('a conversation survives a restart of the service', async () => {
   await first.deps.close()
   const second = await start()
   expect(textOf(await second.chat('two'))).toBe('after restart')
-  const sent = model.completions.at(-1)!.messages.filter((m: any) => m.role !== 'system').map((m: any) => m.content)
+  const sent = model.completions
+    .at(-1)!
+    .messages.filter((m: any) => m.role !== 'system')
+    .map((m: any) => m.content)
   expect(sent).toEqual(['one', 'before restart', 'two'])
   await second.deps.close()
   await model.close()

@@ -17,8 +17,7 @@ async function clientMessage(events: StreamEvent[]): Promise<UIMessage> {
   return message!
 }
 
-const textParts = (message: { parts: readonly { type: string; text?: unknown }[] }) =>
-  message.parts.filter((p) => p.type === 'text').map((p) => p.text)
+const textParts = (message: { parts: readonly { type: string; text?: unknown }[] }) => message.parts.filter((p) => p.type === 'text').map((p) => p.text)
 
 describe('the confidence measure', () => {
   test('is the geometric mean of the token probabilities', () => {
@@ -32,7 +31,7 @@ describe('the confidence measure', () => {
     const m = measureConfidence('x', [0, 0, Math.log(0.01)], 2)
     expect(m).toEqual({ method: 'logprobs', confidence: 1, tokens: 2 })
     expect(isUnsure(m, 0.8)).toBe(false)
-    const hedged = measureConfidence("Honestly, I’m not sure about that.", undefined, 24)
+    const hedged = measureConfidence('Honestly, I’m not sure about that.', undefined, 24)
     expect(hedged).toEqual({ method: 'hedging', confidence: null, hedge: "i'm not sure" })
     expect(isUnsure(hedged, 0.8)).toBe(true)
     expect(findHedge('Paris is the capital of France.')).toBeUndefined()
@@ -105,13 +104,33 @@ describe('search augmentation', () => {
     expect(all.filter((c) => c.type === 'source-url')).toHaveLength(3)
     // The draft streamed as it came, until the verdict; then the step is reset, and the decision is what stays.
     const draft = all.slice(0, decisionAt)
-    expect(draft.filter((c) => c.type === 'text-delta').map((c) => c.delta).join('')).toBe('Maybe it ')
+    expect(
+      draft
+        .filter((c) => c.type === 'text-delta')
+        .map((c) => c.delta)
+        .join(''),
+    ).toBe('Maybe it ')
     expect(all[decisionAt - 1]!.type).toBe('reset-step')
-    expect(all.slice(decisionAt).filter((c) => c.type === 'text-delta').map((c) => c.delta).join('')).toBe('It is Paris [1].')
+    expect(
+      all
+        .slice(decisionAt)
+        .filter((c) => c.type === 'text-delta')
+        .map((c) => c.delta)
+        .join(''),
+    ).toBe('It is Paris [1].')
     // What the AI SDK client shows, and what is stored, hold the grounded answer only.
     const shown = await clientMessage(events)
     expect(textParts(shown)).toEqual(['It is Paris [1].'])
-    expect(shown.parts.map((p) => p.type)).toEqual(['step-start', 'data-search-decision', 'tool-web_search', 'source-url', 'source-url', 'source-url', 'step-start', 'text'])
+    expect(shown.parts.map((p) => p.type)).toEqual([
+      'step-start',
+      'data-search-decision',
+      'tool-web_search',
+      'source-url',
+      'source-url',
+      'source-url',
+      'step-start',
+      'text',
+    ])
     const stored = await fetch(`${h.url}/api/chat/${response.headers.get('x-chat-id')}`, { headers: h.headers }).then((r) => r.json() as Promise<any>)
     const answer = stored.messages.at(-1)
     expect(textParts(answer)).toEqual(['It is Paris [1].'])
@@ -152,7 +171,12 @@ describe('search augmentation', () => {
       // Decided on the 24th token, in the middle of the text that kept streaming.
       const deltasBefore = all.slice(0, all.indexOf(decision)).filter((c) => c.type === 'text-delta')
       expect(deltasBefore).toHaveLength(24)
-      expect(all.filter((c) => c.type === 'text-delta').map((c) => c.delta).join('')).toBe(words.join(''))
+      expect(
+        all
+          .filter((c) => c.type === 'text-delta')
+          .map((c) => c.delta)
+          .join(''),
+      ).toBe(words.join(''))
       expect(all.some((c) => c.type === 'reset-step')).toBe(false)
     } finally {
       await gated.close()

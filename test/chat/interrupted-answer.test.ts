@@ -26,7 +26,9 @@ const CHUNKS = [
 /** A chat with one user message and a generation answering it, its chunks written, then its producer gone. */
 async function dyingGeneration(deps: Pick<Dependencies, 'db'>, log: StreamLog, abandon: (producer: ReturnType<StreamLog['open']>) => Promise<void>) {
   const chatId = `chat_${crypto.randomUUID().replaceAll('-', '')}`
-  await new ChatStore(deps.db).save({ id: chatId, orgId: 'o1', userId: 'u1', title: 'cut' }, 0, [{ id: 'msg_q', role: 'user', parts: [{ type: 'text', text: 'go' }] }])
+  await new ChatStore(deps.db).save({ id: chatId, orgId: 'o1', userId: 'u1', title: 'cut' }, 0, [
+    { id: 'msg_q', role: 'user', parts: [{ type: 'text', text: 'go' }] },
+  ])
   const meta: GenerationMeta = { generationId: newGenerationId(), chatId, userId: 'u1', startedAt: Date.now(), messageId: 'msg_cut', position: 1 }
   const producer = log.open(meta)
   await producer.opened
@@ -69,7 +71,8 @@ describe.skipIf(!redisServerInstalled)('through Redis', () => {
   beforeAll(async () => {
     server = await startPrivateRedis()
     // Two processes following, sharing one database and one Redis.
-    for (let i = 0; i < 2; i++) instances.push(await buildDependencies(loadConfig({ DATA_DIR: dir.path, REDIS_URL: server.url }), { logger: memoryLogger('error') }))
+    for (let i = 0; i < 2; i++)
+      instances.push(await buildDependencies(loadConfig({ DATA_DIR: dir.path, REDIS_URL: server.url }), { logger: memoryLogger('error') }))
   })
   afterAll(async () => {
     for (const deps of instances) await deps.close()

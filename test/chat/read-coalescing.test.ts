@@ -14,9 +14,26 @@ const upstream = Bun.serve({
     return new Response(
       new ReadableStream({
         async pull(controller) {
-          controller.enqueue(encoder.encode(chunk({ role: 'assistant', content: '' }) + tokens.slice(0, 40).map((t) => chunk({ content: t })).join('')))
+          controller.enqueue(
+            encoder.encode(
+              chunk({ role: 'assistant', content: '' }) +
+                tokens
+                  .slice(0, 40)
+                  .map((t) => chunk({ content: t }))
+                  .join(''),
+            ),
+          )
           await Bun.sleep(50)
-          controller.enqueue(encoder.encode(`${tokens.slice(40).map((t) => chunk({ content: t })).join('') + chunk({}, 'stop')}data: [DONE]\n\n`))
+          controller.enqueue(
+            encoder.encode(
+              `${
+                tokens
+                  .slice(40)
+                  .map((t) => chunk({ content: t }))
+                  .join('') + chunk({}, 'stop')
+              }data: [DONE]\n\n`,
+            ),
+          )
           controller.close()
         },
       }),
@@ -45,7 +62,14 @@ test('the tokens of one upstream read leave as one text delta, and the answer is
   expect(deltas.length).toBeLessThanOrEqual(4)
   // The stored answer is the same text.
   const chatId = response.headers.get('x-chat-id')!
-  const stored = await h.t.request(`/api/chat/${chatId}`, { headers: h.headers }).then((r) => r.json() as Promise<{ messages: { role: string; parts: { type: string; text?: string }[] }[] }>)
+  const stored = await h.t
+    .request(`/api/chat/${chatId}`, { headers: h.headers })
+    .then((r) => r.json() as Promise<{ messages: { role: string; parts: { type: string; text?: string }[] }[] }>)
   const answer = stored.messages.find((m) => m.role === 'assistant')!
-  expect(answer.parts.filter((p) => p.type === 'text').map((p) => p.text).join('')).toBe(tokens.join(''))
+  expect(
+    answer.parts
+      .filter((p) => p.type === 'text')
+      .map((p) => p.text)
+      .join(''),
+  ).toBe(tokens.join(''))
 })

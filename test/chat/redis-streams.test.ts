@@ -23,13 +23,24 @@ describe.skipIf(!redisUrl)('chat streams shared through Redis', () => {
     model = startFakeOpenAi()
     // Two service instances on one database and one Redis: what two processes behind a load balancer share.
     for (let i = 0; i < 2; i++) {
-      const config = loadConfig({ DATA_DIR: dir.path, REDIS_URL: redisUrl!, OPENAI_BASE_URL: model.baseUrl, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password, RATE_LIMIT_CHAT_PER_MINUTE: '10000' })
+      const config = loadConfig({
+        DATA_DIR: dir.path,
+        REDIS_URL: redisUrl!,
+        OPENAI_BASE_URL: model.baseUrl,
+        ADMIN_EMAIL: ADMIN.email,
+        ADMIN_PASSWORD: ADMIN.password,
+        RATE_LIMIT_CHAT_PER_MINUTE: '10000',
+      })
       const deps = await buildDependencies(config, { logger: memoryLogger('error') })
       const app = createApp(deps)
       const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: (r) => app.handle(r) })
       nodes.push({ deps, url: `http://127.0.0.1:${server.port}`, stop: () => server.stop(true) })
     }
-    const { accessToken } = await fetch(`${nodes[0]!.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) }).then((r) => r.json())
+    const { accessToken } = await fetch(`${nodes[0]!.url}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ADMIN),
+    }).then((r) => r.json())
     headers = { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }
   })
 
@@ -46,7 +57,12 @@ describe.skipIf(!redisUrl)('chat streams shared through Redis', () => {
     const chatId = `shared-${crypto.randomUUID().slice(0, 8)}`
     model.queue = [{ text: words, delayMs: 10 }]
     const abort = new AbortController()
-    const response = await fetch(`${nodes[0]!.url}/api/chat`, { method: 'POST', headers, body: JSON.stringify({ id: chatId, messages: [{ role: 'user', content: 'go' }] }), signal: abort.signal })
+    const response = await fetch(`${nodes[0]!.url}/api/chat`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ id: chatId, messages: [{ role: 'user', content: 'go' }] }),
+      signal: abort.signal,
+    })
     const before = await readSome(response, 8, abort)
     const resumed = await fetch(`${nodes[1]!.url}/api/chat/${chatId}/stream`, { headers: { ...headers, 'last-event-id': before.at(-1)!.id! } })
     expect(resumed.status).toBe(200)
@@ -59,7 +75,11 @@ describe.skipIf(!redisUrl)('chat streams shared through Redis', () => {
   test('a cancel sent to the other instance stops the generation where it runs', async () => {
     const chatId = `cancel-${crypto.randomUUID().slice(0, 8)}`
     model.queue = [{ text: words, delayMs: 40 }]
-    const response = await fetch(`${nodes[0]!.url}/api/chat`, { method: 'POST', headers, body: JSON.stringify({ id: chatId, messages: [{ role: 'user', content: 'go' }] }) })
+    const response = await fetch(`${nodes[0]!.url}/api/chat`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ id: chatId, messages: [{ role: 'user', content: 'go' }] }),
+    })
     const reading = readEvents(response)
     await eventually(() => model.open > 0, 'the upstream stream')
     const abandoned = model.abandoned
@@ -71,7 +91,10 @@ describe.skipIf(!redisUrl)('chat streams shared through Redis', () => {
 
   test('when the producing process dies mid-way, a follower gets what was written, then an interruption error', async () => {
     const generationId = newGenerationId()
-    const producer = Bun.spawn([process.execPath, `${import.meta.dir}/fixtures/dying-producer.ts`, redisUrl!, generationId, 'chat-x'], { stdout: 'pipe', stderr: 'inherit' })
+    const producer = Bun.spawn([process.execPath, `${import.meta.dir}/fixtures/dying-producer.ts`, redisUrl!, generationId, 'chat-x'], {
+      stdout: 'pipe',
+      stderr: 'inherit',
+    })
     const reader = producer.stdout.getReader()
     const { value } = await reader.read()
     expect(new TextDecoder().decode(value)).toContain('ready')

@@ -9,7 +9,11 @@ beforeAll(async () => {
 afterAll(() => h.close())
 
 const send = (body: string | object, headers: Record<string, string> = h.headers) =>
-  fetch(`${h.url}/api/chat`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+  fetch(`${h.url}/api/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
 
 test('bad bodies are refused with a problem naming the field, and nothing is stored', async () => {
   const cases: [string | object, number, string][] = [
@@ -81,7 +85,10 @@ test('plain clients may send the whole conversation or just the new message', as
       ],
     }),
   )
-  const sent = h.model.completions.at(-1)!.messages.filter((m: any) => m.role !== 'system').map((m: any) => m.content)
+  const sent = h.model.completions
+    .at(-1)!
+    .messages.filter((m: any) => m.role !== 'system')
+    .map((m: any) => m.content)
   expect(sent).toEqual(['Q1', 'A1', 'Q2', 'A2', 'Q3'])
   const chat = await fetch(`${h.url}/api/chat/plain-1`, { headers: h.headers }).then((r) => r.json())
   expect(chat.messages).toHaveLength(6)

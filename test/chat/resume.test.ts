@@ -68,7 +68,12 @@ test('the AI SDK resumeStream picks up a running answer after a reload', async (
   await chat.resumeStream()
   const answer = chat.messages.at(-1)!
   expect(answer.role).toBe('assistant')
-  expect(answer.parts.filter((p) => p.type === 'text').map((p: any) => p.text).join('')).toBe(words.slice(0, 30).join(''))
+  expect(
+    answer.parts
+      .filter((p) => p.type === 'text')
+      .map((p: any) => p.text)
+      .join(''),
+  ).toBe(words.slice(0, 30).join(''))
 })
 
 test('the finished answer is stored even though nobody followed it to the end', async () => {

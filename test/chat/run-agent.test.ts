@@ -10,7 +10,12 @@ import { chunks, readEvents, textOf } from './helpers.ts'
 describe('run_agent in chat', () => {
   let h: AgentHarness
   const post = (body: unknown, token = h.token, signal?: AbortSignal) =>
-    fetch(`${h.url}/api/chat`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body), signal })
+    fetch(`${h.url}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify(body),
+      signal,
+    })
   beforeAll(async () => {
     h = await agentHarness()
   })
@@ -80,7 +85,9 @@ describe('run_agent in chat', () => {
   test('a bad command comes back to the model as a tool error, with no task started', async () => {
     h.model.queue = [call('run_agent', { command: 'index', params: {} }), { text: 'I cannot do that.' }]
     const events = await readEvents(await post({ messages: [{ role: 'user', content: 'index it' }] }))
-    expect(chunks(events).find((c) => c.type === 'tool-output-error')!.errorText).toContain('command must be one of develop, continue, build_site, analyze, debug')
+    expect(chunks(events).find((c) => c.type === 'tool-output-error')!.errorText).toContain(
+      'command must be one of develop, continue, build_site, analyze, debug',
+    )
     expect(chunks(events).some((c) => c.type === 'data-agent')).toBe(false)
   })
 

@@ -2,7 +2,11 @@ import { describe, expect, test } from 'bun:test'
 import { chunkFile, unindexableReason } from '../../plugins/code-search/indexing/chunker.ts'
 import { languageOfPath } from '../../plugins/code-search/indexing/languages.ts'
 
-const linesOf = (content: string, start: number, end: number) => content.split('\n').slice(start - 1, end).join('\n')
+const linesOf = (content: string, start: number, end: number) =>
+  content
+    .split('\n')
+    .slice(start - 1, end)
+    .join('\n')
 
 /** Every chunk's content is exactly its line range of the file. */
 function expectFaithful(content: string, chunks: ReturnType<typeof chunkFile>) {
@@ -49,7 +53,8 @@ describe('chunking along code structure', () => {
   })
 
   test('Python: methods of a long class are cut at their def, decorators included', () => {
-    const method = (name: string) => ['    @staticmethod', `    def ${name}(value):`, ...Array.from({ length: 14 }, (_, i) => `        value += ${i}`), '        return value', ''].join('\n')
+    const method = (name: string) =>
+      ['    @staticmethod', `    def ${name}(value):`, ...Array.from({ length: 14 }, (_, i) => `        value += ${i}`), '        return value', ''].join('\n')
     const content = ['class Numbers:', '    """Arithmetic helpers."""', '', method('double'), method('triple')].join('\n')
     const chunks = chunkFile('numbers.py', content)
     expectFaithful(content, chunks)
@@ -60,9 +65,29 @@ describe('chunking along code structure', () => {
   test('Go, Rust and Java declarations start chunks', () => {
     const go = ['package x', '', 'func First() int {', body('a', 13), '}', '', 'func (s *Server) Second() {', body('b', 13), '}'].join('\n')
     expect(chunkFile('x.go', go).flatMap((c) => c.symbols)).toEqual(['First', 'Second'])
-    const rust = ['pub struct Lexer {', body('a', 12), '}', '', 'impl Lexer {', '    pub fn next_token(&mut self) -> Token {', body('b', 13), '    }', '}'].join('\n')
+    const rust = [
+      'pub struct Lexer {',
+      body('a', 12),
+      '}',
+      '',
+      'impl Lexer {',
+      '    pub fn next_token(&mut self) -> Token {',
+      body('b', 13),
+      '    }',
+      '}',
+    ].join('\n')
     expect(chunkFile('lexer.rs', rust).flatMap((c) => c.symbols)).toContain('next_token')
-    const java = ['public class Handler {', '    public boolean verify(String payload) {', body('a', 13), '    }', '', '    private int count(String s) {', body('b', 13), '    }', '}'].join('\n')
+    const java = [
+      'public class Handler {',
+      '    public boolean verify(String payload) {',
+      body('a', 13),
+      '    }',
+      '',
+      '    private int count(String s) {',
+      body('b', 13),
+      '    }',
+      '}',
+    ].join('\n')
     const symbols = chunkFile('Handler.java', java).flatMap((c) => c.symbols)
     expect(symbols).toContain('verify')
     expect(symbols).toContain('count')

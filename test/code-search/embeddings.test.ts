@@ -20,7 +20,10 @@ const adapter = (options: Partial<OpenAiEmbeddingsOptions> = {}) =>
 const norm = (v: Float32Array) => Math.hypot(...v)
 
 async function failure(work: Promise<unknown>): Promise<AppError> {
-  const error = await work.then(() => undefined, (e: unknown) => e)
+  const error = await work.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   expect(error).toBeInstanceOf(AppError)
   return error as AppError
 }
@@ -40,7 +43,7 @@ describe('OpenAI-compatible embeddings adapter', () => {
     expect(Array.from(vectors[0]!).map((x) => Number(x.toFixed(5)))).toEqual(expected.map((x) => Number((x / scale).toFixed(5))))
   })
 
-  test('texts go in batches of the configured size; the model\'s own size is used when none is asked for', async () => {
+  test("texts go in batches of the configured size; the model's own size is used when none is asked for", async () => {
     const before = api.calls
     const vectors = await adapter({ batchSize: 2 }).embed(['a', 'b', 'c', 'd', 'e'])
     expect(api.calls - before).toBe(3)
@@ -90,10 +93,17 @@ describe('OpenAI-compatible embeddings adapter', () => {
   })
 
   test('vectors of another size than EMBEDDINGS_DIMENSIONS are refused', async () => {
-    const wrongSize = createOpenAiEmbeddings({ baseUrl: api.url, apiKey: 'sk-test', model: 'm', dimensions: 28, maxRetries: 0, fetch: async (url, init) => {
-      const body = JSON.parse(String(init!.body))
-      return fetch(url, { ...init, body: JSON.stringify({ ...body, dimensions: 30 }) })
-    } })
+    const wrongSize = createOpenAiEmbeddings({
+      baseUrl: api.url,
+      apiKey: 'sk-test',
+      model: 'm',
+      dimensions: 28,
+      maxRetries: 0,
+      fetch: async (url, init) => {
+        const body = JSON.parse(String(init!.body))
+        return fetch(url, { ...init, body: JSON.stringify({ ...body, dimensions: 30 }) })
+      },
+    })
     expect((await failure(wrongSize.embed(['a']))).message).toContain('30-dimension vectors; EMBEDDINGS_DIMENSIONS is 28')
   })
 
@@ -135,7 +145,7 @@ describe('embeddings configuration', () => {
     expect(createEmbeddings(configWith({ EMBEDDINGS_DIMENSIONS: '128' })).id).toBe('hashed-subwords-v1/128')
   })
 
-  test('a model: the endpoint, falling back to the chat provider\'s URL and key', () => {
+  test("a model: the endpoint, falling back to the chat provider's URL and key", () => {
     expect(configWith({ EMBEDDINGS_MODEL: 'nomic-embed-text', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' })).toEqual({
       kind: 'openai',
       baseUrl: 'http://127.0.0.1:11434/v1',
@@ -144,7 +154,13 @@ describe('embeddings configuration', () => {
       dimensions: undefined,
     })
     expect(
-      configWith({ EMBEDDINGS_MODEL: 'm', EMBEDDINGS_BASE_URL: 'http://127.0.0.1:9/v1', EMBEDDINGS_API_KEY: 'k', OPENAI_API_KEY: 'other', EMBEDDINGS_DIMENSIONS: '64' }),
+      configWith({
+        EMBEDDINGS_MODEL: 'm',
+        EMBEDDINGS_BASE_URL: 'http://127.0.0.1:9/v1',
+        EMBEDDINGS_API_KEY: 'k',
+        OPENAI_API_KEY: 'other',
+        EMBEDDINGS_DIMENSIONS: '64',
+      }),
     ).toEqual({ kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'k', model: 'm', dimensions: 64 })
     expect(createEmbeddings(configWith({ EMBEDDINGS_MODEL: 'm', EMBEDDINGS_BASE_URL: 'http://127.0.0.1:9/v1' })).id).toBe('openai-compatible:m@127.0.0.1:9')
   })
@@ -154,7 +170,10 @@ describe('embeddings configuration', () => {
     [{ EMBEDDINGS_MODEL: 'text-embedding-3-small' }, 'neither EMBEDDINGS_API_KEY nor OPENAI_API_KEY'],
     [{ EMBEDDINGS_DIMENSIONS: '8' }, 'EMBEDDINGS_DIMENSIONS must be between 16 and 4096'],
     [{ CODE_SEARCH_EXPANSION_MODEL: 'coder' }, 'CODE_SEARCH_EXPANSION_MODEL is set but no model provider is'],
-    [{ CODE_SEARCH_EXPANSION_MODEL: 'coder', OPENAI_API_KEY: 'k', CODE_SEARCH_EXPANSION_TIMEOUT_MS: '5' }, 'CODE_SEARCH_EXPANSION_TIMEOUT_MS must be between 100 and 60000'],
+    [
+      { CODE_SEARCH_EXPANSION_MODEL: 'coder', OPENAI_API_KEY: 'k', CODE_SEARCH_EXPANSION_TIMEOUT_MS: '5' },
+      'CODE_SEARCH_EXPANSION_TIMEOUT_MS must be between 100 and 60000',
+    ],
   ])('%o is refused at start-up', (env, problem) => {
     expect(() => configWith(env)).toThrow(problem)
   })

@@ -48,7 +48,13 @@ const files: RepositoryFile[] = [
   },
   {
     path: 'lib/helpers/stack.js',
-    content: ['export function removeFromStack(stack, item) {', '  const at = stack.indexOf(item)', '  if (at >= 0) stack.splice(at, 1)', '  return stack', '}'].join('\n'),
+    content: [
+      'export function removeFromStack(stack, item) {',
+      '  const at = stack.indexOf(item)',
+      '  if (at >= 0) stack.splice(at, 1)',
+      '  return stack',
+      '}',
+    ].join('\n'),
   },
 ]
 const QUESTION = 'Remove an interceptor from the stack'
@@ -76,7 +82,7 @@ beforeEach(() => {
 })
 
 describe('questions written as code by a model', () => {
-  test('the method whose words the question never uses comes first only with the model\'s code', async () => {
+  test("the method whose words the question never uses comes first only with the model's code", async () => {
     const plain = await indexWith()
     const without = await plain.search({ orgId: 'org' }, { query: QUESTION, mode: 'hybrid', limit: 5 })
     expect(holdsAnswer(without[0]!)).toBe(false)

@@ -8,7 +8,10 @@ import { corpus } from './fixtures.ts'
 const newIndex = () => createCodeIndex({ embeddings: createHashedEmbeddings() })
 
 const toolsRepo: RepositoryFile[] = [
-  { path: 'src/auth/session.go', content: 'package auth\n\n// VerifySession checks the session cookie signature.\nfunc VerifySession(cookie string) bool {\n\treturn len(cookie) > 0\n}\n' },
+  {
+    path: 'src/auth/session.go',
+    content: 'package auth\n\n// VerifySession checks the session cookie signature.\nfunc VerifySession(cookie string) bool {\n\treturn len(cookie) > 0\n}\n',
+  },
   { path: 'tools/verify.py', content: 'def verify_signature(payload):\n    """Verify the payload signature."""\n    return bool(payload)\n' },
 ]
 
@@ -56,7 +59,10 @@ describe('filters', () => {
 
   test('filters combine', async () => {
     const index = await twoRepositories()
-    const results = await index.search({ orgId: 'org-a' }, { query: 'verify', pathPrefix: 'src/', languages: ['TypeScript'], repositoryIds: ['shop', 'tools'], limit: 50 })
+    const results = await index.search(
+      { orgId: 'org-a' },
+      { query: 'verify', pathPrefix: 'src/', languages: ['TypeScript'], repositoryIds: ['shop', 'tools'], limit: 50 },
+    )
     expect(results.length).toBeGreaterThan(0)
     expect(results.every((r) => r.path.startsWith('src/') && r.language === 'TypeScript')).toBe(true)
   })
@@ -111,13 +117,19 @@ describe('changes', () => {
       for (const file of corpus) yield file
     }
     const progress: { filesIndexed: number; chunksIndexed: number }[] = []
-    const result = await index.indexFiles({ orgId: 'org-progress', repositoryId: 'r', repositoryName: 'r', files: files(), onProgress: (p) => progress.push(p) })
+    const result = await index.indexFiles({
+      orgId: 'org-progress',
+      repositoryId: 'r',
+      repositoryName: 'r',
+      files: files(),
+      onProgress: (p) => progress.push(p),
+    })
     expect(progress.length).toBeGreaterThan(2)
     expect(progress.at(-1)).toEqual({ filesIndexed: result.files, chunksIndexed: result.chunks })
     for (let i = 1; i < progress.length; i++) expect(progress[i]!.chunksIndexed).toBeGreaterThan(progress[i - 1]!.chunksIndexed)
   })
 
-  test('an aborted import stops with the signal\'s reason', async () => {
+  test("an aborted import stops with the signal's reason", async () => {
     const index = createCodeIndex({ embeddings: createHashedEmbeddings(), embedBatchSize: 1 })
     const controller = new AbortController()
     const run = index.indexFiles({
@@ -134,17 +146,31 @@ describe('changes', () => {
   test('paths that leave the repository are refused', async () => {
     const index = newIndex()
     for (const path of ['../etc/passwd', '/etc/passwd', 'a/../../b', ''])
-      await expect(index.indexFiles({ orgId: 'o', repositoryId: 'r', repositoryName: 'r', files: [{ path, content: 'x' }] })).rejects.toThrow('not a relative repository path')
+      await expect(index.indexFiles({ orgId: 'o', repositoryId: 'r', repositoryName: 'r', files: [{ path, content: 'x' }] })).rejects.toThrow(
+        'not a relative repository path',
+      )
   })
 })
 
 describe('organisations', () => {
-  test('a search only ever sees its own organisation\'s repositories', async () => {
+  test("a search only ever sees its own organisation's repositories", async () => {
     const index = newIndex()
-    await index.indexFiles({ orgId: 'org-one', repositoryId: 'shared-id', repositoryName: 'one/app', files: [{ path: 'secret.ts', content: 'export const launchCode = "aardvark"\n' }] })
-    await index.indexFiles({ orgId: 'org-two', repositoryId: 'shared-id', repositoryName: 'two/app', files: [{ path: 'public.ts', content: 'export const greeting = "hello"\n' }] })
+    await index.indexFiles({
+      orgId: 'org-one',
+      repositoryId: 'shared-id',
+      repositoryName: 'one/app',
+      files: [{ path: 'secret.ts', content: 'export const launchCode = "aardvark"\n' }],
+    })
+    await index.indexFiles({
+      orgId: 'org-two',
+      repositoryId: 'shared-id',
+      repositoryName: 'two/app',
+      files: [{ path: 'public.ts', content: 'export const greeting = "hello"\n' }],
+    })
     for (const mode of ['hybrid', 'text', 'vector'] as const) {
-      expect(await index.search({ orgId: 'org-two' }, { query: 'aardvark launchCode', mode, limit: 50 })).not.toContainEqual(expect.objectContaining({ path: 'secret.ts' }))
+      expect(await index.search({ orgId: 'org-two' }, { query: 'aardvark launchCode', mode, limit: 50 })).not.toContainEqual(
+        expect.objectContaining({ path: 'secret.ts' }),
+      )
       // Naming the other organisation's repository id does not reach it either.
       const named = await index.search({ orgId: 'org-two' }, { query: 'aardvark launchCode', mode, repositoryIds: ['shared-id'], limit: 50 })
       expect(named.every((r) => r.repositoryName === 'two/app')).toBe(true)
@@ -165,7 +191,10 @@ describe('query validation for direct callers (the chat tool, agents)', () => {
   ])('%s is validation_failed naming %s', async (_, query, field) => {
     const error = await newIndex()
       .search({ orgId: 'o' }, query)
-      .then(() => undefined, (e: unknown) => e)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
     expect(error).toBeInstanceOf(AppError)
     expect(error).toMatchObject({ code: 'validation_failed', options: { errors: [{ field }] } })
   })

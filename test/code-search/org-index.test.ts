@@ -60,15 +60,17 @@ describe('full-text index', () => {
     expect(index.searchVector(vector(1, 0, 0), {}, 5).map((hit) => index.chunk(hit.slot)!.path)).toEqual(['b.ts'])
   })
 
-  test('a vector of another length than the index\'s is refused', () => {
+  test("a vector of another length than the index's is refused", () => {
     const index = new OrgIndex()
     index.replaceFile(file('a.ts', 'alpha'))
-    expect(() => index.replaceFile({ ...file('b.ts', 'beta'), chunks: [{ startLine: 1, endLine: 1, content: 'beta', symbols: [], vector: vector(1, 0) }] })).toThrow(
-      '2 dimensions',
-    )
+    expect(() =>
+      index.replaceFile({ ...file('b.ts', 'beta'), chunks: [{ startLine: 1, endLine: 1, content: 'beta', symbols: [], vector: vector(1, 0) }] }),
+    ).toThrow('2 dimensions')
     // Nothing changed: not the refused file, not the file it would have replaced.
     expect(ranked(index, 'beta')).toEqual([])
-    expect(() => index.replaceFile({ ...file('a.ts', 'omega'), chunks: [{ startLine: 1, endLine: 1, content: 'omega', symbols: [], vector: vector(1, 0) }] })).toThrow()
+    expect(() =>
+      index.replaceFile({ ...file('a.ts', 'omega'), chunks: [{ startLine: 1, endLine: 1, content: 'omega', symbols: [], vector: vector(1, 0) }] }),
+    ).toThrow()
     expect(ranked(index, 'alpha')).toEqual(['alpha'])
   })
 
@@ -78,8 +80,7 @@ describe('full-text index', () => {
     index.replaceFile({ ...file('lib/store.py', 'store cache'), repositoryId: 'other', language: 'Python' })
     index.removePath('r', 'missing.ts')
     const copy = decodeSnapshot(encodeSnapshot(index, { orgId: 'o', version: 1, embeddings: 'test', savedAt: 0 })).index
-    for (const query of ['cache', 'store', 'eviction policy'])
-      expect(copy.searchText(query, {}, 10)).toEqual(index.searchText(query, {}, 10))
+    for (const query of ['cache', 'store', 'eviction policy']) expect(copy.searchText(query, {}, 10)).toEqual(index.searchText(query, {}, 10))
     const filter = { repositoryIds: new Set(['other']), languages: new Set(['python']), pathPrefix: 'lib/' }
     expect(copy.searchText('cache', filter, 10)).toEqual(index.searchText('cache', filter, 10))
     expect(copy.searchVector(vector(1, 0, 0), {}, 10)).toEqual(index.searchVector(vector(1, 0, 0), {}, 10))

@@ -145,7 +145,7 @@ forEachBackend(({ name, open }) => {
       expect(await paths(make(), odd, 'penguins cows')).toEqual(['farm/barn.py'])
     })
 
-    test('two processes on one database and data directory: each notices the other\'s newer snapshot', async () => {
+    test("two processes on one database and data directory: each notices the other's newer snapshot", async () => {
       const { org, store, make } = await setUp()
       const a = make()
       const b = make()
@@ -160,7 +160,7 @@ forEachBackend(({ name, open }) => {
       expect(await paths(a, org, 'penguins')).toEqual(['zoo/keeper.ts'])
     })
 
-    test('two processes saving on the same version: the loser builds on the winner\'s snapshot, so both changes survive', async () => {
+    test("two processes saving on the same version: the loser builds on the winner's snapshot, so both changes survive", async () => {
       const { org, store, make } = await setUp()
       const a = make()
       // B reads the version table as it was before A saved, until it saves itself: B is a moment behind.
@@ -208,7 +208,10 @@ forEachBackend(({ name, open }) => {
       const logger = memoryLogger('info')
       const current = make({ logger })
       expect(await paths(current, org, 'penguins')).toEqual([])
-      expect(logger.lines.find((l) => String(l.msg).includes('other embeddings'))).toMatchObject({ snapshot: 'hashed-subwords-v1/64', configured: 'hashed-subwords-v1/256' })
+      expect(logger.lines.find((l) => String(l.msg).includes('other embeddings'))).toMatchObject({
+        snapshot: 'hashed-subwords-v1/64',
+        configured: 'hashed-subwords-v1/256',
+      })
       // Saving goes on from the version the database names.
       await current.indexFiles({ orgId: org, repositoryId: 'farm', repositoryName: 'f/f', files: farm })
       await current.close()

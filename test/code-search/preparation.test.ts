@@ -28,7 +28,13 @@ function realFiles(): RepositoryFile[] {
   return files
 }
 
-const QUESTIONS = ['verify the access token', 'retry a request after a timeout', 'parse server-sent events', 'combine headers', 'chunk a file into declarations']
+const QUESTIONS = [
+  'verify the access token',
+  'retry a request after a timeout',
+  'parse server-sent events',
+  'combine headers',
+  'chunk a file into declarations',
+]
 const MODES: SearchMode[] = ['text', 'vector', 'hybrid']
 
 async function answers(index: CodeIndex, orgId: string) {
@@ -36,7 +42,8 @@ async function answers(index: CodeIndex, orgId: string) {
   await index.meaningLearnt?.(orgId)
   const found: unknown[] = []
   for (const query of QUESTIONS)
-    for (const mode of MODES) found.push((await index.search({ orgId }, { query, mode, limit: 20 })).map((r) => `${r.path}:${r.startLine}-${r.endLine} ${r.score.toFixed(6)}`))
+    for (const mode of MODES)
+      found.push((await index.search({ orgId }, { query, mode, limit: 20 })).map((r) => `${r.path}:${r.startLine}-${r.endLine} ${r.score.toFixed(6)}`))
   return found
 }
 
@@ -76,7 +83,9 @@ describe('indexing prepared on a Worker', () => {
   test('a second import through the same Worker replaces the first, its term numbers still right', async () => {
     const here = make({ prepareInWorkerFrom: Infinity })
     const worker = make({ prepareInWorkerFrom: 0 })
-    const changed = files.map((f, i) => (i % 3 === 0 ? { ...f, content: `${f.content}\nexport function addedHelper${i}(zebraCount: number) { return zebraCount }\n` } : f))
+    const changed = files.map((f, i) =>
+      i % 3 === 0 ? { ...f, content: `${f.content}\nexport function addedHelper${i}(zebraCount: number) { return zebraCount }\n` } : f,
+    )
     for (const index of [here, worker]) {
       await index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files })
       await index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files: changed })
@@ -102,7 +111,10 @@ describe('indexing prepared on a Worker', () => {
 
   test('a small import whose only batch the Worker cannot prepare is indexed here, every file of it', async () => {
     const refused = make({ prepareInWorkerFrom: 0, logger: memoryLogger('error'), chunker: { maxLines: 60, refuse: () => 0 } as ChunkerOptions })
-    const few = ['wombat', 'quokka', 'numbat'].map((animal) => ({ path: `src/${animal}.ts`, content: `export function count${animal}(${animal}s: number) { return ${animal}s }\n` }))
+    const few = ['wombat', 'quokka', 'numbat'].map((animal) => ({
+      path: `src/${animal}.ts`,
+      content: `export function count${animal}(${animal}s: number) { return ${animal}s }\n`,
+    }))
     const counts = await refused.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files: few })
     expect(counts.files).toBe(3)
     for (const animal of ['wombat', 'quokka', 'numbat'])

@@ -6,7 +6,7 @@ import { createCodeIndex } from '../../plugins/code-search/service.ts'
 import { SYNONYM_WEIGHT } from '../../plugins/code-search/tuning.ts'
 import type { RepositoryFile } from '../../plugins/code-search/types.ts'
 
-describe('questions in the index\'s terms', () => {
+describe("questions in the index's terms", () => {
   test('grammar words of a question are dropped; the rest keep weight 1', () => {
     expect([...weightedQueryTerms('Returns whether the token is expired').entries()].filter(([, w]) => w === 1).map(([t]) => t)).toEqual(['token', 'expir'])
   })
@@ -30,7 +30,7 @@ describe('questions in the index\'s terms', () => {
     expect(weightedQueryTerms('messages').get('msg')).toBe(SYNONYM_WEIGHT)
   })
 
-  test('a word the question uses keeps its own weight even when it is another word\'s synonym', () => {
+  test("a word the question uses keeps its own weight even when it is another word's synonym", () => {
     expect(weightedQueryTerms('config options').get('option')).toBe(1)
   })
 })
@@ -77,9 +77,13 @@ const repository: RepositoryFile[] = [
   },
   {
     path: 'test/settings.test.ts',
-    content: 'test("loadConfig loads the config file", () => {\n  const config = loadConfig("config.json")\n  expect(config.port).toBe(3000)\n  expect(loadConfig("other.json")).toEqual(config)\n})\n',
+    content:
+      'test("loadConfig loads the config file", () => {\n  const config = loadConfig("config.json")\n  expect(config.port).toBe(3000)\n  expect(loadConfig("other.json")).toEqual(config)\n})\n',
   },
-  { path: 'LICENSE', content: 'Permission is hereby granted, free of charge, to any person obtaining a copy of this software to deal in it, to load and use it.\n' },
+  {
+    path: 'LICENSE',
+    content: 'Permission is hereby granted, free of charge, to any person obtaining a copy of this software to deal in it, to load and use it.\n',
+  },
   { path: 'src/greeting.py', content: 'def greet(person):\n    print(f"Hello, {person.name}!")\n' },
 ]
 
@@ -118,9 +122,15 @@ describe('length normalisation', () => {
   // alone puts it first once the function is a couple of dozen lines long.
   const steps = Array.from({ length: 24 }, (_, i) => `  const step${i} = prepare(obj, ${i})`)
   const files: RepositoryFile[] = [
-    ...Array.from({ length: 6 }, (_, k) => ({ path: `src/misc/m${k}.js`, content: `export function helper${k}(a, b) {\n  const sum = a + b\n  return sum * ${k}\n}\n` })),
+    ...Array.from({ length: 6 }, (_, k) => ({
+      path: `src/misc/m${k}.js`,
+      content: `export function helper${k}(a, b) {\n  const sum = a + b\n  return sum * ${k}\n}\n`,
+    })),
     { path: 'src/env/classes/FormData.js', content: "export default typeof FormData !== 'undefined' ? FormData : null\n" },
-    { path: 'src/helpers/toFormData.js', content: ['export function toFormData(obj, formData) {', ...steps, '  formData.append(key, obj)', '  return formData', '}'].join('\n') },
+    {
+      path: 'src/helpers/toFormData.js',
+      content: ['export function toFormData(obj, formData) {', ...steps, '  formData.append(key, obj)', '  return formData', '}'].join('\n'),
+    },
   ]
   const index = createCodeIndex({ embeddings: createHashedEmbeddings() })
   const ready = index.indexFiles({ orgId: 'org-length', repositoryId: 'r', repositoryName: 'acme/r', files })
@@ -136,7 +146,14 @@ describe('whole files', () => {
   // The question's words are in one function of each file, a little more often in the second file's; but the first
   // file uses them throughout, while the second is otherwise about other things.
   const fn = (name: string, body: string[]) =>
-    [`export function ${name}(input: Map<string, number>) {`, ...body, ...Array.from({ length: Math.max(0, 12 - body.length) }, (_, i) => `  const step${i} = input.size + ${i}`), '  return input', '}', ''].join('\n')
+    [
+      `export function ${name}(input: Map<string, number>) {`,
+      ...body,
+      ...Array.from({ length: Math.max(0, 12 - body.length) }, (_, i) => `  const step${i} = input.size + ${i}`),
+      '  return input',
+      '}',
+      '',
+    ].join('\n')
   const files: RepositoryFile[] = [
     {
       path: 'src/queue.ts',

@@ -16,7 +16,7 @@ beforeAll(async () => {
 const search = (body: unknown, token = member.token) => t.send('POST', '/api/search', body, bearer(token))
 
 describe('POST /api/search', () => {
-  test('answers ranked results of the caller\'s organisation with Cache-Control private, max-age=300', async () => {
+  test("answers ranked results of the caller's organisation with Cache-Control private, max-age=300", async () => {
     const res = await search({ query: 'evict least recently used entry', limit: 3 })
     expect(res.status).toBe(200)
     expect(res.headers.get('cache-control')).toBe('private, max-age=300')
@@ -125,8 +125,14 @@ describe('validation', () => {
     expect(operation['x-rate-limit'].map((p: { name: string }) => p.name)).toContain('search')
     expect(operation.summary).toContain('Search the code')
     expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '403', '413', '414', '415', '422', '429', '431', '502', '503', '504'])
-    expect(Object.keys(operation.requestBody.content['application/json'].schema.properties).sort()).toEqual(
-      ['expand', 'languages', 'limit', 'mode', 'pathPrefix', 'query', 'repositoryIds'],
-    )
+    expect(Object.keys(operation.requestBody.content['application/json'].schema.properties).sort()).toEqual([
+      'expand',
+      'languages',
+      'limit',
+      'mode',
+      'pathPrefix',
+      'query',
+      'repositoryIds',
+    ])
   })
 })

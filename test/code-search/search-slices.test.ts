@@ -9,7 +9,10 @@ import { corpus } from './fixtures.ts'
 const newIndex = () => createCodeIndex({ embeddings: createHashedEmbeddings(), searchSliceMs: 0 })
 
 const verifierFiles = (count: number): RepositoryFile[] =>
-  Array.from({ length: count }, (_, n) => ({ path: `verify/check${n}.ts`, content: `export function verifySignature${n}(token: string) {\n  return token.length > ${n}\n}\n` }))
+  Array.from({ length: count }, (_, n) => ({
+    path: `verify/check${n}.ts`,
+    content: `export function verifySignature${n}(token: string) {\n  return token.length > ${n}\n}\n`,
+  }))
 
 describe('a search that gives way', () => {
   test('answers the same as one that does not', async () => {
@@ -46,7 +49,10 @@ describe('a search that gives way', () => {
     const searching = index.search({ orgId: 'org' }, { query: 'verify signature token', mode: 'hybrid', limit: 50 })
     await nextTurn()
     // The same paths with other code: the removed chunks' slots are reused.
-    const replaced = verifierFiles(40).map((file) => ({ ...file, content: file.content.replace('verifySignature', 'renderBanner').replace('token.length', 'banner.width') }))
+    const replaced = verifierFiles(40).map((file) => ({
+      ...file,
+      content: file.content.replace('verifySignature', 'renderBanner').replace('token.length', 'banner.width'),
+    }))
     await index.indexFiles({ orgId: 'org', repositoryId: 'verifiers', repositoryName: 'acme/verifiers', files: replaced })
     const results = await searching
     expect(results.length).toBeGreaterThan(0)

@@ -170,7 +170,12 @@ forEachBackend(({ name, open }) => {
       writeFileSync(join(dir, orgDirName(org), (await store.current(org))!.file), old)
       const reader = make()
       expect(await answers(reader, org)).toEqual(expected)
-      await reader.indexFiles({ orgId: org, repositoryId: 'farm', repositoryName: 'f/f', files: [{ path: 'barn.py', content: 'def milk_cows():\n    return 3\n' }] })
+      await reader.indexFiles({
+        orgId: org,
+        repositoryId: 'farm',
+        repositoryName: 'f/f',
+        files: [{ path: 'barn.py', content: 'def milk_cows():\n    return 3\n' }],
+      })
       await reader.close()
       const latest = await fileOf()
       expect(new DataView(latest.buffer).getUint32(4)).toBe(2)

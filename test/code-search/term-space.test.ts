@@ -101,7 +101,13 @@ describe('vector search in the learnt space', () => {
   const answered = (results: { path: string; startLine: number; endLine: number }[], word: string, files: RepositoryFile[]) =>
     results.map((result) => {
       const lines = files.find((file) => file.path === result.path)!.content.split('\n')
-      return { topic: Number(/topic(\d)/.exec(result.path)![1]), holdsWord: lines.slice(result.startLine - 1, result.endLine).join('\n').includes(word) }
+      return {
+        topic: Number(/topic(\d)/.exec(result.path)![1]),
+        holdsWord: lines
+          .slice(result.startLine - 1, result.endLine)
+          .join('\n')
+          .includes(word),
+      }
     })
 
   /** A vector search for the topic's first word answers only code of that topic, some of it without the word. */
@@ -150,7 +156,10 @@ describe('vector search in the learnt space', () => {
   test('a restarted process learns the space again from the saved index', async () => {
     const dir = tempDir('term-space-')
     const db = await openDatabase({ sqliteFile: join(dir.path, 'service.db') })
-    cleanups.push(() => dir.remove(), () => db.close())
+    cleanups.push(
+      () => dir.remove(),
+      () => db.close(),
+    )
     await migrate(db, migrations)
     const snapshots = () => createFileSnapshotStore({ db, dir: join(dir.path, 'indexes') })
     const first = make({ snapshots: snapshots(), refreshIntervalMs: 0 })

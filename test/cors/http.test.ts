@@ -39,8 +39,7 @@ describe('the CORS_ORIGINS setting', () => {
       ['https://user@app.example.com', 'https://user@app.example.com'],
       ['*, https://app.example.com', '* alone'],
     ]
-    for (const [value, named] of cases)
-      expect(() => origins(value)).toThrow(new RegExp(`CORS_ORIGINS .*${named.replace(/[.*/]/g, '\\$&')}`))
+    for (const [value, named] of cases) expect(() => origins(value)).toThrow(new RegExp(`CORS_ORIGINS .*${named.replace(/[.*/]/g, '\\$&')}`))
   })
 })
 

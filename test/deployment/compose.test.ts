@@ -2,18 +2,7 @@
 import { afterAll, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import {
-  composeFile,
-  dockerArgs,
-  dockerEnv,
-  dockerStages,
-  durationMs,
-  environmentOf,
-  numericDefault,
-  readDeploymentFile,
-  replicas,
-  ROOT,
-} from './files.ts'
+import { composeFile, dockerArgs, dockerEnv, dockerStages, durationMs, environmentOf, numericDefault, readDeploymentFile, replicas, ROOT } from './files.ts'
 
 const compose = composeFile()
 const services = compose.services

@@ -2,16 +2,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/main/config.ts'
 import { tempDir } from '../helpers.ts'
-import {
-  composeFile,
-  dockerEnv,
-  dockerStages,
-  environmentOf,
-  readDeploymentFile,
-  replicas,
-  serviceVariables,
-  unitEnvironment,
-} from './files.ts'
+import { composeFile, dockerEnv, dockerStages, environmentOf, readDeploymentFile, replicas, serviceVariables, unitEnvironment } from './files.ts'
 
 const dataDir = tempDir('svc-deploy-env-')
 afterAll(() => dataDir.remove())

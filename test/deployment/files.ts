@@ -115,8 +115,7 @@ export function composeFile(env: Record<string, string | undefined> = OPERATOR_E
 }
 
 /** The services built from docs/deployment/Dockerfile: the replicas. */
-export const replicas = (compose: ComposeFile) =>
-  Object.entries(compose.services).filter(([, s]) => s.build?.dockerfile === 'docs/deployment/Dockerfile')
+export const replicas = (compose: ComposeFile) => Object.entries(compose.services).filter(([, s]) => s.build?.dockerfile === 'docs/deployment/Dockerfile')
 
 /** Compose's duration format (`1m30s`, `30s`, `500ms`) in milliseconds. */
 export function durationMs(text: string): number {
@@ -205,7 +204,12 @@ export function renderNginx(options: { upstreams: string[]; listen: string; extr
   })
   if (servers !== options.upstreams.length) throw new Error(`nginx.conf has ${servers} upstream servers, ${options.upstreams.length} given`)
   conf = conf.replace(/^(\s*)listen\s+\d+;/m, `$1listen ${options.listen};`)
-  const httpDirectives = [...tempPaths(dir.path), `log_format upstreams '$request_method $uri $status upstream=$upstream_status';`, `access_log ${join(dir.path, 'logs', 'access.log')} upstreams;`, ...(options.extraHttp ?? [])]
+  const httpDirectives = [
+    ...tempPaths(dir.path),
+    `log_format upstreams '$request_method $uri $status upstream=$upstream_status';`,
+    `access_log ${join(dir.path, 'logs', 'access.log')} upstreams;`,
+    ...(options.extraHttp ?? []),
+  ]
   conf = conf.replace(/^http \{$/m, ['http {', ...httpDirectives.map((d) => `    ${d}`)].join('\n'))
   if (options.edit) conf = options.edit(conf)
   const file = join(dir.path, 'nginx.conf')

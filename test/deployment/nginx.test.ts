@@ -87,7 +87,8 @@ describe('streaming routes', () => {
     const retry = directive(longWork.body, 'proxy_next_upstream')!.split(/\s+/)
     expect(retry).toEqual(expect.arrayContaining(['error', 'timeout', 'http_503', 'non_idempotent']))
     for (const path of ['/api/chat', '/api/enhanced-chat', '/api/codehost/import']) expect(locationFor(path)?.body).toBe(longWork.body)
-    for (const path of ['/api/publish-codehost-pages', '/api/chat/some-id/stream', '/mcp', '/api/payment/webhook']) expect(locationFor(path)?.body).not.toBe(longWork.body)
+    for (const path of ['/api/publish-codehost-pages', '/api/chat/some-id/stream', '/mcp', '/api/payment/webhook'])
+      expect(locationFor(path)?.body).not.toBe(longWork.body)
     const ws = locationBlock(/^=\s*\/ws\/agent$/)
     expect(directive(ws.body, 'proxy_next_upstream')!.split(/\s+/)).toEqual(['error', 'timeout', 'http_503'])
   })
@@ -124,7 +125,7 @@ test('only requests that never reached a replica are retried on the other (no no
   expect(retry.split(/\s+/).filter((c) => c.startsWith('http_'))).toEqual([])
 })
 
-test("a refused connection never takes a replica out of rotation, and nginx ends idle connections before a stopping replica would", () => {
+test('a refused connection never takes a replica out of rotation, and nginx ends idle connections before a stopping replica would', () => {
   const upstream = /upstream service \{([^}]*)\}/.exec(conf)![1]!
   const servers = [...upstream.matchAll(/^\s*server\s+([^;]+);/gm)].map((m) => m[1]!)
   expect(servers.length).toBe(2)

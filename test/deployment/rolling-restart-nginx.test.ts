@@ -97,7 +97,14 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
     expect(await stopping.stop()).toBe(0)
     // 4: start it again on the same address, and wait until its /ready answers 200.
     const started = await cluster.start(names[i]!, { PORT: String(ports[i]) })
-    for (let attempt = 0; (await started.request('/ready').then((r) => r.status, () => 0)) !== 200; attempt++) {
+    for (
+      let attempt = 0;
+      (await started.request('/ready').then(
+        (r) => r.status,
+        () => 0,
+      )) !== 200;
+      attempt++
+    ) {
       if (attempt === 100) throw new Error(`${names[i]} not ready`)
       await Bun.sleep(100)
     }
@@ -105,7 +112,11 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
   }
 
   test('each replica restarted in turn while clients send GET and POST requests: none fails', async () => {
-    const login = await fetch(`${proxy.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(clusterAdmin) })
+    const login = await fetch(`${proxy.url}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(clusterAdmin),
+    })
     expect(login.status).toBe(200)
     const token = ((await login.json()) as { accessToken: string }).accessToken
     const headers = { authorization: `Bearer ${token}` }
@@ -122,7 +133,9 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
       let text: string | undefined
       for (let attempt = 0; attempt < 50 && text !== answer.join(''); attempt++) {
         if (attempt) await Bun.sleep(100)
-        const stored = (await (await fetch(`${proxy.url}/api/chat/${id}`, { headers })).json()) as { messages: { role: string; parts: { type: string; text?: string }[] }[] }
+        const stored = (await (await fetch(`${proxy.url}/api/chat/${id}`, { headers })).json()) as {
+          messages: { role: string; parts: { type: string; text?: string }[] }[]
+        }
         text = stored.messages.at(-1)?.role === 'assistant' ? stored.messages.at(-1)!.parts.find((p) => p.type === 'text')?.text : undefined
       }
       return text === answer.join('') ? undefined : `nothing to resume after a cut stream, and the stored answer is ${JSON.stringify(text)}`
@@ -140,7 +153,11 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
         return res.status === 200 ? undefined : `status ${res.status}`
       },
       'POST /auth/login': async () => {
-        const res = await fetch(`${proxy.url}/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(clusterAdmin) })
+        const res = await fetch(`${proxy.url}/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(clusterAdmin),
+        })
         await res.arrayBuffer()
         return res.status === 200 ? undefined : `status ${res.status}`
       },
@@ -182,7 +199,9 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
         if (res.status !== 202) return `status ${res.status}: ${(await res.text()).slice(0, 200)}`
         const { importId } = (await res.json()) as { importId: string }
         for (let attempt = 0; attempt < 300; attempt++) {
-          const view = await fetch(`${proxy.url}/api/codehost/imports/${importId}`, { headers }).then((r) => r.json() as Promise<{ status: string; error?: unknown }>)
+          const view = await fetch(`${proxy.url}/api/codehost/imports/${importId}`, { headers }).then(
+            (r) => r.json() as Promise<{ status: string; error?: unknown }>,
+          )
           if (view.status === 'succeeded') return undefined
           if (view.status === 'failed') return `import failed: ${JSON.stringify(view.error)}`
           await Bun.sleep(100)
@@ -251,9 +270,15 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
     }
     await Promise.all(clients)
 
-    const upstreamErrors = proxy.errorLog().split('\n').filter((l) => l.includes('upstream'))
+    const upstreamErrors = proxy
+      .errorLog()
+      .split('\n')
+      .filter((l) => l.includes('upstream'))
     // Long work a draining replica refused (503) and nginx passed to the other one.
-    const refusedWhileDraining = proxy.accessLog().split('\n').filter((l) => /upstream=503, /.test(l)).length
+    const refusedWhileDraining = proxy
+      .accessLog()
+      .split('\n')
+      .filter((l) => /upstream=503, /.test(l)).length
     console.log(
       `rolling restart behind nginx: ${sent + sentLong} requests (${[...kinds, ...Object.keys(longWork)].map((k) => `${counts[k]} ${k}`).join(', ')}), ` +
         `${failures.length} failed, ${resumed} chat streams and agent tasks resumed on the other replica, ${upstreamErrors.length} upstream errors in nginx's log, ${refusedWhileDraining} requests refused by a draining replica and taken by the other`,

@@ -53,11 +53,17 @@ describe.if(runnable)('the service run as an unprivileged user', () => {
     const login = await service.request('/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(owner) })
     expect(login.status).toBe(200)
     const { accessToken } = (await login.json()) as { accessToken: string }
-    const write = (path: string, content: string) => ({ toolCalls: [{ name: 'write_file', arguments: JSON.stringify({ path, content }) }], finishReason: 'tool_calls' as const })
+    const write = (path: string, content: string) => ({
+      toolCalls: [{ name: 'write_file', arguments: JSON.stringify({ path, content }) }],
+      finishReason: 'tool_calls' as const,
+    })
     model.queue = [
       write('sum.ts', 'export const sum = (a: number, b: number) => a + b\n'),
       write('sum.test.ts', "import { expect, test } from 'bun:test'\nimport { sum } from './sum'\ntest('adds', () => expect(sum(2, 3)).toBe(5))\n"),
-      { toolCalls: [{ name: 'run_command', arguments: JSON.stringify({ command: 'id -u; cat /proc/self/uid_map; bun test 2>&1 | tail -3' }) }], finishReason: 'tool_calls' },
+      {
+        toolCalls: [{ name: 'run_command', arguments: JSON.stringify({ command: 'id -u; cat /proc/self/uid_map; bun test 2>&1 | tail -3' }) }],
+        finishReason: 'tool_calls',
+      },
       { toolCalls: [{ name: 'finish', arguments: JSON.stringify({ summary: 'Added sum with a test' }) }], finishReason: 'tool_calls' },
     ]
     const client = await connectAgent(`${service.url.replace('http', 'ws')}/ws/agent`, accessToken)

@@ -19,7 +19,12 @@ const ask = (t: Awaited<ReturnType<typeof makeApp>>, body: unknown, headers: Rec
 describe('the documentation assistant', async () => {
   // Every question spends the address budget before its body is read, refused ones too; this suite asks more
   // than the default ten a minute (the budget has its own suite below).
-  const t = await makeApp({ PUBLIC_BASE_URL: 'https://api.example.com', OPENAI_BASE_URL: model.baseUrl, CHAT_MODEL: 'docs-model-1', RATE_LIMIT_ASSISTANT_PER_MINUTE: '100' })
+  const t = await makeApp({
+    PUBLIC_BASE_URL: 'https://api.example.com',
+    OPENAI_BASE_URL: model.baseUrl,
+    CHAT_MODEL: 'docs-model-1',
+    RATE_LIMIT_ASSISTANT_PER_MINUTE: '100',
+  })
   afterAll(() => t.close())
 
   test('streams the answer as text events, then the sources, then done', async () => {
@@ -70,7 +75,12 @@ describe('the documentation assistant', async () => {
   test('an answer is text: markup from the model is passed on as characters, never interpreted', async () => {
     model.queue = [{ text: ['<img src=x onerror=alert(1)>', ' & more'] }]
     const events = parseSse(await (await ask(t, { question: 'Show me HTML', page: 'docs/errors' })).text())
-    expect(events.filter((e) => e.event === 'text').map((e) => JSON.parse(e.data).delta).join('')).toBe('<img src=x onerror=alert(1)> & more')
+    expect(
+      events
+        .filter((e) => e.event === 'text')
+        .map((e) => JSON.parse(e.data).delta)
+        .join(''),
+    ).toBe('<img src=x onerror=alert(1)> & more')
   })
 
   test('an upstream failure ends the stream with an error event carrying a stable code', async () => {
@@ -162,7 +172,11 @@ describe('without a model provider', async () => {
     expect(html).not.toContain('data-option="assistant"')
     expect(html).not.toContain('<dialog')
     expect(t.logs).toContainEqual(
-      expect.objectContaining({ level: 'warn', msg: 'documentation assistant left out of the menu: no chat model provider is configured', missing: 'OPENAI_API_KEY or OPENAI_BASE_URL' }),
+      expect.objectContaining({
+        level: 'warn',
+        msg: 'documentation assistant left out of the menu: no chat model provider is configured',
+        missing: 'OPENAI_API_KEY or OPENAI_BASE_URL',
+      }),
     )
   })
 })

@@ -108,7 +108,13 @@ function problemsOf(contextual: unknown): string[] {
   }
 }
 
-const custom = (fields: Record<string, unknown> = {}) => ({ title: 'Ask', description: 'Ask about it', icon: 'sparkles', href: 'https://example.com/ask', ...fields })
+const custom = (fields: Record<string, unknown> = {}) => ({
+  title: 'Ask',
+  description: 'Ask about it',
+  icon: 'sparkles',
+  href: 'https://example.com/ask',
+  ...fields,
+})
 
 describe('start-up validation of the contextual section', () => {
   test('neutral ids are aliases of the vendor ids', () => {
@@ -123,7 +129,9 @@ describe('start-up validation of the contextual section', () => {
   })
 
   test('an unknown built-in id is named with its index', () => {
-    expect(problemsOf({ options: ['copy', 'gemini'] })).toEqual([expect.stringMatching(/^contextual\.options\[1\]: "gemini" is not a built-in option; known ids are copy, /)])
+    expect(problemsOf({ options: ['copy', 'gemini'] })).toEqual([
+      expect.stringMatching(/^contextual\.options\[1\]: "gemini" is not a built-in option; known ids are copy, /),
+    ])
   })
 
   test('a repeated option, also through its alias, is rejected', () => {
@@ -149,13 +157,15 @@ describe('start-up validation of the contextual section', () => {
     expect(problemsOf({ options: [custom({ iconType: 'sharp-solid' })] })).toEqual([])
   })
 
-  test('the contract\'s icon styles are all accepted', () => {
+  test("the contract's icon styles are all accepted", () => {
     for (const iconType of ['regular', 'solid', 'light', 'thin', 'sharp-solid', 'duotone', 'brands'])
       expect(problemsOf({ options: [custom({ iconType })] })).toEqual([])
   })
 
   test('bad href shapes are named down to the query entry', () => {
-    expect(problemsOf({ options: [custom({ href: 42 })] })).toEqual(['contextual.options[0].href: must be a string or an object with base and query, got number'])
+    expect(problemsOf({ options: [custom({ href: 42 })] })).toEqual([
+      'contextual.options[0].href: must be a string or an object with base and query, got number',
+    ])
     expect(problemsOf({ options: [custom({ href: { query: [] } })] })).toEqual(['contextual.options[0].href.base: is required'])
     expect(problemsOf({ options: [custom({ href: { base: 'https://x.test' } })] })).toEqual([
       'contextual.options[0].href.query: is required (a list of { key, value })',
@@ -168,12 +178,16 @@ describe('start-up validation of the contextual section', () => {
       'contextual.options[1].href.query[1].key: is required',
       'contextual.options[1].href.query[2]: must be an object with key and value, got string',
     ])
-    expect(problemsOf({ options: [custom({ href: { base: 'https://x.test', query: [], extra: 1 } })] })).toEqual(['contextual.options[0].href.extra: is not a known field'])
+    expect(problemsOf({ options: [custom({ href: { base: 'https://x.test', query: [], extra: 1 } })] })).toEqual([
+      'contextual.options[0].href.extra: is not a known field',
+    ])
   })
 
   test('links that would run script, or lead nowhere, are refused', () => {
     expect(problemsOf({ options: [custom({ href: 'javascript:alert(1)' })] })).toEqual(['contextual.options[0].href: must not use the javascript: scheme'])
-    expect(problemsOf({ options: [custom({ href: { base: ' DATA:text/html,x', query: [] } })] })).toEqual(['contextual.options[0].href.base: must not use the data: scheme'])
+    expect(problemsOf({ options: [custom({ href: { base: ' DATA:text/html,x', query: [] } })] })).toEqual([
+      'contextual.options[0].href.base: must not use the data: scheme',
+    ])
     expect(problemsOf({ options: [custom({ href: 'relative/page' })] })).toEqual([
       'contextual.options[0].href: must be an absolute URL or a path starting with "/", got "relative/page"',
     ])
@@ -183,7 +197,9 @@ describe('start-up validation of the contextual section', () => {
   test('unknown fields, a bad icon object and a bad display are named', () => {
     expect(problemsOf({ options: [custom({ display: 'toc' })] })).toEqual(['contextual.options[0].display: is not a known field'])
     expect(problemsOf({ options: [custom({ icon: { style: 'solid' } })] })).toEqual(['contextual.options[0].icon.name: is required (a string)'])
-    expect(problemsOf({ options: [custom({ icon: { name: 'x', library: 'material' } })] })[0]).toStartWith('contextual.options[0].icon.library: must be one of fontawesome, lucide, tabler')
+    expect(problemsOf({ options: [custom({ icon: { name: 'x', library: 'material' } })] })[0]).toStartWith(
+      'contextual.options[0].icon.library: must be one of fontawesome, lucide, tabler',
+    )
     expect(problemsOf({ options: ['copy'], display: 'sidebar' })).toEqual(['contextual.display: must be one of header, toc, got "sidebar"'])
     expect(problemsOf({ options: [3] })).toEqual(['contextual.options[0]: must be a built-in id (a string) or a custom option (an object), got number'])
     expect(problemsOf({})).toEqual(['contextual.options: is required (a list)'])
@@ -205,14 +221,23 @@ describe('start-up validation of the contextual section', () => {
   })
 })
 
-
 /** The value of query parameter `key` as a URL parser reads it back. */
 const queryValue = (href: string, key: string) => new URL(href).searchParams.get(key)
 const dynamic = (value: string, key = 'q', base = 'https://chat.example.com/new') => ({ base, query: [{ key, value }] })
 
 describe('placeholders and URL encoding', () => {
   test('$page, $path and $mcp are replaced by the page, its path and the MCP URL', () => {
-    const href = resolveHref({ base: 'https://chat.example.com/new', query: [{ key: 'a', value: '$page' }, { key: 'b', value: '$path' }, { key: 'c', value: '$mcp' }] }, page())
+    const href = resolveHref(
+      {
+        base: 'https://chat.example.com/new',
+        query: [
+          { key: 'a', value: '$page' },
+          { key: 'b', value: '$path' },
+          { key: 'c', value: '$mcp' },
+        ],
+      },
+      page(),
+    )
     expect(queryValue(href, 'a')).toBe('# Code search\n\nFind code.\n')
     expect(queryValue(href, 'b')).toBe('/docs/search')
     expect(queryValue(href, 'c')).toBe('https://api.example.com/mcp')
@@ -295,7 +320,9 @@ describe('placeholders and URL encoding', () => {
 
 describe('built-in entries', () => {
   const menu = resolveMenu(
-    parseContextualConfig({ options: ['copy', 'view', 'chatgpt', 'claude', 'perplexity', 'mcp', 'cursor', 'vscode', 'assistant', custom(), 'add-mcp', 'download-spec'] }),
+    parseContextualConfig({
+      options: ['copy', 'view', 'chatgpt', 'claude', 'perplexity', 'mcp', 'cursor', 'vscode', 'assistant', custom(), 'add-mcp', 'download-spec'],
+    }),
     page(),
   )
   const entry = (id: string) => menu.find((e) => e.id === id)!
@@ -307,7 +334,20 @@ describe('built-in entries', () => {
   const prompt = 'Read https://api.example.com/docs/search.md so I can ask questions about it.'
 
   test('entries follow docs.json order, every built-in option included', () => {
-    expect(menu.map((e) => e.id)).toEqual(['copy', 'view', 'chatgpt', 'claude', 'perplexity', 'mcp', 'cursor', 'vscode', 'assistant', 'custom-9', 'add-mcp', 'download-spec'])
+    expect(menu.map((e) => e.id)).toEqual([
+      'copy',
+      'view',
+      'chatgpt',
+      'claude',
+      'perplexity',
+      'mcp',
+      'cursor',
+      'vscode',
+      'assistant',
+      'custom-9',
+      'add-mcp',
+      'download-spec',
+    ])
     const all = resolveMenu(parseContextualConfig({ options: [...BUILT_IN_OPTIONS] }), page())
     expect(all.map((e) => e.id)).toEqual([...BUILT_IN_OPTIONS])
   })
@@ -348,7 +388,11 @@ describe('built-in entries', () => {
   test('vscode installs an http server from URL-encoded JSON', () => {
     const link = href('vscode')
     expect(link).toStartWith('vscode:mcp/install?')
-    expect(JSON.parse(decodeURIComponent(link.slice('vscode:mcp/install?'.length)))).toEqual({ name: 'Example API', type: 'http', url: 'https://api.example.com/mcp' })
+    expect(JSON.parse(decodeURIComponent(link.slice('vscode:mcp/install?'.length)))).toEqual({
+      name: 'Example API',
+      type: 'http',
+      url: 'https://api.example.com/mcp',
+    })
     expect(link).toBe(vscodeInstallLink('Example API', 'https://api.example.com/mcp'))
     expect(entry('vscode')).toMatchObject({ newTab: false })
   })

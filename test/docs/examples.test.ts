@@ -73,9 +73,14 @@ await t.deps.accounts.linkOrganization(owner.orgId, externalOrgKey(idp.url, 'org
 
 world.git.createRepository('octo-dev/hello-api', {
   'README.md': '# hello-api\n\nA small HTTP API that receives payment webhooks and serves a status page.\n',
-  'LICENSE': 'MIT License\n\nCopyright (c) 2026 Octo Dev\n\nPermission is hereby granted, free of charge, to any person obtaining a copy\n',
-  'package.json': JSON.stringify({ name: 'hello-api', main: 'src/index.ts', dependencies: { elysia: '^1.4.0' }, devDependencies: { typescript: '^5.9.0' } }, null, 2),
-  'src/index.ts': "import { Elysia } from 'elysia'\nimport { verifyWebhookSignature } from './webhooks'\n\nexport const app = new Elysia()\n  .get('/health', () => ({ status: 'ok' }))\n  .post('/webhooks', async ({ request, headers }) => {\n    const payload = await request.text()\n    if (!(await verifyWebhookSignature(payload, headers['stripe-signature'] ?? '', process.env.WEBHOOK_SECRET!))) return new Response('bad signature', { status: 400 })\n    return { received: true }\n  })\n",
+  LICENSE: 'MIT License\n\nCopyright (c) 2026 Octo Dev\n\nPermission is hereby granted, free of charge, to any person obtaining a copy\n',
+  'package.json': JSON.stringify(
+    { name: 'hello-api', main: 'src/index.ts', dependencies: { elysia: '^1.4.0' }, devDependencies: { typescript: '^5.9.0' } },
+    null,
+    2,
+  ),
+  'src/index.ts':
+    "import { Elysia } from 'elysia'\nimport { verifyWebhookSignature } from './webhooks'\n\nexport const app = new Elysia()\n  .get('/health', () => ({ status: 'ok' }))\n  .post('/webhooks', async ({ request, headers }) => {\n    const payload = await request.text()\n    if (!(await verifyWebhookSignature(payload, headers['stripe-signature'] ?? '', process.env.WEBHOOK_SECRET!))) return new Response('bad signature', { status: 400 })\n    return { received: true }\n  })\n",
   'src/webhooks.ts': [
     '/** Checks a Stripe-Signature header (t=<unix time>,v1=<hex HMAC>) over the raw payload. */',
     'export async function verifyWebhookSignature(payload: string, header: string, secret: string): Promise<boolean> {',
@@ -88,7 +93,8 @@ world.git.createRepository('octo-dev/hello-api', {
     '}',
     '',
   ].join('\n'),
-  'test/webhooks.test.ts': "import { expect, test } from 'bun:test'\nimport { verifyWebhookSignature } from '../src/webhooks'\n\ntest('refuses a header without a signature', async () => {\n  expect(await verifyWebhookSignature('{}', 't=1', 'secret')).toBe(false)\n})\n",
+  'test/webhooks.test.ts':
+    "import { expect, test } from 'bun:test'\nimport { verifyWebhookSignature } from '../src/webhooks'\n\ntest('refuses a header without a signature', async () => {\n  expect(await verifyWebhookSignature('{}', 't=1', 'secret')).toBe(false)\n})\n",
   'site/index.html': '<!doctype html><title>hello-api</title><h1>hello-api status</h1>',
   'site/style.css': 'body { font-family: system-ui }\n',
 })
@@ -167,7 +173,9 @@ function remember(headers: Headers, body: unknown) {
 
 /** The real answer written the way the pages write one, to compare or copy from. */
 function asWritten(response: Response, text: string): string {
-  const shown = ['content-type', 'cache-control', 'x-cache', 'location', 'ratelimit-policy', 'ratelimit', 'retry-after', 'allow'].flatMap((name) => (response.headers.get(name) ? [`${name}: ${response.headers.get(name)}`] : []))
+  const shown = ['content-type', 'cache-control', 'x-cache', 'location', 'ratelimit-policy', 'ratelimit', 'retry-after', 'allow'].flatMap((name) =>
+    response.headers.get(name) ? [`${name}: ${response.headers.get(name)}`] : [],
+  )
   let body = text
   try {
     body = JSON.stringify(JSON.parse(text), null, 2)

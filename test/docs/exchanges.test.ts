@@ -74,8 +74,18 @@ describe('comparing a documented answer with the real one', () => {
 
   test('documented headers must be answered; media types and a few headers must match', () => {
     const real = new Headers({ 'content-type': 'application/json;charset=utf-8', 'x-cache': 'MISS', 'x-request-id': 'r9' })
-    expect(headerProblems([['Content-Type', 'application/json'], ['x-request-id', 'r1']], real)).toEqual([])
-    expect(headerProblems([['Content-Type', 'text/event-stream']], real)).toEqual(['header Content-Type: documented text/event-stream, answered application/json;charset=utf-8'])
+    expect(
+      headerProblems(
+        [
+          ['Content-Type', 'application/json'],
+          ['x-request-id', 'r1'],
+        ],
+        real,
+      ),
+    ).toEqual([])
+    expect(headerProblems([['Content-Type', 'text/event-stream']], real)).toEqual([
+      'header Content-Type: documented text/event-stream, answered application/json;charset=utf-8',
+    ])
     expect(headerProblems([['x-cache', 'HIT']], real)).toEqual(['header x-cache: documented HIT, answered MISS'])
     expect(headerProblems([['Location', '/x']], real)).toEqual(['header Location: documented but not answered'])
   })

@@ -55,7 +55,17 @@ export function parseHttpMessage(text: string): HttpMessage {
     if (at <= 0) throw new Error(`not a header line: "${line}"`)
     return [line.slice(0, at).trim(), line.slice(at + 1).trim()]
   })
-  return { start: head[0]!.trim(), headers, body: blank === -1 ? '' : lines.slice(blank + 1).join('\n').trim() }
+  return {
+    start: head[0]!.trim(),
+    headers,
+    body:
+      blank === -1
+        ? ''
+        : lines
+            .slice(blank + 1)
+            .join('\n')
+            .trim(),
+  }
 }
 
 export interface DocumentedRequest extends HttpMessage {
@@ -169,7 +179,8 @@ export function shapeProblems(documented: unknown, real: unknown, path = '$'): s
     return Object.entries(documented as Record<string, unknown>).flatMap(([key, value]) => {
       const at = `${path}.${key}`
       if (!(key in object)) return [`${at}: documented but not answered`]
-      if (typeof value === 'string' && EXACT_MEMBERS.has(key) && object[key] !== value) return [`${at}: documented "${value}", answered ${JSON.stringify(object[key])}`]
+      if (typeof value === 'string' && EXACT_MEMBERS.has(key) && object[key] !== value)
+        return [`${at}: documented "${value}", answered ${JSON.stringify(object[key])}`]
       return shapeProblems(value, object[key], at)
     })
   }
@@ -221,7 +232,9 @@ export function sseProblems(documented: SseMessage[], real: SseMessage[]): strin
     const key = eventKey(doc)
     const docData = doc.data === '[DONE]' ? undefined : jsonOrUndefined(doc.data)
     const problemsWith = (event: SseMessage) => [
-      ...(doc.id !== undefined && (event.id === undefined || idKind(doc.id) !== idKind(event.id)) ? [`event ${n + 1} (${key}): documented id ${doc.id}, answered ${event.id ?? 'none'}`] : []),
+      ...(doc.id !== undefined && (event.id === undefined || idKind(doc.id) !== idKind(event.id))
+        ? [`event ${n + 1} (${key}): documented id ${doc.id}, answered ${event.id ?? 'none'}`]
+        : []),
       ...(docData === undefined ? [] : shapeProblems(docData, jsonOrUndefined(event.data), `event ${n + 1} (${key}) data`)),
     ]
     // Streams repeat chunk types (a plan re-sent as its steps progress): the first candidate that fits is the one meant.

@@ -12,7 +12,6 @@ import {
 import { pdfFileName } from '../../plugins/docs/site-plugin.ts'
 import { samplePage as page } from './support.ts'
 
-
 const entryOf = (id: string, context = page()): MenuEntry => resolveMenu(parseContextualConfig({ options: [id] }), context)[0]!
 const copied = (id: string, context = page()) => {
   const entry = entryOf(id, context)
@@ -70,7 +69,7 @@ describe('devin-mcp', () => {
   })
 
   test('a shell reads the name and the URL back as single words, whatever the URL holds', () => {
-    for (const mcpUrl of ["https://x.test/mcp?a=1&b=2;rm -rf ~", "https://x.test/it's/$(whoami)`id`", 'https://x.test/a b\tc', 'https://x.test/ü/*'])
+    for (const mcpUrl of ['https://x.test/mcp?a=1&b=2;rm -rf ~', "https://x.test/it's/$(whoami)`id`", 'https://x.test/a b\tc', 'https://x.test/ü/*'])
       expect(shellWords(devinMcpCommand('My Docs', mcpUrl))).toEqual(['devin', 'mcp', 'add', '-s', 'user', 'my-docs', mcpUrl])
   })
 
@@ -93,6 +92,11 @@ describe('download-pdf and assistant', () => {
   })
 
   test('assistant opens the documentation assistant', () => {
-    expect(entryOf('assistant')).toEqual({ kind: 'assistant', id: 'assistant', title: 'Ask assistant', description: 'Ask the documentation assistant about this page' })
+    expect(entryOf('assistant')).toEqual({
+      kind: 'assistant',
+      id: 'assistant',
+      title: 'Ask assistant',
+      description: 'Ask the documentation assistant about this page',
+    })
   })
 })

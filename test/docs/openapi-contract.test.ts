@@ -15,7 +15,10 @@ function complete(operation: Record<string, unknown>, route: Omit<RouteEntry, 'p
 
 describe('completing the generated document', () => {
   test('a body is JSON with the route’s schema, and may be refused with 400, 413, 415 and 422', () => {
-    const { operation } = complete({ requestBody: { content: {}, required: true }, responses: { 200: { description: 'ok' } } }, { method: 'POST', hooks: { body } })
+    const { operation } = complete(
+      { requestBody: { content: {}, required: true }, responses: { 200: { description: 'ok' } } },
+      { method: 'POST', hooks: { body } },
+    )
     expect(operation.requestBody).toEqual({ required: true, content: { 'application/json': { schema: json(body) } } })
     expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '413', '414', '415', '422', '431'])
   })
@@ -35,7 +38,9 @@ describe('completing the generated document', () => {
       { method: 'GET', hooks: { detail: { 'x-required-scope': 'usage:read', 'x-required-plan': 'enterprise', 'x-rate-limit': [] } } },
     ).operation
     expect(guarded.responses['401']).toEqual({ $ref: '#/components/responses/Unauthenticated' })
-    expect(guarded.responses['403'].description).toContain('`usage:read` scope (`insufficient_scope`), or the organisation is not on the enterprise plan (`plan_required`)')
+    expect(guarded.responses['403'].description).toContain(
+      '`usage:read` scope (`insufficient_scope`), or the organisation is not on the enterprise plan (`plan_required`)',
+    )
     expect(guarded.responses['429']).toEqual({ $ref: '#/components/responses/RateLimited' })
     expect(guarded.security).toEqual([{ bearer: ['usage:read'] }])
     const open = complete({ responses: { 200: { description: 'ok' } } }, { method: 'GET', hooks: {} }).operation
@@ -68,7 +73,14 @@ describe('completing the generated document', () => {
     expect(wireValue(json(t.Numeric()))).toEqual({ type: 'number' })
     expect(wireValue({ anyOf: [{ type: 'string' }, { type: 'integer' }] })).toEqual({ anyOf: [{ type: 'string' }, { type: 'integer' }] })
     const { operation } = complete(
-      { responses: { 200: { description: 'ok', content: { 'application/json': { schema: { type: 'object', properties: { at: { nullable: true, type: ['string', 'null'] } } } } } } } },
+      {
+        responses: {
+          200: {
+            description: 'ok',
+            content: { 'application/json': { schema: { type: 'object', properties: { at: { nullable: true, type: ['string', 'null'] } } } } },
+          },
+        },
+      },
       { method: 'GET', hooks: {} },
     )
     expect(operation.responses['200'].content['application/json'].schema.properties.at).toEqual({ type: ['string', 'null'] })

@@ -79,9 +79,7 @@ function mdxText(text: string): string {
 
 describe('the configuration page', () => {
   const page = readFileSync(join(ROOT, 'docs', 'configuration.mdx'), 'utf8')
-  const rows = new Map(
-    [...page.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| (.*?) \| (.*) \|$/gm)].map((m) => [m[1]!, { fallback: m[2]!, doc: m[3]! }] as const),
-  )
+  const rows = new Map([...page.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| (.*?) \| (.*) \|$/gm)].map((m) => [m[1]!, { fallback: m[2]!, doc: m[3]! }] as const))
 
   test('documents every variable src/config.ts reads, with its default and its meaning', () => {
     const wrong: string[] = []

@@ -76,7 +76,13 @@ describe('the service serves each page as a PDF', async () => {
   })
 
   test('unknown pages and paths that try to leave the documentation are 404', async () => {
-    for (const path of ['/docs/no-such-page.pdf', '/docs/..%2fdocs.json.pdf', '/docs/%2e%2e/%2e%2e/package.json.pdf', '/docs/errors/..%2f..%2fREADME.pdf', '/docs/.pdf']) {
+    for (const path of [
+      '/docs/no-such-page.pdf',
+      '/docs/..%2fdocs.json.pdf',
+      '/docs/%2e%2e/%2e%2e/package.json.pdf',
+      '/docs/errors/..%2f..%2fREADME.pdf',
+      '/docs/.pdf',
+    ]) {
       const res = await t.request(path)
       expect(res.status, path).toBe(404)
       expect(res.headers.get('content-type')).toBe('application/problem+json')
@@ -89,7 +95,6 @@ function fixtureSite(markdown: string, path = 'docs/sample'): DocsSite {
   const page: DocsPage = { path, group: 'Guides', title: 'Sample → page', description: 'For ≥ tests', markdown }
   return { config: { name: 'Fixture Docs', navigation: { groups: [{ group: 'Guides', pages: [path] }] } }, pages: [page] }
 }
-
 
 describe('drawing pages', () => {
   test('characters the standard fonts lack are replaced with readable text, never an error', async () => {
@@ -138,7 +143,17 @@ describe('drawing pages', () => {
     const res = await docsFixtureApp(fixtureSite(markdown)).get('/docs/sample.pdf')
     const pdf = await readPdf(new Uint8Array(await res.arrayBuffer()))
     const text = squeeze(pdf.text)
-    for (const expected of ['Steps', '1. First bold step', '2. Second step with a link (http://docs.test/docs/other)', 'nested item', 'A quoted remark.', 'Heads up', 'Inside a component.', 'row_79 value 79', 'The end & more.'])
+    for (const expected of [
+      'Steps',
+      '1. First bold step',
+      '2. Second step with a link (http://docs.test/docs/other)',
+      'nested item',
+      'A quoted remark.',
+      'Heads up',
+      'Inside a component.',
+      'row_79 value 79',
+      'The end & more.',
+    ])
       expect(text).toContain(squeeze(expected))
     expect(text).not.toContain('afragment(')
     expect(pdf.pages.length).toBeGreaterThan(1)
@@ -186,12 +201,26 @@ describe('text for the standard fonts', () => {
       100,
       measure,
     )
-    expect(lines.map((line) => line.runs.map((run) => run.text).join(''))).toEqual(['the budget', '(RATE_LIMIT) applies', 'to', 'x'.repeat(20), 'x'.repeat(20), 'x'.repeat(5)])
+    expect(lines.map((line) => line.runs.map((run) => run.text).join(''))).toEqual([
+      'the budget',
+      '(RATE_LIMIT) applies',
+      'to',
+      'x'.repeat(20),
+      'x'.repeat(20),
+      'x'.repeat(5),
+    ])
     for (const line of lines) expect(line.width).toBeLessThanOrEqual(100)
   })
 
   test('a hard break ends the line; code lines are cut at the column count', () => {
-    const lines = wrapRuns([{ text: 'one', style: 's', break: true }, { text: 'two', style: 's' }], 100, (text) => text.length)
+    const lines = wrapRuns(
+      [
+        { text: 'one', style: 's', break: true },
+        { text: 'two', style: 's' },
+      ],
+      100,
+      (text) => text.length,
+    )
     expect(lines.map((line) => line.runs[0]!.text)).toEqual(['one', 'two'])
     expect(wrapCode('abcdefg\n\n\tx', 3)).toEqual(['abc', 'def', 'g', '', '   ', ' x'])
   })

@@ -15,7 +15,10 @@ writeFileSync(
   join(dir.path, 'docs.json'),
   JSON.stringify({ name: 'Fixture', navigation: { groups: [{ group: 'Start', pages: ['docs/index', { group: 'More', pages: ['docs/guides/imports'] }] }] } }),
 )
-writeFileSync(join(dir.path, 'docs', 'index.mdx'), '---\ntitle: Welcome\ndescription: The first page\n---\nHello and welcome.\n\n## Tokens\n\nSend a bearer token.\n')
+writeFileSync(
+  join(dir.path, 'docs', 'index.mdx'),
+  '---\ntitle: Welcome\ndescription: The first page\n---\nHello and welcome.\n\n## Tokens\n\nSend a bearer token.\n',
+)
 writeFileSync(
   join(dir.path, 'docs', 'guides', 'imports.md'),
   '---\ntitle: Importing\n---\n## Cloning\n\nThe service imports a repository by cloning it.\n\n## Quotas\n\nEach organisation may hold fifty imported repositories.\n',
@@ -53,7 +56,13 @@ describe('createDocsIndex', () => {
   })
 
   test('pages are found by navigation path, site path, .md name or URL', () => {
-    for (const path of ['docs/guides/imports', 'guides/imports', '/docs/guides/imports', 'docs/guides/imports.md', 'https://docs.example.com/docs/guides/imports.md#quotas'])
+    for (const path of [
+      'docs/guides/imports',
+      'guides/imports',
+      '/docs/guides/imports',
+      'docs/guides/imports.md',
+      'https://docs.example.com/docs/guides/imports.md#quotas',
+    ])
       expect(docs.page(path)?.title, path).toBe('Importing')
     expect(docs.page('docs/guides')).toBeUndefined()
     expect(docs.page('https://elsewhere.example.com/docs/index')).toBeUndefined()

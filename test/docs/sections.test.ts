@@ -58,7 +58,12 @@ describe('snippetOf', () => {
     expect(snippet).toStartWith('…')
     expect(snippet).toEndWith('…')
     expect(snippet).toContain('word40')
-    expect(snippet.slice(1, -1).split(' ').every((w) => /^word\d+$/.test(w))).toBe(true)
+    expect(
+      snippet
+        .slice(1, -1)
+        .split(' ')
+        .every((w) => /^word\d+$/.test(w)),
+    ).toBe(true)
     expect(snippet.length).toBeLessThanOrEqual(62)
   })
 

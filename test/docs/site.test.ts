@@ -16,7 +16,13 @@ const pageData = (html: string) => JSON.parse(/<script type="application\/json" 
 function menuEntry(html: string, option: string): Record<string, string> {
   const tag = new RegExp(`<(?:a|button)(?: type="button")? class="menu-item" data-option="${option}"[^>]*>`).exec(html)?.[0]
   if (!tag) throw new Error(`no menu entry ${option}`)
-  const decode = (v: string) => v.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+  const decode = (v: string) =>
+    v
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&amp;/g, '&')
   return Object.fromEntries([...tag.matchAll(/([\w-]+)="([^"]*)"/g)].map((m) => [m[1]!, decode(m[2]!)]))
 }
 
@@ -193,7 +199,6 @@ function fixture(overrides: { contextual?: unknown; description?: string; pages?
   }
 }
 
-
 describe('rendering', () => {
   test('raw HTML and script links in Markdown are shown as text; MDX components are rendered plainly', async () => {
     const markdown = [
@@ -213,14 +218,22 @@ describe('rendering', () => {
       '</script><script>alert(5)</script>',
       '```',
     ].join('\n')
-    const site = fixture({ contextual: { options: ['copy'] }, pages: [{ path: 'docs/start', group: 'Basics', title: 'Start', description: '', markdown }, { path: 'guide/deep', group: 'Advanced', title: 'Deep', description: '', markdown: 'x' }] })
+    const site = fixture({
+      contextual: { options: ['copy'] },
+      pages: [
+        { path: 'docs/start', group: 'Basics', title: 'Start', description: '', markdown },
+        { path: 'guide/deep', group: 'Advanced', title: 'Deep', description: '', markdown: 'x' },
+      ],
+    })
     const html = await (await fixtureApp(site).get('/docs/start')).text()
     const content = /<article class="content">([\s\S]*?)<\/article>/.exec(html)![1]!
     expect(content).not.toMatch(/<script|<img|<div onclick|href="javascript/i)
     expect(content).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
     expect(content).toContain('<mark>kept</mark>')
     expect(content).toContain('<a href="/docs/start">fine</a>')
-    expect(content).toContain('<div class="mdx callout callout-note" data-component="Note"><p class="mdx-title">Heads up</p><p>Some <strong>bold</strong> advice.</p>')
+    expect(content).toContain(
+      '<div class="mdx callout callout-note" data-component="Note"><p class="mdx-title">Heads up</p><p>Some <strong>bold</strong> advice.</p>',
+    )
     // The stray closing tag closes nothing of the page.
     expect(html).toContain('</article>\n</main>')
     // "</script>" in the Markdown does not end the data block early.
@@ -289,7 +302,9 @@ describe('rendering', () => {
   })
 
   test('a bad contextual section stops the plugin from being built, naming the entry', () => {
-    expect(() => fixtureApp(fixture({ contextual: { options: ['copy', { title: 'No link', description: 'x', icon: 'link' }] } }))).toThrow(ContextualConfigError)
+    expect(() => fixtureApp(fixture({ contextual: { options: ['copy', { title: 'No link', description: 'x', icon: 'link' }] } }))).toThrow(
+      ContextualConfigError,
+    )
     expect(() => fixtureApp(fixture({ contextual: { options: ['editor3'] } }))).toThrow('contextual.options[0]: "editor3" is not a built-in option')
   })
 

@@ -41,14 +41,17 @@ describe('POST /api/enhanced-chat', () => {
 
   test('Python is debugged in the same sandbox: a syntax error, then a failing unittest, then the fix that passes', async () => {
     const py = (code: string) => `Here it is:\n\`\`\`python\n${code}\n\`\`\`\n`
-    const pyTests = 'import unittest\nfrom main import add\n\nclass AddTest(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n'
+    const pyTests =
+      'import unittest\nfrom main import add\n\nclass AddTest(unittest.TestCase):\n    def test_adds(self):\n        self.assertEqual(add(2, 3), 5)\n'
     h.model.queue = [
       { text: '{"steps": ["Write add"]}' },
       { text: py('def add(a, b)\n    return a - b') },
       { text: py('def add(a, b):\n    return a - b') },
       { text: py('def add(a, b):\n    return a + b') },
     ]
-    const events = await readEvents(await post({ messages: [{ role: 'user', content: 'write add(a, b) in Python' }], tests: pyTests, options: { maxAttempts: 3 } }))
+    const events = await readEvents(
+      await post({ messages: [{ role: 'user', content: 'write add(a, b) in Python' }], tests: pyTests, options: { maxAttempts: 3 } }),
+    )
     const checks = chunks(events)
       .filter((c) => c.type === 'data-check')
       .map((c) => c.data)
@@ -93,10 +96,16 @@ describe('POST /api/enhanced-chat', () => {
   test('a bug never fixed within the attempt limit: the answer says so', async () => {
     h.model.queue = [{ text: '{"steps": ["Write add"]}' }, { text: fence(buggy) }, { text: fence(buggy) }]
     const events = await readEvents(await post({ messages: [{ role: 'user', content: 'write add' }], tests: addTests, options: { maxAttempts: 2 } }))
-    const checks = chunks(events).filter((c) => c.type === 'data-check').map((c) => c.data.verdict)
+    const checks = chunks(events)
+      .filter((c) => c.type === 'data-check')
+      .map((c) => c.data.verdict)
     expect(checks).toEqual(['failed', 'failed'])
     expect(textOf(events)).toContain('did NOT pass after 2 attempts')
-    expect(chunks(events).filter((c) => c.type === 'data-step').at(-1)!.data).toMatchObject({ status: 'failed', attempts: 2 })
+    expect(
+      chunks(events)
+        .filter((c) => c.type === 'data-step')
+        .at(-1)!.data,
+    ).toMatchObject({ status: 'failed', attempts: 2 })
   })
 
   test('a syntax error is caught by the transpiler before anything runs, then the repaired program is run', async () => {
@@ -107,21 +116,22 @@ describe('POST /api/enhanced-chat', () => {
       { text: 'It multiplies six by seven.' },
     ]
     const events = await readEvents(await post({ messages: [{ role: 'user', content: 'print 42' }] }))
-    const checks = chunks(events).filter((c) => c.type === 'data-check').map((c) => c.data)
+    const checks = chunks(events)
+      .filter((c) => c.type === 'data-check')
+      .map((c) => c.data)
     expect(checks.map((c) => [c.verdict, c.mode])).toEqual([
       ['syntax_error', 'transpile'],
       ['passed', 'run'],
     ])
     expect(checks[1].output).toContain('42')
-    const finalPlan = chunks(events).filter((c) => c.type === 'data-plan').at(-1)!.data.steps
+    const finalPlan = chunks(events)
+      .filter((c) => c.type === 'data-plan')
+      .at(-1)!.data.steps
     expect(finalPlan.map((s: any) => s.status)).toEqual(['passed', 'done'])
   })
 
   test('code that reaches for the service is contained and the service stays healthy', async () => {
-    h.model.queue = [
-      { text: '["Look around"]' },
-      { text: fence(`const r = await fetch('${h.url}/health'); console.log('reached', r.status)`) },
-    ]
+    h.model.queue = [{ text: '["Look around"]' }, { text: fence(`const r = await fetch('${h.url}/health'); console.log('reached', r.status)`) }]
     const events = await readEvents(await post({ messages: [{ role: 'user', content: 'x' }], options: { maxAttempts: 1 } }))
     const check = chunks(events).find((c) => c.type === 'data-check')!.data
     expect(check.verdict).toBe('failed')
@@ -140,7 +150,10 @@ describe('POST /api/enhanced-chat', () => {
   })
 
   test("the model's reasoning streams as reasoning chunks within its step", async () => {
-    h.model.queue = [{ text: '["Think"]', reasoning: 'planning quietly' }, { text: 'done', reasoning: 'weighing the options' }]
+    h.model.queue = [
+      { text: '["Think"]', reasoning: 'planning quietly' },
+      { text: 'done', reasoning: 'weighing the options' },
+    ]
     const events = await readEvents(await post({ messages: [{ role: 'user', content: 'think' }] }))
     const all = chunks(events)
     const reasoning = all.filter((c) => c.type === 'reasoning-delta').map((c) => c.delta)
@@ -165,7 +178,11 @@ describe('POST /api/enhanced-chat', () => {
     const anonymous = await fetch(`${h.url}/api/enhanced-chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: valid })
     expect(anonymous.status).toBe(401)
     const viewer = await userWithRole(h.t, 'viewer')
-    const refused = await fetch(`${h.url}/api/enhanced-chat`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${viewer.token}` }, body: valid })
+    const refused = await fetch(`${h.url}/api/enhanced-chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${viewer.token}` },
+      body: valid,
+    })
     expect(refused.status).toBe(403)
   })
 })

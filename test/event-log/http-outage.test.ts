@@ -50,7 +50,12 @@ describe.skipIf(!redisServerInstalled)('the service during a Redis outage', () =
     expect(resume.headers.get('retry-after')).toMatch(/^\d+$/)
 
     const taskId = h.t.deps.agents.start({ userId: 'outage-user', orgId: 'outage-org' }, 'status', {})
-    const agentError = await timed('agent command', () => h.t.deps.agents.recorded(taskId).then(() => undefined, (err) => err))
+    const agentError = await timed('agent command', () =>
+      h.t.deps.agents.recorded(taskId).then(
+        () => undefined,
+        (err) => err,
+      ),
+    )
     expect(agentError).toMatchObject({ code: 'unavailable' })
 
     const ready = await timed('GET /ready', () => fetch(`${h.url}/ready`))

@@ -81,7 +81,10 @@ describe.skipIf(!redisServerInstalled)('a producing instance dropped mid-stream'
       const elsewhere = await Promise.all(there.map((f) => f.ended))
       totals.worstEndAfterKillMs = Math.max(totals.worstEndAfterKillMs, performance.now() - killedAt)
       for (let i = 0; i < STREAMS; i++) {
-        for (const [who, events] of [['resumed', resumed[i]!], ['other instance', elsewhere[i]!]] as const) {
+        for (const [who, events] of [
+          ['resumed', resumed[i]!],
+          ['other instance', elsewhere[i]!],
+        ] as const) {
           const problem = problemOf(i, lengths[i]!, events)
           if (problem) {
             totals.silentCuts++
@@ -95,7 +98,9 @@ describe.skipIf(!redisServerInstalled)('a producing instance dropped mid-stream'
       await b.close()
       managerB.close()
     }
-    console.log(`producer death: ${ROUNDS} rounds x ${STREAMS} streams x 2 followers; ${totals.whole} whole, ${totals.interrupted} interrupted, ${totals.silentCuts} silent cuts; last follower ended ${Math.round(totals.worstEndAfterKillMs)} ms after the kill at worst`)
+    console.log(
+      `producer death: ${ROUNDS} rounds x ${STREAMS} streams x 2 followers; ${totals.whole} whole, ${totals.interrupted} interrupted, ${totals.silentCuts} silent cuts; last follower ended ${Math.round(totals.worstEndAfterKillMs)} ms after the kill at worst`,
+    )
     expect(problems).toEqual([])
     // Both outcomes happened, so the rounds exercised the interruption and not only complete logs.
     expect(totals.interrupted).toBeGreaterThan(0)

@@ -21,9 +21,18 @@ describe.skipIf(!redisServerInstalled)('a Redis that stops answering', () => {
     await redis.ping()
     server.pause()
     const waited: Record<string, number> = {}
-    for (const [name, work] of Object.entries({ ping: () => redis.ping(), open: () => log.open(`stalled_${crypto.randomUUID()}`, '').opened, info: () => log.info('x') })) {
+    for (const [name, work] of Object.entries({
+      ping: () => redis.ping(),
+      open: () => log.open(`stalled_${crypto.randomUUID()}`, '').opened,
+      info: () => log.info('x'),
+    })) {
       const started = performance.now()
-      expect(await work().then(() => undefined, (err) => err)).toBeInstanceOf(RedisUnavailableError)
+      expect(
+        await work().then(
+          () => undefined,
+          (err) => err,
+        ),
+      ).toBeInstanceOf(RedisUnavailableError)
       waited[name] = Math.round(performance.now() - started)
     }
     server.resume()

@@ -259,7 +259,14 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
     if (method === 'GET' && path === '/user')
       return api(request, ({ grant }) =>
         json(
-          { login: grant.account.login, id: grant.account.id, name: grant.account.name, type: 'User', avatar_url: `https://avatars.example/${grant.account.id}`, html_url: `https://github.example/${grant.account.login}` },
+          {
+            login: grant.account.login,
+            id: grant.account.id,
+            name: grant.account.name,
+            type: 'User',
+            avatar_url: `https://avatars.example/${grant.account.id}`,
+            html_url: `https://github.example/${grant.account.login}`,
+          },
           200,
           { 'x-oauth-scopes': grant.scopes.join(', ') },
         ),
@@ -267,7 +274,9 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
     if (method === 'GET' && path === '/v1/organizations') return api(request, ({ grant }) => json(grant.account.organizations))
     if (method === 'GET' && path === '/v1/projects') return api(request, ({ grant }) => json(grant.account.projects))
     if (method === 'GET' && path === '/api/v4/user')
-      return api(request, ({ grant }) => json({ id: grant.account.id, username: grant.account.login, name: grant.account.name, email: `${grant.account.login}@example.com` }))
+      return api(request, ({ grant }) =>
+        json({ id: grant.account.id, username: grant.account.login, name: grant.account.name, email: `${grant.account.login}@example.com` }),
+      )
 
     const grantPath = /^\/applications\/([^/]+)\/grant$/.exec(path)
     if (method === 'DELETE' && grantPath) {

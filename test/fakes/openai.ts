@@ -124,7 +124,8 @@ export function startFakeOpenAi(): FakeOpenAi {
             }
             await pause()
             const lp = script.logprobs?.[i]
-            const logprobs = wantsLogprobs && lp !== undefined ? { logprobs: { content: [{ token: tokens[i], logprob: lp, bytes: null, top_logprobs: [] }] } } : {}
+            const logprobs =
+              wantsLogprobs && lp !== undefined ? { logprobs: { content: [{ token: tokens[i], logprob: lp, bytes: null, top_logprobs: [] }] } } : {}
             send(chunk({ content: tokens[i] }, logprobs))
           }
           for (const [index, call] of (script.toolCalls ?? []).entries()) {
@@ -137,10 +138,14 @@ export function startFakeOpenAi(): FakeOpenAi {
             }
           }
           const finish = script.finishReason ?? (script.toolCalls?.length ? 'tool_calls' : 'stop')
-          send(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: finish }] })}\n\n`)
+          send(
+            `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: {}, finish_reason: finish }] })}\n\n`,
+          )
           if (includeUsage && script.usage !== null) {
             const usage = script.usage ?? { prompt_tokens: 10, completion_tokens: tokens.length }
-            send(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`)
+            send(
+              `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } })}\n\n`,
+            )
           }
           send('data: [DONE]\n\n')
           finished = true

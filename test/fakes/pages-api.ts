@@ -148,18 +148,29 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
     const rawHead = body?.head
     const base = body?.base
     if (typeof title !== 'string' || !title) return invalid([{ resource: 'PullRequest', field: 'title', code: 'missing_field' }])
-    if (typeof rawHead !== 'string' || typeof base !== 'string') return invalid([{ resource: 'PullRequest', field: typeof base === 'string' ? 'head' : 'base', code: 'missing_field' }])
+    if (typeof rawHead !== 'string' || typeof base !== 'string')
+      return invalid([{ resource: 'PullRequest', field: typeof base === 'string' ? 'head' : 'base', code: 'missing_field' }])
     // `owner:branch` or, within the repository, just the branch.
     const colon = rawHead.indexOf(':')
     const head = colon < 0 ? rawHead : rawHead.slice(colon + 1)
-    if (colon >= 0 && rawHead.slice(0, colon).toLowerCase() !== r.owner.toLowerCase()) return invalid([{ resource: 'PullRequest', field: 'head', code: 'invalid' }])
+    if (colon >= 0 && rawHead.slice(0, colon).toLowerCase() !== r.owner.toLowerCase())
+      return invalid([{ resource: 'PullRequest', field: 'head', code: 'invalid' }])
     const exists = (branch: string) => !options.branchExists || options.branchExists(r, branch)
     if (!exists(base)) return invalid([{ resource: 'PullRequest', field: 'base', code: 'invalid' }])
     if (!exists(head)) return invalid([{ resource: 'PullRequest', field: 'head', code: 'invalid' }])
     if (r.pulls.some((p) => p.head === head && p.base === base))
       return invalid([{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${r.owner}:${head}.` }])
     const number = r.pulls.length + 1
-    const pull: FakePullRequest = { number, title, body: typeof body?.body === 'string' ? body.body : null, head, base, htmlUrl: `https://github.com/${r.owner}/${r.name}/pull/${number}`, user: login, draft: body?.draft === true }
+    const pull: FakePullRequest = {
+      number,
+      title,
+      body: typeof body?.body === 'string' ? body.body : null,
+      head,
+      base,
+      htmlUrl: `https://github.com/${r.owner}/${r.name}/pull/${number}`,
+      user: login,
+      draft: body?.draft === true,
+    }
     r.pulls.push(pull)
     return json(
       {
@@ -202,11 +213,9 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
     if (!account) return message('Bad credentials', 401)
 
     if (method === 'GET' && path === '/user')
-      return json(
-        { login: account.login, id: account.id, name: account.login, type: 'User', html_url: `https://github.com/${account.login}` },
-        200,
-        { 'x-oauth-scopes': (account.scopes ?? ['repo', 'read:user']).join(', ') },
-      )
+      return json({ login: account.login, id: account.id, name: account.login, type: 'User', html_url: `https://github.com/${account.login}` }, 200, {
+        'x-oauth-scopes': (account.scopes ?? ['repo', 'read:user']).join(', '),
+      })
 
     if (method === 'POST' && path === '/user/repos') {
       const body = await readJson(request)
@@ -238,7 +247,8 @@ export function startFakePagesApi(options: FakePagesApiOptions): FakePagesApi {
     if (method === 'POST') {
       if (repository.pages) return message('GitHub Pages is already enabled.', 409)
       if (!branch) return message('Invalid request: source.branch is required', 422)
-      if (options.branchExists && !options.branchExists(repository, branch)) return message(`The ${branch} branch must exist before GitHub Pages can be built.`, 422)
+      if (options.branchExists && !options.branchExists(repository, branch))
+        return message(`The ${branch} branch must exist before GitHub Pages can be built.`, 422)
       repository.pages = { branch, path: sourcePath, cname: null, buildType: body?.build_type === 'workflow' ? 'workflow' : 'legacy' }
       counts.pagesEnabled++
       return json(pagesBody(repository, repository.pages), 201)

@@ -33,7 +33,13 @@ export interface FakeSearchEngine {
 }
 
 export const sampleHits: FakeHit[] = [
-  { title: 'Bun SQL', url: 'https://bun.sh/docs/api/sql', snippet: 'Bun has built-in bindings for PostgreSQL.', publishedAt: '2025-01-15T10:00:00.000Z', engine: 'duckduckgo' },
+  {
+    title: 'Bun SQL',
+    url: 'https://bun.sh/docs/api/sql',
+    snippet: 'Bun has built-in bindings for PostgreSQL.',
+    publishedAt: '2025-01-15T10:00:00.000Z',
+    engine: 'duckduckgo',
+  },
   { title: 'SQLite in Bun', url: 'https://bun.sh/docs/api/sqlite', snippet: 'A high-performance SQLite driver.', engine: 'google' },
   { title: 'Bun 1.2', url: 'https://bun.sh/blog/bun-v1.2', snippet: 'Postgres, S3 and more.', publishedAt: '2025-01-22T00:00:00.000Z', engine: 'brave' },
 ]
@@ -59,7 +65,11 @@ function startEngine(answer: (request: Request, hits: FakeHit[]) => Response | P
       case 'malformed':
         return new Response('{"results": [{"title": "cut off', { headers: { 'content-type': 'application/json' } })
       case 'status':
-        return json({ error: `status ${behaviour.status}` }, behaviour.status, behaviour.retryAfter === undefined ? {} : { 'retry-after': behaviour.retryAfter })
+        return json(
+          { error: `status ${behaviour.status}` },
+          behaviour.status,
+          behaviour.retryAfter === undefined ? {} : { 'retry-after': behaviour.retryAfter },
+        )
       case 'results':
         return answer(request, behaviour.hits)
     }
@@ -117,7 +127,10 @@ export function startFakeBrave(apiKey: string): FakeSearchEngine {
     (request, hits) => {
       if (request.headers.get('x-subscription-token') !== apiKey)
         return json(
-          { type: 'ErrorResponse', error: { id: crypto.randomUUID(), status: 422, code: 'SUBSCRIPTION_TOKEN_INVALID', detail: 'The provided subscription token is invalid.' } },
+          {
+            type: 'ErrorResponse',
+            error: { id: crypto.randomUUID(), status: 422, code: 'SUBSCRIPTION_TOKEN_INVALID', detail: 'The provided subscription token is invalid.' },
+          },
           422,
         )
       const params = new URL(request.url).searchParams

@@ -58,22 +58,45 @@ export function startFakeStripe(options: { secretKey: string; prices?: Iterable<
   const now = () => Math.floor(Date.now() / 1000)
 
   function createCustomer(params: Obj) {
-    const customer = { id: `cus_${randomId()}`, object: 'customer', created: now(), name: params.name ?? null, email: params.email ?? null, metadata: params.metadata ?? {}, livemode: false }
+    const customer = {
+      id: `cus_${randomId()}`,
+      object: 'customer',
+      created: now(),
+      name: params.name ?? null,
+      email: params.email ?? null,
+      metadata: params.metadata ?? {},
+      livemode: false,
+    }
     customers.set(customer.id, customer)
     return { status: 200, body: customer }
   }
 
   function createCheckoutSession(params: Obj) {
-    if (!['payment', 'setup', 'subscription'].includes(params.mode)) return { status: 400, body: { error: { type: 'invalid_request_error', param: 'mode', message: 'Invalid mode' } } }
-    if (!params.success_url) return { status: 400, body: { error: { type: 'invalid_request_error', param: 'success_url', message: 'Missing required param: success_url.' } } }
+    if (!['payment', 'setup', 'subscription'].includes(params.mode))
+      return { status: 400, body: { error: { type: 'invalid_request_error', param: 'mode', message: 'Invalid mode' } } }
+    if (!params.success_url)
+      return { status: 400, body: { error: { type: 'invalid_request_error', param: 'success_url', message: 'Missing required param: success_url.' } } }
     const lineItems: Obj[] = params.line_items ?? []
     if (params.mode === 'subscription' && lineItems.length === 0)
-      return { status: 400, body: { error: { type: 'invalid_request_error', param: 'line_items', message: 'You must provide at least one recurring price in `subscription` mode.' } } }
+      return {
+        status: 400,
+        body: {
+          error: { type: 'invalid_request_error', param: 'line_items', message: 'You must provide at least one recurring price in `subscription` mode.' },
+        },
+      }
     for (const item of lineItems)
       if (!prices.has(item.price))
-        return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'line_items[0][price]', message: `No such price: '${item.price}'` } } }
+        return {
+          status: 400,
+          body: {
+            error: { type: 'invalid_request_error', code: 'resource_missing', param: 'line_items[0][price]', message: `No such price: '${item.price}'` },
+          },
+        }
     if (params.customer && !customers.has(params.customer))
-      return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'customer', message: `No such customer: '${params.customer}'` } } }
+      return {
+        status: 400,
+        body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'customer', message: `No such customer: '${params.customer}'` } },
+      }
     const id = `cs_test_${randomId()}`
     const session = {
       id,
@@ -99,17 +122,27 @@ export function startFakeStripe(options: { secretKey: string; prices?: Iterable<
 
   function createPortalSession(params: Obj) {
     if (!params.customer || !customers.has(params.customer))
-      return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'customer', message: `No such customer: '${params.customer}'` } } }
+      return {
+        status: 400,
+        body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'customer', message: `No such customer: '${params.customer}'` } },
+      }
     const id = `bps_${randomId()}`
-    const session = { id, object: 'billing_portal.session', customer: params.customer, return_url: params.return_url ?? null, created: now(), url: `https://billing.stripe.test/p/session/${id}`, livemode: false }
+    const session = {
+      id,
+      object: 'billing_portal.session',
+      customer: params.customer,
+      return_url: params.return_url ?? null,
+      created: now(),
+      url: `https://billing.stripe.test/p/session/${id}`,
+      livemode: false,
+    }
     portalSessions.set(id, session)
     return { status: 200, body: session }
   }
 
   const server = startFakeServer(async (request, recorded) => {
     const url = new URL(request.url)
-    if (request.headers.get('authorization') !== `Bearer ${options.secretKey}`)
-      return stripeError(401, 'invalid_request_error', 'Invalid API Key provided')
+    if (request.headers.get('authorization') !== `Bearer ${options.secretKey}`) return stripeError(401, 'invalid_request_error', 'Invalid API Key provided')
     if (failure && failure.times > 0) {
       failure.times--
       return stripeError(failure.status, failure.status === 429 ? 'rate_limit_error' : 'api_error', `fake failure ${failure.status}`)
@@ -118,7 +151,9 @@ export function startFakeStripe(options: { secretKey: string; prices?: Iterable<
     if (!/^application\/x-www-form-urlencoded/.test(request.headers.get('content-type') ?? ''))
       return stripeError(400, 'invalid_request_error', 'Bodies must be form-encoded')
     const params = parseStripeForm(recorded.body)
-    const create = { '/v1/customers': createCustomer, '/v1/checkout/sessions': createCheckoutSession, '/v1/billing_portal/sessions': createPortalSession }[url.pathname]
+    const create = { '/v1/customers': createCustomer, '/v1/checkout/sessions': createCheckoutSession, '/v1/billing_portal/sessions': createPortalSession }[
+      url.pathname
+    ]
     if (!create) return stripeError(404, 'invalid_request_error', `Unrecognized request URL (POST: ${url.pathname})`)
 
     const key = request.headers.get('idempotency-key')
@@ -130,7 +165,11 @@ export function startFakeStripe(options: { secretKey: string; prices?: Iterable<
     const seen = idempotent.get(key)
     if (seen) {
       if (seen.fingerprint !== fingerprint)
-        return stripeError(400, 'idempotency_error', `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${key}'.`)
+        return stripeError(
+          400,
+          'idempotency_error',
+          `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${key}'.`,
+        )
       const answer = await seen.answer
       return json(answer.body, answer.status, { 'idempotent-replayed': 'true', 'idempotency-key': key })
     }

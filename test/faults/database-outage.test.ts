@@ -133,7 +133,9 @@ describe.skipIf(Boolean(privatePostgresMissing))('a PostgreSQL outage', () => {
     expect(after.at(-1)!.status).toBe(200)
     const recovered: Outcome[] = []
     for (const [route, send] of routes) recovered.push(await ask(route, send))
-    console.log(`after the restart: ${after.length} probes until the first 200, then ${recovered.filter((o) => o.status === 200).length} of ${recovered.length} routes answered 200`)
+    console.log(
+      `after the restart: ${after.length} probes until the first 200, then ${recovered.filter((o) => o.status === 200).length} of ${recovered.length} routes answered 200`,
+    )
     expect(recovered.map((o) => ({ route: o.route, status: o.status }))).toEqual(routes.map(([route]) => ({ route, status: 200 })))
     expect((await service.request('/ready')).status).toBe(200)
     // The same process throughout.

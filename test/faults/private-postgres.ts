@@ -39,7 +39,11 @@ const user = serverUser()
 const asServerUser = (command: string[]) => (user ? ['runuser', '-u', 'postgres', '--', ...command] : command)
 
 /** Why a private server cannot run here, or undefined when it can. */
-export const privatePostgresMissing = !postgresBin ? 'initdb is not installed' : asRoot && !user ? 'running as root and there is no postgres account' : undefined
+export const privatePostgresMissing = !postgresBin
+  ? 'initdb is not installed'
+  : asRoot && !user
+    ? 'running as root and there is no postgres account'
+    : undefined
 
 export interface PrivatePostgres {
   readonly url: string

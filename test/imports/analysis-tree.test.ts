@@ -22,7 +22,7 @@ function tree(name: string, files: Record<string, string | { symlink: string }>)
 const analyse = async (root: string) => (await analyseTree(root, { maxFileBytes: 1024 * 1024 })).analysis
 
 describe('manifests', () => {
-  test('a monorepo\'s manifests are listed root first, then by depth, the main package always among them', async () => {
+  test("a monorepo's manifests are listed root first, then by depth, the main package always among them", async () => {
     const files: Record<string, string> = { 'package.json': JSON.stringify({ name: 'monorepo-root', devDependencies: { typescript: '5' } }), 'bun.lock': '{}' }
     // More packages than are listed, each with its lock file, deeper ones under an earlier-sorting folder.
     for (let i = 0; i < 60; i++) {

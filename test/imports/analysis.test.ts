@@ -115,7 +115,10 @@ describe('manifests', () => {
       { name: 'celery', version: '==5.3.6', dev: false },
     ])
     expect(requirements.frameworks).toEqual(['Django', 'Celery'])
-    const poetry = readManifest('pyproject.toml', '[tool.poetry]\nname = "svc"\n\n[tool.poetry.dependencies]\npython = "^3.12"\nflask = "^3.0"\n\n[tool.poetry.group.dev.dependencies]\npytest = "^8"\n')
+    const poetry = readManifest(
+      'pyproject.toml',
+      '[tool.poetry]\nname = "svc"\n\n[tool.poetry.dependencies]\npython = "^3.12"\nflask = "^3.0"\n\n[tool.poetry.group.dev.dependencies]\npytest = "^8"\n',
+    )
     expect(poetry.manifest!.dependencies).toEqual([
       { name: 'flask', version: '^3.0', dev: false },
       { name: 'pytest', version: '^8', dev: true },
@@ -135,9 +138,18 @@ describe('manifests', () => {
       'pom.xml',
       '<project><artifactId>shop</artifactId><dependencies><dependency><groupId>org.springframework.boot</groupId><artifactId>spring-boot-starter-web</artifactId></dependency><dependency><artifactId>junit-jupiter</artifactId><version>5.10.0</version><scope>test</scope></dependency></dependencies></project>',
     )
-    expect(pom.manifest).toMatchObject({ name: 'shop', dependencies: [{ name: 'spring-boot-starter-web', dev: false }, { name: 'junit-jupiter', version: '5.10.0', dev: true }] })
+    expect(pom.manifest).toMatchObject({
+      name: 'shop',
+      dependencies: [
+        { name: 'spring-boot-starter-web', dev: false },
+        { name: 'junit-jupiter', version: '5.10.0', dev: true },
+      ],
+    })
     expect(pom.frameworks.sort()).toEqual(['JUnit', 'Spring Boot'])
-    const gradle = readManifest('build.gradle.kts', 'dependencies {\n  implementation("io.ktor:ktor-server-core:2.3.0")\n  testImplementation("junit:junit:4.13")\n}\n')
+    const gradle = readManifest(
+      'build.gradle.kts',
+      'dependencies {\n  implementation("io.ktor:ktor-server-core:2.3.0")\n  testImplementation("junit:junit:4.13")\n}\n',
+    )
     expect(gradle.manifest!.dependencies).toEqual([
       { name: 'ktor-server-core', version: '2.3.0', dev: false },
       { name: 'junit', version: '4.13', dev: true },

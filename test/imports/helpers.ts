@@ -36,7 +36,13 @@ export function recordingIndex(): CodeIndex & { calls: IndexCall[]; removals: { 
         files.push(file)
         input.onProgress?.({ filesIndexed: files.length, chunksIndexed: files.length })
       }
-      calls.push({ orgId: input.orgId, repositoryId: input.repositoryId, repositoryName: input.repositoryName, files, removedPaths: [...(input.removedPaths ?? [])] })
+      calls.push({
+        orgId: input.orgId,
+        repositoryId: input.repositoryId,
+        repositoryName: input.repositoryName,
+        files,
+        removedPaths: [...(input.removedPaths ?? [])],
+      })
       if (input.commit) commits.set(`${input.orgId}/${input.repositoryId}`, input.commit)
       return { files: files.length, chunks: files.length }
     },
@@ -114,9 +120,18 @@ export async function startImportHarness(options: HarnessOptions = {}): Promise<
   const member = await userWithRole(t, 'member')
 
   const post = (body: unknown, { token = member.token, accept = 'application/json' } = {}) =>
-    fetch(`${url}/api/codehost/import`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json', accept }, body: JSON.stringify(body) })
-  const get = (id: string, { token = member.token, accept = 'application/json', lastEventId }: { token?: string; accept?: string; lastEventId?: number } = {}) =>
-    fetch(`${url}/api/codehost/imports/${id}`, { headers: { ...bearer(token), accept, ...(lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) }) } })
+    fetch(`${url}/api/codehost/import`, {
+      method: 'POST',
+      headers: { ...bearer(token), 'content-type': 'application/json', accept },
+      body: JSON.stringify(body),
+    })
+  const get = (
+    id: string,
+    { token = member.token, accept = 'application/json', lastEventId }: { token?: string; accept?: string; lastEventId?: number } = {},
+  ) =>
+    fetch(`${url}/api/codehost/imports/${id}`, {
+      headers: { ...bearer(token), accept, ...(lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) }) },
+    })
 
   return {
     t,

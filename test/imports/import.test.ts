@@ -8,9 +8,15 @@ const h = await startImportHarness()
 afterAll(() => h.close())
 
 const files = {
-  'README.md': '# Widgets\n\n[![build](https://ci.example/badge.svg)](https://ci.example)\n\nWidgets renders **fast** charts for [dashboards](https://example.com).\n\n## Install\n\nbun add widgets\n',
+  'README.md':
+    '# Widgets\n\n[![build](https://ci.example/badge.svg)](https://ci.example)\n\nWidgets renders **fast** charts for [dashboards](https://example.com).\n\n## Install\n\nbun add widgets\n',
   LICENSE: 'Apache License\nVersion 2.0, January 2004\nhttp://www.apache.org/licenses/\n',
-  'package.json': JSON.stringify({ name: 'widgets', main: 'src/index.ts', dependencies: { react: '^19.0.0', hono: '^4.6.0' }, devDependencies: { vitest: '^2.1.0' } }),
+  'package.json': JSON.stringify({
+    name: 'widgets',
+    main: 'src/index.ts',
+    dependencies: { react: '^19.0.0', hono: '^4.6.0' },
+    devDependencies: { vitest: '^2.1.0' },
+  }),
   'bun.lock': '{"lockfileVersion": 1}\n',
   'src/index.ts': 'export function renderChart(points: number[]): string {\n  return points.join(",")\n}\n',
   'src/chart.tsx': 'export const Chart = () => <svg />\n',
@@ -178,7 +184,11 @@ describe('POST /api/codehost/import', () => {
     const refused = await h.post({ repository: 'acme/widgets' }, { token: viewer.token })
     expect(refused.status).toBe(403)
     expect((await refused.json()).code).toBe('insufficient_scope')
-    const unauthenticated = await fetch(`${h.url}/api/codehost/import`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"repository":"acme/widgets"}' })
+    const unauthenticated = await fetch(`${h.url}/api/codehost/import`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"repository":"acme/widgets"}',
+    })
     expect(unauthenticated.status).toBe(401)
   })
 })

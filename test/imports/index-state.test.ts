@@ -20,7 +20,10 @@ const snapshots = createFileSnapshotStore({ db: t.deps.db, dir: join(t.config.da
 
 /** A process: its code index (with the given embeddings, saving snapshots or not) and an import service over it. */
 function startProcess(options: { dimensions: number; persistent: boolean }) {
-  const codeIndex = createCodeIndex({ embeddings: createHashedEmbeddings({ dimensions: options.dimensions }), snapshots: options.persistent ? snapshots : undefined })
+  const codeIndex = createCodeIndex({
+    embeddings: createHashedEmbeddings({ dimensions: options.dimensions }),
+    snapshots: options.persistent ? snapshots : undefined,
+  })
   const imports = createImportService({ db: t.deps.db, codeIndex, dataDir: t.config.dataDir, settings: t.config.imports, logger: t.deps.logger })
   return {
     codeIndex,
@@ -78,7 +81,7 @@ describe('re-importing decides from what the index holds', () => {
   })
 })
 
-describe('the index\'s record of a repository', () => {
+describe("the index's record of a repository", () => {
   const file = { path: 'a.ts', content: 'export function walrusTusk() {\n  return 1\n}\n' }
 
   test('indexFiles with a commit records it; removing the repository or changing its files without one forgets it', async () => {

@@ -8,7 +8,15 @@ import { indexPack, packIndexFile, type ObjectType } from '../../plugins/imports
 const work = mkdtempSync(join(tmpdir(), 'pack-index-'))
 afterAll(() => rmSync(work, { recursive: true, force: true }))
 
-const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'T', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 'T', GIT_COMMITTER_EMAIL: 't@example.com' }
+const env = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  HOME: work,
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_AUTHOR_NAME: 'T',
+  GIT_AUTHOR_EMAIL: 't@example.com',
+  GIT_COMMITTER_NAME: 'T',
+  GIT_COMMITTER_EMAIL: 't@example.com',
+}
 
 function git(cwd: string, args: string[], input?: Uint8Array | string): Buffer {
   const result = Bun.spawnSync(['git', ...args], { cwd, env, stdin: input === undefined ? 'ignore' : Buffer.from(input) })
@@ -22,7 +30,10 @@ mkdirSync(repository)
 git(repository, ['init', '-q', '-b', 'main'])
 for (let version = 0; version < 6; version++) {
   for (let file = 0; file < 8; file++) {
-    const lines = Array.from({ length: 150 }, (_, line) => `export const value${file}_${line} = ${line === version * 7 ? version : line} // ${'x'.repeat(line % 30)}`)
+    const lines = Array.from(
+      { length: 150 },
+      (_, line) => `export const value${file}_${line} = ${line === version * 7 ? version : line} // ${'x'.repeat(line % 30)}`,
+    )
     mkdirSync(join(repository, `src/part${file % 3}`), { recursive: true })
     writeFileSync(join(repository, `src/part${file % 3}/file${file}.ts`), lines.slice(0, 100 + version * 10).join('\n'))
   }
@@ -47,7 +58,10 @@ function entries(idx: Buffer): Map<string, [number, number]> {
   const idsAt = 8 + 256 * 4
   const map = new Map<string, [number, number]>()
   for (let i = 0; i < count; i++)
-    map.set(idx.toString('hex', idsAt + i * 20, idsAt + i * 20 + 20), [idx.readUInt32BE(idsAt + count * 20 + i * 4), idx.readUInt32BE(idsAt + count * 24 + i * 4)])
+    map.set(idx.toString('hex', idsAt + i * 20, idsAt + i * 20 + 20), [
+      idx.readUInt32BE(idsAt + count * 20 + i * 4),
+      idx.readUInt32BE(idsAt + count * 24 + i * 4),
+    ])
   return map
 }
 
@@ -56,7 +70,9 @@ function deltaCount(pack: Buffer, idx: Buffer): number {
   const dir = mkdtempSync(join(work, 'verify-'))
   writeFileSync(join(dir, 'p.pack'), pack)
   writeFileSync(join(dir, 'p.idx'), idx)
-  const lines = git(dir, ['verify-pack', '-v', join(dir, 'p.idx')]).toString().split('\n')
+  const lines = git(dir, ['verify-pack', '-v', join(dir, 'p.idx')])
+    .toString()
+    .split('\n')
   return lines.filter((line) => /^[0-9a-f]{40} \w+ +\d+ \d+ \d+ \d+ [0-9a-f]{40}$/.test(line)).length
 }
 
@@ -113,7 +129,7 @@ describe('indexing a pack', () => {
     for (const oid of asked) expect(mine.has(oid)).toBe(false)
   })
 
-  test('reports its progress in git\'s phases', async () => {
+  test("reports its progress in git's phases", async () => {
     const pack = git(repository, ['pack-objects', '--revs', '--delta-base-offset', '--stdout'], 'main\n')
     const phases: { phase: string; loaded: number; total: number }[] = []
     await indexPack(pack, { ...limits, onProgress: (p) => void phases.push(p) })

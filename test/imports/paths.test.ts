@@ -17,7 +17,7 @@ describe('symlinks are recorded as links and never followed', () => {
     h.git.createRepository('acme/links', {
       'README.md': { symlink: hostSecret },
       'docs/hostname': { symlink: '/etc/hostname' },
-      'up': { symlink: '../../..' },
+      up: { symlink: '../../..' },
       'src/main.ts': 'export const main = true\n',
     })
     const view = await h.importAndWait({ repository: 'acme/links' })
@@ -87,10 +87,16 @@ describe('no repository path leaves the workspace', () => {
     const repository = h.git.createRepository('acme/through-link', { 'ok.txt': 'fine\n' })
     // The same tree entry cannot be both a link and a directory, so a hostile server sends a link and,
     // in the next commit, files beneath the link's name.
-    repository.commitRawTree([{ name: 'ok.txt', blob: 'fine\n' }, { name: 'dir', blob: { symlink: outside } }])
+    repository.commitRawTree([
+      { name: 'ok.txt', blob: 'fine\n' },
+      { name: 'dir', blob: { symlink: outside } },
+    ])
     const first = await h.importAndWait({ repository: 'acme/through-link' })
     expect(first.status).toBe('succeeded')
-    repository.commitRawTree([{ name: 'ok.txt', blob: 'fine\n' }, { name: 'dir', tree: [{ name: 'planted.txt', blob: 'planted\n' }] }])
+    repository.commitRawTree([
+      { name: 'ok.txt', blob: 'fine\n' },
+      { name: 'dir', tree: [{ name: 'planted.txt', blob: 'planted\n' }] },
+    ])
     const second = await h.importAndWait({ repository: 'acme/through-link' })
     expect(second.status).toBe('succeeded')
     expect(existsSync(join(outside, 'planted.txt'))).toBe(false)

@@ -92,7 +92,7 @@ describe('re-importing a repository', () => {
 
   test('a symlink replaced by a directory is removed first: the new files land inside the tree', async () => {
     const outside = join(h.t.config.dataDir, 'outside')
-    const repository = h.git.createRepository('acme/link-swap', { 'data': { symlink: outside }, 'keep.md': 'keep\n' })
+    const repository = h.git.createRepository('acme/link-swap', { data: { symlink: outside }, 'keep.md': 'keep\n' })
     const first = await h.importAndWait({ repository: 'acme/link-swap' })
     expect(lstatSync(join(treeOf(first), 'data')).isSymbolicLink()).toBe(true)
     expect(readlinkSync(join(treeOf(first), 'data'))).toBe(outside)
@@ -109,7 +109,8 @@ describe('checkout fidelity', () => {
   test("the checked-out tree is git's own, byte for byte, delta-compressed objects included", async () => {
     // Near-duplicate files make the server send long delta chains.
     const files: Record<string, string> = {}
-    for (let i = 0; i < 300; i++) files[`src/part${i % 7}/file${i}.ts`] = `export function handler${i}(input: string) {\n  return input + ${i}\n}\n`.repeat(5 + (i % 30))
+    for (let i = 0; i < 300; i++)
+      files[`src/part${i % 7}/file${i}.ts`] = `export function handler${i}(input: string) {\n  return input + ${i}\n}\n`.repeat(5 + (i % 30))
     files['bin/data.bin'] = new Uint8Array(4096).map((_, i) => (i * 7) % 256) as never
     const repository = h.git.createRepository('acme/fidelity', files)
     const first = await h.importAndWait({ repository: 'acme/fidelity' })

@@ -32,9 +32,11 @@ const codeOf = (results: { snippet: string }[]) => results.map((r) => r.snippet.
 describe('import, then search', () => {
   test('imported files are searchable, and a re-import replaces changed files and drops deleted ones', async () => {
     const repository = git.createRepository('acme/shop', {
-      'billing/invoice.ts': 'export function calculateInvoiceTotal(lines: { price: number; quantity: number }[]) {\n  return lines.reduce((sum, l) => sum + l.price * l.quantity, 0)\n}\n',
+      'billing/invoice.ts':
+        'export function calculateInvoiceTotal(lines: { price: number; quantity: number }[]) {\n  return lines.reduce((sum, l) => sum + l.price * l.quantity, 0)\n}\n',
       'auth/session.py': 'def refresh_session_token(session):\n    """Rotate the refresh token of a session."""\n    return session.rotate()\n',
-      'shipping/rates.go': 'package shipping\n\n// ParcelRate prices a parcel by its weight.\nfunc ParcelRate(weightGrams int) int {\n\treturn weightGrams / 10\n}\n',
+      'shipping/rates.go':
+        'package shipping\n\n// ParcelRate prices a parcel by its weight.\nfunc ParcelRate(weightGrams int) int {\n\treturn weightGrams / 10\n}\n',
     })
     const first = await importRepository('acme/shop')
     expect(first.status).toBe('succeeded')
@@ -46,7 +48,8 @@ describe('import, then search', () => {
 
     repository.commit({
       'auth/session.py': null,
-      'shipping/rates.go': 'package shipping\n\n// FreightSurcharge adds the fuel surcharge.\nfunc FreightSurcharge(base int) int {\n\treturn base * 11 / 10\n}\n',
+      'shipping/rates.go':
+        'package shipping\n\n// FreightSurcharge adds the fuel surcharge.\nfunc FreightSurcharge(base int) int {\n\treturn base * 11 / 10\n}\n',
     })
     const second = await importRepository('acme/shop')
     expect(second.summary).toMatchObject({ incremental: true, index: { files: 1, removed: 1 } })

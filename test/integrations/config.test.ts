@@ -68,7 +68,18 @@ describe('integrations configuration', () => {
   test('OAUTH_PROVIDERS entries become generic providers with their defaults', () => {
     const { integrations } = load({ OAUTH_PROVIDERS: JSON.stringify({ gitlab }) })
     expect(integrations.generic).toEqual([
-      { id: 'gitlab', label: 'gitlab', ...gitlab, revokeUrl: undefined, accountId: 'id', accountName: undefined, scopes: [], scopeSeparator: ' ', clientAuth: 'body', authorizeParams: {} },
+      {
+        id: 'gitlab',
+        label: 'gitlab',
+        ...gitlab,
+        revokeUrl: undefined,
+        accountId: 'id',
+        accountName: undefined,
+        scopes: [],
+        scopeSeparator: ' ',
+        clientAuth: 'body',
+        authorizeParams: {},
+      },
     ])
     const [, , provider] = providersFromConfig(integrations)
     expect(provider!.definition).toMatchObject({ id: 'gitlab', kind: 'generic', variables: ['OAUTH_PROVIDERS'] })

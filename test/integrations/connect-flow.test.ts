@@ -47,7 +47,9 @@ describe.each(BACKENDS)('connect flow on %s', (backend) => {
     expect(res.status).toBe(200)
     expect(res.headers.get('cache-control')).toBe('no-store')
     const cookie = res.headers.get('set-cookie')!
-    expect(cookie).toMatch(/^integration_flow_github=[A-Za-z0-9_-]{43}; Path=\/api\/integrations\/github\/callback; HttpOnly; SameSite=Lax; Max-Age=600; Secure$/)
+    expect(cookie).toMatch(
+      /^integration_flow_github=[A-Za-z0-9_-]{43}; Path=\/api\/integrations\/github\/callback; HttpOnly; SameSite=Lax; Max-Age=600; Secure$/,
+    )
     const answer = await res.json()
     expect(answer.redirectUri).toBe(redirectUriOf('github'))
     const asked = new URL(answer.authorizationUrl)
@@ -141,8 +143,18 @@ describe.each(BACKENDS)('connect flow on %s', (backend) => {
     const started = await startConnect(t, member.token)
     const code = new URL(await fake.authorize(started.authorizationUrl)).searchParams.get('code')!
     // What an attacker who intercepted the code would try: everything but the verifier.
-    const form = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUriOf('github'), client_id: CLIENTS.github.id, client_secret: CLIENTS.github.secret })
-    const res = await fetch(`${fake.url}/login/oauth/access_token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: form })
+    const form = new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: redirectUriOf('github'),
+      client_id: CLIENTS.github.id,
+      client_secret: CLIENTS.github.secret,
+    })
+    const res = await fetch(`${fake.url}/login/oauth/access_token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: form,
+    })
     expect(await res.json()).toMatchObject({ error: 'invalid_grant' })
   })
 
@@ -255,6 +267,12 @@ describe('provider lookup and access', async () => {
     expect(exchange.headers.authorization).toStartWith('Basic ')
     expect(new URLSearchParams(exchange.body).has('client_secret')).toBe(false)
     const status = await (await t.request('/api/integrations/gitlab/status', { headers: bearer(member.token) })).json()
-    expect(status).toMatchObject({ provider: 'gitlab', label: 'GitLab', connected: true, account: { id: '4242', name: 'octo-dev' }, scopes: ['read_user', 'read_repository'] })
+    expect(status).toMatchObject({
+      provider: 'gitlab',
+      label: 'GitLab',
+      connected: true,
+      account: { id: '4242', name: 'octo-dev' },
+      scopes: ['read_user', 'read_repository'],
+    })
   })
 })

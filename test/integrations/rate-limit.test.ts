@@ -6,7 +6,10 @@ const fake = startProvider()
 afterAll(() => fake.close())
 
 // The in-process limiter always; the Redis one as well when REDIS_URL is set.
-const limiters: [string, Record<string, string>][] = [['memory', {}], ...(redisUrl ? [['redis', { REDIS_URL: redisUrl }] as [string, Record<string, string>]] : [])]
+const limiters: [string, Record<string, string>][] = [
+  ['memory', {}],
+  ...(redisUrl ? [['redis', { REDIS_URL: redisUrl }] as [string, Record<string, string>]] : []),
+]
 
 describe.each(limiters)('integrations rate limit (%s limiter)', (_name, env) => {
   test('the 51st integrations request within a minute is 429 with Retry-After, across all integrations routes', async () => {

@@ -25,7 +25,8 @@ describe.each(BACKENDS)('secrets on %s', (backend) => {
       await callback(app, await fake.authorize(started.authorizationUrl), started.cookie)
       await connect(app, fake, token, 'supabase')
       await connect(app, fake, token, 'gitlab')
-      for (const provider of ['github', 'supabase', 'gitlab']) expect((await (await app.request(`/api/integrations/${provider}/status`, { headers: bearer(token) })).json()).connected).toBe(true)
+      for (const provider of ['github', 'supabase', 'gitlab'])
+        expect((await (await app.request(`/api/integrations/${provider}/status`, { headers: bearer(token) })).json()).connected).toBe(true)
       expect(await t.deps.integrations.tokenFor(user.id, 'github')).toBeString()
       await app.request('/api/integrations', { headers: bearer(token) })
       // Failures: an upstream error, then a refused refresh.

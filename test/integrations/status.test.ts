@@ -18,7 +18,10 @@ describe.each(BACKENDS)('status and disconnect on %s', (backend) => {
   })
   afterAll(() => t.close())
   beforeEach(async () => {
-    ;({ token, user: { id: userId } } = await quickUser(t))
+    ;({
+      token,
+      user: { id: userId },
+    } = await quickUser(t))
   })
 
   const status = async (provider: string, query = '') => {

@@ -168,6 +168,10 @@ export async function serviceOn(
 export async function connectThrough(service: IntegrationsService, fake: FakeOAuthProvider, userId: string, provider = 'github'): Promise<void> {
   const flow = await service.begin(userId, provider)
   const back = new URL(await fake.authorize(flow.authorizationUrl))
-  const result = await service.complete(provider, { state: back.searchParams.get('state') ?? undefined, code: back.searchParams.get('code') ?? undefined }, flow.binding)
+  const result = await service.complete(
+    provider,
+    { state: back.searchParams.get('state') ?? undefined, code: back.searchParams.get('code') ?? undefined },
+    flow.binding,
+  )
   expect(result).toMatchObject({ connected: true })
 }

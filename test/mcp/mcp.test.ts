@@ -27,7 +27,13 @@ beforeAll(async () => {
     orgId: otherOrg.id,
     repositoryId: 'repo-secret',
     repositoryName: 'other/secret',
-    files: [{ path: 'src/ledger.ts', language: 'TypeScript', content: 'export function reconcileQuarterlyLedger(entries: number[]) {\n  return entries.reduce((a, b) => a + b, 0)\n}\n' }],
+    files: [
+      {
+        path: 'src/ledger.ts',
+        language: 'TypeScript',
+        content: 'export function reconcileQuarterlyLedger(entries: number[]) {\n  return entries.reduce((a, b) => a + b, 0)\n}\n',
+      },
+    ],
   })
 })
 

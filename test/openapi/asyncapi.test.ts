@@ -37,11 +37,20 @@ describe('the AsyncAPI document', () => {
     const agent = document!.channels().get('agent')!
     expect(agent.address()).toBe('/ws/agent')
     expect(agent.bindings().has('ws')).toBe(true)
-    const names = agent.messages().all().map((m) => m.name())
+    const names = agent
+      .messages()
+      .all()
+      .map((m) => m.name())
     expect(names.sort()).toEqual([...Object.keys(CLIENT_MESSAGES), ...Object.keys(SERVER_MESSAGES)].sort())
     const receive = document!.operations().get('receiveAgentMessage')!
     expect(receive.action()).toBe('receive')
-    expect(receive.messages().all().map((m) => m.name()).sort()).toEqual(Object.keys(CLIENT_MESSAGES).sort())
+    expect(
+      receive
+        .messages()
+        .all()
+        .map((m) => m.name())
+        .sort(),
+    ).toEqual(Object.keys(CLIENT_MESSAGES).sort())
     const subscribe = asyncapi.components.messages.clientSubscribe.payload
     expect(subscribe.properties.afterSeq).toMatchObject({ type: 'integer', minimum: 0 })
     expect(subscribe.additionalProperties).toBe(false)
@@ -56,7 +65,10 @@ describe('the AsyncAPI document', () => {
     ] as const) {
       const stream = document!.channels().get(channel)!
       expect(stream.address()).toBe(address)
-      const names = stream.messages().all().map((m) => m.name())
+      const names = stream
+        .messages()
+        .all()
+        .map((m) => m.name())
       expect(names).toEqual(expect.arrayContaining(['start', 'text-delta', 'reset-step', 'data-search-decision', 'finish', '[DONE]']))
     }
     const decision = asyncapi.components.messages.chunkDataSearchDecision.payload

@@ -89,7 +89,10 @@ describe('a client generated with openapi-typescript', () => {
   })
 
   test('tsc fails a call to an operation the document does not have', async () => {
-    scratch.write('missing.ts', "import createClient from 'openapi-fetch'\nimport type { paths } from './api.ts'\nexport const call = () => createClient<paths>().GET('/api/nowhere', {})\n")
+    scratch.write(
+      'missing.ts',
+      "import createClient from 'openapi-fetch'\nimport type { paths } from './api.ts'\nexport const call = () => createClient<paths>().GET('/api/nowhere', {})\n",
+    )
     const run = await typecheck(scratch.path, ['missing.ts'])
     expect(run.exitCode).not.toBe(0)
     expect(run.output).toContain('/api/nowhere')

@@ -8,7 +8,9 @@ const operation = (method: string, path: string) => doc.paths[path]?.[method]
 const statuses = (op: Record<string, any>) => Object.keys(op.responses)
 type RouteHooks = { detail?: Record<string, unknown>; body?: unknown; params?: unknown; query?: unknown }
 const hooksOf = (route: (typeof t.app.routes)[number]) => (route.hooks ?? {}) as RouteHooks
-const documentedRoutes = t.app.routes.filter((r) => r.method !== 'WS' && r.method !== 'OPTIONS' && hooksOf(r).detail?.hide !== true && !r.path.startsWith('/swagger'))
+const documentedRoutes = t.app.routes.filter(
+  (r) => r.method !== 'WS' && r.method !== 'OPTIONS' && hooksOf(r).detail?.hide !== true && !r.path.startsWith('/swagger'),
+)
 const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}')
 
 describe('the OpenAPI document', () => {
@@ -24,7 +26,10 @@ describe('the OpenAPI document', () => {
     for (const route of documentedRoutes) {
       const op = operation(route.method.toLowerCase(), openApiPath(route.path))
       expect(op, `${route.method} ${route.path}`).toBeDefined()
-      expect(statuses(op).some((s) => /^(2\d\d|101|30[123])$/.test(s)), `${route.method} ${route.path} success`).toBe(true)
+      expect(
+        statuses(op).some((s) => /^(2\d\d|101|30[123])$/.test(s)),
+        `${route.method} ${route.path} success`,
+      ).toBe(true)
     }
   })
 
@@ -62,7 +67,8 @@ describe('the OpenAPI document', () => {
       const { body, params, query } = hooksOf(route)
       const declared = statuses(operation(route.method.toLowerCase(), openApiPath(route.path)))
       expect({ route: route.path, declared }).toEqual({ route: route.path, declared: expect.arrayContaining(['414', '431']) })
-      if (route.method !== 'GET') expect({ route: route.path, declared }).toEqual({ route: route.path, declared: expect.arrayContaining(['400', '413', '415']) })
+      if (route.method !== 'GET')
+        expect({ route: route.path, declared }).toEqual({ route: route.path, declared: expect.arrayContaining(['400', '413', '415']) })
       if (body) expect({ route: route.path, declared }).toEqual({ route: route.path, declared: expect.arrayContaining(['422']) })
       if (params || query) expect({ route: route.path, declared }).toEqual({ route: route.path, declared: expect.arrayContaining(['422']) })
     }

@@ -49,7 +49,9 @@ async function ask({ path, method }: Operation, probe: Probe): Promise<number> {
   }
   const url = `${BASE}${target}${probe.query ? `?${probe.query}` : ''}`
   const controller = new AbortController()
-  const res = await t.app.handle(new Request(url, { method: method.toUpperCase(), headers, body: withBody ? probe.body : undefined, signal: controller.signal }))
+  const res = await t.app.handle(
+    new Request(url, { method: method.toUpperCase(), headers, body: withBody ? probe.body : undefined, signal: controller.signal }),
+  )
   // Streams are not read to their end: the status is all that is asked.
   controller.abort()
   await res.body?.cancel().catch(() => {})

@@ -47,7 +47,10 @@ export function operationsOf(doc: Json): Operation[] {
 export function resolved(doc: Json, response: Json): Json {
   const ref: string | undefined = response?.$ref
   if (!ref) return response
-  return ref.split('/').slice(1).reduce((node: Json, key) => node[key], doc)
+  return ref
+    .split('/')
+    .slice(1)
+    .reduce((node: Json, key) => node[key], doc)
 }
 
 /** A scratch directory that resolves packages from the project's node_modules; removed by `remove`. */

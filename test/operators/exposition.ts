@@ -22,7 +22,9 @@ export function samplesOf(text: string): Sample[] {
     if (line === '' || line.startsWith('#')) continue
     const match = SAMPLE.exec(line)
     if (!match) throw new Error(`not a sample line: ${line}`)
-    const labels = Object.fromEntries([...(match[2] ?? '').matchAll(LABEL)].map((m) => [m[1]!, m[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c))]))
+    const labels = Object.fromEntries(
+      [...(match[2] ?? '').matchAll(LABEL)].map((m) => [m[1]!, m[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c))]),
+    )
     samples.push({ name: match[1]!, labels, value: Number(match[3]) })
   }
   return samples

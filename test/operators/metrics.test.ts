@@ -40,7 +40,13 @@ describe('without METRICS_TOKEN or METRICS_PORT', () => {
 })
 
 describe('with METRICS_TOKEN', async () => {
-  const t = await makeApp({ METRICS_TOKEN: TOKEN, ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password, RATE_LIMIT_BURST: '3', RATE_LIMIT_BURST_WINDOW_SECONDS: '60' })
+  const t = await makeApp({
+    METRICS_TOKEN: TOKEN,
+    ADMIN_EMAIL: ADMIN.email,
+    ADMIN_PASSWORD: ADMIN.password,
+    RATE_LIMIT_BURST: '3',
+    RATE_LIMIT_BURST_WINDOW_SECONDS: '60',
+  })
   afterAll(() => t.close())
 
   test('answers 401 with a problem body to no token, another token and a user access token', async () => {
@@ -87,7 +93,10 @@ describe('with METRICS_TOKEN', async () => {
     const after = await scrape(t)
     expect(count(after, { method: 'GET', route: '/health', status: '200' }) - count(before, { method: 'GET', route: '/health', status: '200' })).toBe(2)
     // By the route's pattern, never the path the client sent.
-    expect(count(after, { method: 'GET', route: '/api/chat/:id/stream', status: '401' }) - count(before, { method: 'GET', route: '/api/chat/:id/stream', status: '401' })).toBe(1)
+    expect(
+      count(after, { method: 'GET', route: '/api/chat/:id/stream', status: '401' }) -
+        count(before, { method: 'GET', route: '/api/chat/:id/stream', status: '401' }),
+    ).toBe(1)
     expect(count(after, { method: 'GET', route: 'unmatched', status: '404' }) - count(before, { method: 'GET', route: 'unmatched', status: '404' })).toBe(1)
     expect(after.some((s) => s.labels.route === '/no/such/route' || s.labels.route === '/api/chat/some-chat/stream')).toBe(false)
     expect(sampleValue(after, 'http_request_duration_seconds_sum', { route: '/health', status: '200' })).toBeGreaterThan(0)
@@ -126,7 +135,10 @@ describe('model calls and streams', async () => {
     expect(openDuring).toBeGreaterThanOrEqual(openBefore + 1)
     release()
     await reading
-    await eventually(async () => (sampleValue(await scrape(h.t), 'model_request_duration_seconds_count', { model: 'fake-model', outcome: 'ok' }) ?? 0) === 1, 'the call to end')
+    await eventually(
+      async () => (sampleValue(await scrape(h.t), 'model_request_duration_seconds_count', { model: 'fake-model', outcome: 'ok' }) ?? 0) === 1,
+      'the call to end',
+    )
     const after = await scrape(h.t)
     expect(sampleValue(after, 'model_tokens_total', { model: 'fake-model', direction: 'input' })).toBe(17)
     expect(sampleValue(after, 'model_tokens_total', { model: 'fake-model', direction: 'output' })).toBe(4)
@@ -137,7 +149,10 @@ describe('model calls and streams', async () => {
   test('a failed model call is counted as an error', async () => {
     h.model.queue.push({ status: 500 }, { status: 500 })
     await readEvents(await h.post({ messages: [{ role: 'user', content: 'fail please' }] }))
-    await eventually(async () => (sampleValue(await scrape(h.t), 'model_request_duration_seconds_count', { model: 'fake-model', outcome: 'error' }) ?? 0) === 1, 'the failure')
+    await eventually(
+      async () => (sampleValue(await scrape(h.t), 'model_request_duration_seconds_count', { model: 'fake-model', outcome: 'error' }) ?? 0) === 1,
+      'the failure',
+    )
   })
 })
 
@@ -152,7 +167,10 @@ describe('agents and imports', () => {
       await client.next(isFinal(done))
       const failed = await h.run(client, 'status', { taskId: 'task_nope' })
       await client.next(isFinal(failed))
-      await eventually(async () => (sampleValue(await scrape(h.t), 'agent_tasks_finished_total', { command: 'status', status: 'failed' }) ?? 0) === 1, 'the failed task')
+      await eventually(
+        async () => (sampleValue(await scrape(h.t), 'agent_tasks_finished_total', { command: 'status', status: 'failed' }) ?? 0) === 1,
+        'the failed task',
+      )
       const samples = await scrape(h.t)
       expect(sampleValue(samples, 'agent_tasks_finished_total', { command: 'status', status: 'succeeded' })).toBe(1)
       expect(sampleValue(samples, 'agent_tasks_running')).toBe(0)

@@ -53,7 +53,9 @@ test('a server that answers but refuses the database is named with its own reaso
   missing.pathname = '/no_such_database_for_this_test'
   const run = await runToEnd(fromSource([]), { DATA_DIR: dataDir, DATABASE_URL: missing.toString() })
   expect(run.exitCode).toBe(78)
-  expect(run.stderr).toContain(`DATABASE_URL: cannot use PostgreSQL at ${missing.hostname}:${missing.port || 5432}: database "no_such_database_for_this_test" does not exist`)
+  expect(run.stderr).toContain(
+    `DATABASE_URL: cannot use PostgreSQL at ${missing.hostname}:${missing.port || 5432}: database "no_such_database_for_this_test" does not exist`,
+  )
 })
 
 test('an invalid variable still exits 78 with every problem listed', async () => {

@@ -6,7 +6,9 @@ import { bearer, forEachBackend, userWithRole, type BackendDatabase } from '../h
 import { billingApp } from './harness.ts'
 
 const append = (db: Database, n: number, at = Date.now()) =>
-  db.sql.begin((tx) => appendAudit(tx, { orgId: 'org-1', actor: 'system', action: 'test.entry', requestId: `r${n}`, clientIp: null, details: { n, nested: { b: 2, a: 1 } } }, at))
+  db.sql.begin((tx) =>
+    appendAudit(tx, { orgId: 'org-1', actor: 'system', action: 'test.entry', requestId: `r${n}`, clientIp: null, details: { n, nested: { b: 2, a: 1 } } }, at),
+  )
 
 test('canonical JSON sorts keys at every level and drops undefined members', () => {
   expect(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: undefined } })).toBe('{"a":{"d":[1,{"y":2,"z":1}]},"b":1}')
@@ -38,14 +40,28 @@ forEachBackend((backend) => {
     test('an altered entry is reported, with the entries that still hold before it', async () => {
       for (let i = 0; i < 6; i++) await append(db, i)
       await db.sql`UPDATE audit_log SET details = ${'{"n":99}'} WHERE seq = 4`
-      expect(await verifyAuditChain(db, 2)).toEqual({ valid: false, checked: 3, headSeq: 6, firstBroken: { seq: 4, reason: 'content does not match its hash' } })
+      expect(await verifyAuditChain(db, 2)).toEqual({
+        valid: false,
+        checked: 3,
+        headSeq: 6,
+        firstBroken: { seq: 4, reason: 'content does not match its hash' },
+      })
     })
 
     test('an entry rewritten together with its own hash breaks the link to the next one', async () => {
       for (let i = 0; i < 5; i++) await append(db, i)
       const [row] = await db.sql`SELECT * FROM audit_log WHERE seq = 2`
       const { entryHash } = await import('../../plugins/payments/audit-log.ts')
-      const forged = { seq: 2, at: Number(row.at), orgId: row.org_id, actor: 'system', action: 'test.entry', requestId: row.request_id, clientIp: null, detailsText: '{"n":-1}' }
+      const forged = {
+        seq: 2,
+        at: Number(row.at),
+        orgId: row.org_id,
+        actor: 'system',
+        action: 'test.entry',
+        requestId: row.request_id,
+        clientIp: null,
+        detailsText: '{"n":-1}',
+      }
       await db.sql`UPDATE audit_log SET details = ${forged.detailsText}, hash = ${entryHash(row.prev_hash, forged)} WHERE seq = 2`
       expect((await verifyAuditChain(db)).firstBroken).toEqual({ seq: 3, reason: 'prev_hash does not match the previous entry' })
     })
@@ -77,7 +93,7 @@ describe('GET /api/audit-logs', async () => {
   await write(org.id, 'checkout.created', `user:${admin.user.id}`, 30)
   const list = async (query: string, token = admin.token) => t.request(`/api/audit-logs${query}`, { headers: bearer(token) })
 
-  test('pages through the organisation\'s entries, newest first, with a cursor', async () => {
+  test("pages through the organisation's entries, newest first, with a cursor", async () => {
     const seen: number[] = []
     let cursor: string | null = ''
     let pages = 0
@@ -92,7 +108,12 @@ describe('GET /api/audit-logs', async () => {
     expect(seen).toEqual([30, 20, 10, 0])
     expect(pages).toBe(2)
     const [entry] = (await (await list('?limit=1')).json()).entries
-    expect(entry).toMatchObject({ organizationId: org.id, actor: `user:${admin.user.id}`, action: 'checkout.created', at: new Date(base + 30 * 60_000).toISOString() })
+    expect(entry).toMatchObject({
+      organizationId: org.id,
+      actor: `user:${admin.user.id}`,
+      action: 'checkout.created',
+      at: new Date(base + 30 * 60_000).toISOString(),
+    })
     expect(entry.hash).toMatch(/^[0-9a-f]{64}$/)
   })
 

@@ -82,7 +82,9 @@ describe('POST /api/payment/create-checkout', async () => {
     expect(again.sessionId).toBe(first.sessionId)
     expect(t.stripe.checkoutSessions.size).toBe(sessionsBefore + 1)
     // Both requests reached the provider with one idempotency key.
-    const keys = t.stripe.requests.filter((r) => r.path === '/v1/checkout/sessions' && r.body.includes(encodeURIComponent(org.id))).map((r) => r.headers['idempotency-key'])
+    const keys = t.stripe.requests
+      .filter((r) => r.path === '/v1/checkout/sessions' && r.body.includes(encodeURIComponent(org.id)))
+      .map((r) => r.headers['idempotency-key'])
     expect(keys).toHaveLength(3)
     expect(new Set(keys).size).toBe(1)
     // A different choice is a different checkout.

@@ -20,7 +20,17 @@ export const ids = {
 export const seconds = (ms = Date.now()) => Math.floor(ms / 1000)
 
 export function event(type: string, object: Obj, created: number, id = ids.event()) {
-  return { id, object: 'event', api_version: '2026-10-28.endive', created, type, livemode: false, pending_webhooks: 1, request: { id: null, idempotency_key: null }, data: { object } }
+  return {
+    id,
+    object: 'event',
+    api_version: '2026-10-28.endive',
+    created,
+    type,
+    livemode: false,
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    data: { object },
+  }
 }
 export type StripeEvent = ReturnType<typeof event>
 
@@ -64,7 +74,15 @@ export function subscription(f: SubscriptionFacts) {
   }
 }
 
-export function checkoutSession(f: { id?: string; customer: string; subscription: string; orgId: string; userId?: string; plan: string; paymentStatus: 'paid' | 'unpaid' | 'no_payment_required' }) {
+export function checkoutSession(f: {
+  id?: string
+  customer: string
+  subscription: string
+  orgId: string
+  userId?: string
+  plan: string
+  paymentStatus: 'paid' | 'unpaid' | 'no_payment_required'
+}) {
   return {
     id: f.id ?? ids.session(),
     object: 'checkout.session',
@@ -86,6 +104,10 @@ export function invoice(f: { id?: string; customer: string; subscription: string
     status: f.status,
     billing_reason: 'subscription_create',
     hosted_invoice_url: f.hostedUrl ?? null,
-    parent: { type: 'subscription_details', quote_details: null, subscription_details: { subscription: f.subscription, metadata: { orgId: f.orgId, plan: f.plan } } },
+    parent: {
+      type: 'subscription_details',
+      quote_details: null,
+      subscription_details: { subscription: f.subscription, metadata: { orgId: f.orgId, plan: f.plan } },
+    },
   }
 }

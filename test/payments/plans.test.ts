@@ -23,10 +23,22 @@ describe('plans follow billing through the access layer', async () => {
 
     const started = await (await t.send('POST', '/api/payment/create-checkout', { plan: 'enterprise', seats: 4 }, bearer(owner.token))).json()
     const session = t.stripe.checkoutSessions.get(started.sessionId)!
-    const f: SubscriptionFacts = { id: ids.subscription(), customer: session.customer, orgId: org.id, plan: 'enterprise', priceId: PRICES.enterprise, status: 'active', seats: 4, periodEnd: seconds() + 30 * 86_400 }
+    const f: SubscriptionFacts = {
+      id: ids.subscription(),
+      customer: session.customer,
+      orgId: org.id,
+      plan: 'enterprise',
+      priceId: PRICES.enterprise,
+      status: 'active',
+      seats: 4,
+      periodEnd: seconds() + 30 * 86_400,
+    }
     await deliverOk(t, event('customer.subscription.created', subscription(f), seconds() - 2))
     expect((await usage()).status).toBe(403)
-    await deliverOk(t, event('invoice.paid', invoice({ customer: f.customer, subscription: f.id, orgId: org.id, plan: 'enterprise', status: 'paid' }), seconds() - 1))
+    await deliverOk(
+      t,
+      event('invoice.paid', invoice({ customer: f.customer, subscription: f.id, orgId: org.id, plan: 'enterprise', status: 'paid' }), seconds() - 1),
+    )
     expect((await usage()).status).toBe(200)
 
     const billing = await t.request('/api/billing', { headers: bearer(member.token) })
@@ -58,9 +70,24 @@ describe('plans follow billing through the access layer', async () => {
   test('a plan change made in the portal moves the plan; a cancellation keeps it until the period ends', async () => {
     const org = await t.deps.accounts.createOrganization('Downgrade Co', 'free')
     const { token } = await userWithRole(t, 'owner', { orgId: org.id })
-    const f: SubscriptionFacts = { id: ids.subscription(), customer: ids.customer(), orgId: org.id, plan: 'team', priceId: PRICES.team, status: 'active', periodEnd: seconds() + 10 * 86_400 }
+    const f: SubscriptionFacts = {
+      id: ids.subscription(),
+      customer: ids.customer(),
+      orgId: org.id,
+      plan: 'team',
+      priceId: PRICES.team,
+      status: 'active',
+      periodEnd: seconds() + 10 * 86_400,
+    }
     const at = seconds() - 100
-    await deliverOk(t, event('checkout.session.completed', checkoutSession({ customer: f.customer, subscription: f.id, orgId: org.id, plan: 'team', paymentStatus: 'paid' }), at))
+    await deliverOk(
+      t,
+      event(
+        'checkout.session.completed',
+        checkoutSession({ customer: f.customer, subscription: f.id, orgId: org.id, plan: 'team', paymentStatus: 'paid' }),
+        at,
+      ),
+    )
     await deliverOk(t, event('customer.subscription.updated', subscription(f), at + 1))
     expect(await t.deps.plans.planOf(org.id)).toBe('team')
     // The customer switches to pro in the portal: the subscription's price changes.
@@ -82,9 +109,20 @@ describe('plans follow billing through the access layer', async () => {
 
   test('a failed checkout leaves a plan set by an operator alone', async () => {
     const org = await t.deps.accounts.createOrganization('Contract Co', 'enterprise')
-    const f: SubscriptionFacts = { id: ids.subscription(), customer: ids.customer(), orgId: org.id, plan: 'pro', priceId: PRICES.pro, status: 'incomplete', periodEnd: seconds() + 1000 }
+    const f: SubscriptionFacts = {
+      id: ids.subscription(),
+      customer: ids.customer(),
+      orgId: org.id,
+      plan: 'pro',
+      priceId: PRICES.pro,
+      status: 'incomplete',
+      periodEnd: seconds() + 1000,
+    }
     await deliverOk(t, event('customer.subscription.created', subscription(f), seconds()))
-    await deliverOk(t, event('invoice.payment_failed', invoice({ customer: f.customer, subscription: f.id, orgId: org.id, plan: 'pro', status: 'open' }), seconds()))
+    await deliverOk(
+      t,
+      event('invoice.payment_failed', invoice({ customer: f.customer, subscription: f.id, orgId: org.id, plan: 'pro', status: 'open' }), seconds()),
+    )
     expect((await t.deps.accounts.organization(org.id))!.plan).toBe('enterprise')
   })
 })
@@ -108,15 +146,38 @@ forEachBackend((backend) => {
 
     async function setUp(name: string) {
       const plans = createPlanDirectory(accounts, { enterprise: config.plans.enterprise, fallbackPlan: 'free', now })
-      const payments = createPaymentsService({ db: store.db, accounts, plans, logger: memoryLogger('error'), settings: config.payments, planIds: config.plans.ids, now, recoveryIntervalMs: 0 })
+      const payments = createPaymentsService({
+        db: store.db,
+        accounts,
+        plans,
+        logger: memoryLogger('error'),
+        settings: config.payments,
+        planIds: config.plans.ids,
+        now,
+        recoveryIntervalMs: 0,
+      })
       const org = await accounts.createOrganization(name, 'free')
-      const f: SubscriptionFacts = { id: ids.subscription(), customer: ids.customer(), orgId: org.id, plan: 'enterprise', priceId: PRICES.enterprise, status: 'active', periodEnd: seconds(clock) + 30 * 86_400 }
+      const f: SubscriptionFacts = {
+        id: ids.subscription(),
+        customer: ids.customer(),
+        orgId: org.id,
+        plan: 'enterprise',
+        priceId: PRICES.enterprise,
+        status: 'active',
+        periodEnd: seconds(clock) + 30 * 86_400,
+      }
       // Signed at the service's own clock, as a delivery at that moment would be.
       const deliver = async (e: ReturnType<typeof event>) => {
         const payload = payloadOf(e)
         return payments.receiveWebhook(payload, await signature(payload, { timestamp: seconds(clock) }), { requestId: null, clientIp: null })
       }
-      await deliver(event('checkout.session.completed', checkoutSession({ customer: f.customer, subscription: f.id, orgId: org.id, plan: 'enterprise', paymentStatus: 'paid' }), seconds(clock)))
+      await deliver(
+        event(
+          'checkout.session.completed',
+          checkoutSession({ customer: f.customer, subscription: f.id, orgId: org.id, plan: 'enterprise', paymentStatus: 'paid' }),
+          seconds(clock),
+        ),
+      )
       await deliver(event('customer.subscription.updated', subscription(f), seconds(clock)))
       expect(await plans.planOf(org.id)).toBe('enterprise')
       return { plans, payments, org, f, deliver }
@@ -126,7 +187,13 @@ forEachBackend((backend) => {
       test(`${ending === 'unpaid' ? 'an' : 'a'} ${ending} subscription keeps its plan until the period ends, then falls back to the first plan`, async () => {
         const { plans, payments, org, f, deliver } = await setUp(`Lapsing ${ending} Co`)
         clock += 86_400_000
-        await deliver(event(ending === 'canceled' ? 'customer.subscription.deleted' : 'customer.subscription.updated', subscription({ ...f, status: ending }), seconds(clock)))
+        await deliver(
+          event(
+            ending === 'canceled' ? 'customer.subscription.deleted' : 'customer.subscription.updated',
+            subscription({ ...f, status: ending }),
+            seconds(clock),
+          ),
+        )
         expect(await plans.isEnterprise(org.id)).toBe(true)
         expect(await payments.recover()).toEqual({ events: 0, lapsedPlans: 0 })
 

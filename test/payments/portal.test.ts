@@ -7,7 +7,8 @@ describe('GET /api/payment/billing-portal', async () => {
   afterAll(() => t.close())
   const org = await t.deps.accounts.createOrganization('Portal Co', 'free')
   const owner = await userWithRole(t, 'owner', { orgId: org.id })
-  const portal = (token: string, headers: Record<string, string> = {}) => t.request('/api/payment/billing-portal', { headers: { ...bearer(token), ...headers } })
+  const portal = (token: string, headers: Record<string, string> = {}) =>
+    t.request('/api/payment/billing-portal', { headers: { ...bearer(token), ...headers } })
 
   test('an organisation that never started a checkout gets 409 no_customer', async () => {
     const res = await portal(owner.token)
@@ -16,7 +17,7 @@ describe('GET /api/payment/billing-portal', async () => {
     expect(t.stripe.portalSessions.size).toBe(0)
   })
 
-  test('redirects (303) to a portal session for the organisation\'s customer, returning to the configured page', async () => {
+  test("redirects (303) to a portal session for the organisation's customer, returning to the configured page", async () => {
     expect((await t.send('POST', '/api/payment/create-checkout', { plan: 'pro' }, bearer(owner.token))).status).toBe(200)
     const res = await portal(owner.token, { 'x-request-id': 'portal-req-1' })
     expect(res.status).toBe(303)

@@ -37,7 +37,11 @@ forEachBackend((backend) => {
       })
     async function paidCheckoutEvent(name: string) {
       const org = await accounts.createOrganization(name, 'free')
-      const e = event('checkout.session.completed', checkoutSession({ customer: ids.customer(), subscription: ids.subscription(), orgId: org.id, plan: 'pro', paymentStatus: 'paid' }), seconds())
+      const e = event(
+        'checkout.session.completed',
+        checkoutSession({ customer: ids.customer(), subscription: ids.subscription(), orgId: org.id, plan: 'pro', paymentStatus: 'paid' }),
+        seconds(),
+      )
       const payload = payloadOf(e)
       return { org, e, payload, header: await signature(payload) }
     }

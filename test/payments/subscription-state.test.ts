@@ -52,7 +52,8 @@ describe('what a subscription grants', () => {
   })
 
   test('renewing statuses grant the plan; an ending one until its period end; dead ones nothing', () => {
-    for (const status of ['active', 'trialing', 'past_due', 'incomplete']) expect(entitlementOf(record({ status }), NOW)).toEqual({ plan: 'pro', expiresAt: null })
+    for (const status of ['active', 'trialing', 'past_due', 'incomplete'])
+      expect(entitlementOf(record({ status }), NOW)).toEqual({ plan: 'pro', expiresAt: null })
     expect(entitlementOf(record({ cancelAtPeriodEnd: true }), NOW)).toEqual({ plan: 'pro', expiresAt: NOW + 86_400_000 })
     for (const status of ['canceled', 'unpaid']) {
       expect(entitlementOf(record({ status }), NOW)).toEqual({ plan: 'pro', expiresAt: NOW + 86_400_000 })

@@ -17,7 +17,9 @@ forEachBillingBackend((backend) => {
 
     const planOf = async (orgId: string) => (await t.deps.accounts.organization(orgId))!.plan
     const appliedCount = async (eventId: string) =>
-      Number((await t.deps.db.sql`SELECT COUNT(*) AS n FROM audit_log WHERE action = 'payment_event.applied' AND details LIKE ${`%"eventId":"${eventId}"%`}`)[0].n)
+      Number(
+        (await t.deps.db.sql`SELECT COUNT(*) AS n FROM audit_log WHERE action = 'payment_event.applied' AND details LIKE ${`%"eventId":"${eventId}"%`}`)[0].n,
+      )
     async function newSubscription(name: string, plan: keyof typeof PRICES = 'team', periodEnd = seconds() + 30 * 86_400): Promise<SubscriptionFacts> {
       const org = await t.deps.accounts.createOrganization(name, 'free')
       return { id: ids.subscription(), customer: ids.customer(), orgId: org.id, plan, priceId: PRICES[plan], status: 'incomplete', periodEnd }
@@ -28,7 +30,11 @@ forEachBillingBackend((backend) => {
         created: event('customer.subscription.created', subscription({ ...f, status: 'incomplete' }), at),
         paid: event('invoice.paid', invoice({ customer: f.customer, subscription: f.id, orgId: f.orgId, plan: f.plan, status: 'paid' }), at + 1),
         activated: event('customer.subscription.updated', subscription({ ...f, status: 'active', seats: 3 }), at + 1),
-        completed: event('checkout.session.completed', checkoutSession({ customer: f.customer, subscription: f.id, orgId: f.orgId, plan: f.plan, paymentStatus: 'paid' }), at + 2),
+        completed: event(
+          'checkout.session.completed',
+          checkoutSession({ customer: f.customer, subscription: f.id, orgId: f.orgId, plan: f.plan, paymentStatus: 'paid' }),
+          at + 2,
+        ),
       }
     }
 
@@ -88,7 +94,8 @@ forEachBillingBackend((backend) => {
       const receipts = await Promise.all(Array.from({ length: 10 }, () => deliverOk(t, completed)))
       expect(receipts.filter((r) => !r.duplicate)).toHaveLength(1)
       expect(await appliedCount(completed.id)).toBe(1)
-      const received = await t.deps.db.sql`SELECT COUNT(*) AS n FROM audit_log WHERE action = 'payment_webhook.received' AND details LIKE ${`%${completed.id}%`}`
+      const received = await t.deps.db
+        .sql`SELECT COUNT(*) AS n FROM audit_log WHERE action = 'payment_webhook.received' AND details LIKE ${`%${completed.id}%`}`
       expect(Number(received[0].n)).toBe(1)
       const [row] = await t.deps.db.sql`SELECT attempts, result FROM payment_events WHERE id = ${completed.id}`
       expect({ attempts: Number(row.attempts), result: row.result }).toEqual({ attempts: 1, result: 'applied' })
@@ -97,7 +104,14 @@ forEachBillingBackend((backend) => {
     test('an older subscription event never overwrites newer state', async () => {
       const f = await newSubscription('Late Letter Co')
       const at = seconds() - 600
-      await deliverOk(t, event('checkout.session.completed', checkoutSession({ customer: f.customer, subscription: f.id, orgId: f.orgId, plan: 'team', paymentStatus: 'paid' }), at))
+      await deliverOk(
+        t,
+        event(
+          'checkout.session.completed',
+          checkoutSession({ customer: f.customer, subscription: f.id, orgId: f.orgId, plan: 'team', paymentStatus: 'paid' }),
+          at,
+        ),
+      )
       const newer = event('customer.subscription.updated', subscription({ ...f, status: 'active', seats: 5 }), at + 20)
       const older = event('customer.subscription.updated', subscription({ ...f, status: 'active', seats: 2 }), at + 10)
       await deliverOk(t, newer)
@@ -117,8 +131,16 @@ forEachBillingBackend((backend) => {
       const hostedUrl = 'https://invoice.stripe.test/i/acct_1/test_3ds'
       const sequence: StripeEvent[] = [
         event('customer.subscription.created', subscription({ ...f, status: 'incomplete' }), at),
-        event('invoice.payment_action_required', invoice({ customer: f.customer, subscription: f.id, orgId: f.orgId, plan: f.plan, status: 'open', hostedUrl }), at),
-        event('checkout.session.completed', checkoutSession({ customer: f.customer, subscription: f.id, orgId: f.orgId, plan: f.plan, paymentStatus: 'unpaid' }), at + 1),
+        event(
+          'invoice.payment_action_required',
+          invoice({ customer: f.customer, subscription: f.id, orgId: f.orgId, plan: f.plan, status: 'open', hostedUrl }),
+          at,
+        ),
+        event(
+          'checkout.session.completed',
+          checkoutSession({ customer: f.customer, subscription: f.id, orgId: f.orgId, plan: f.plan, paymentStatus: 'unpaid' }),
+          at + 1,
+        ),
       ]
       for (const e of sequence) await deliverOk(t, e)
       expect(await planOf(f.orgId)).toBe('free')
@@ -157,7 +179,19 @@ forEachBillingBackend((backend) => {
     })
 
     test('events about organisations this service does not know are stored and acknowledged, changing nothing', async () => {
-      const stranger = event('customer.subscription.updated', subscription({ id: ids.subscription(), customer: ids.customer(), orgId: 'no-such-org', plan: 'team', priceId: PRICES.team, status: 'active', periodEnd: seconds() + 1000 }), seconds())
+      const stranger = event(
+        'customer.subscription.updated',
+        subscription({
+          id: ids.subscription(),
+          customer: ids.customer(),
+          orgId: 'no-such-org',
+          plan: 'team',
+          priceId: PRICES.team,
+          status: 'active',
+          periodEnd: seconds() + 1000,
+        }),
+        seconds(),
+      )
       expect(await deliverOk(t, stranger)).toMatchObject({ duplicate: false })
       const [row] = await t.deps.db.sql`SELECT result FROM payment_events WHERE id = ${stranger.id}`
       expect(row.result).toStartWith('ignored: no organisation')

@@ -43,7 +43,8 @@ describe('payment webhook signature', async () => {
     const payload = payloadOf(sample())
     const good = await signature(payload)
     const v1 = good.split(',')[1]!
-    for (const header of ['garbage', `t=soon,${v1}`, `t=${seconds()}`, v1, `t=${seconds()},t=${seconds()},${v1}`]) await refused(await deliver(t, sample(), { header }), 'malformed')
+    for (const header of ['garbage', `t=soon,${v1}`, `t=${seconds()}`, v1, `t=${seconds()},t=${seconds()},${v1}`])
+      await refused(await deliver(t, sample(), { header }), 'malformed')
   })
 
   test('a signature made with another secret is refused', async () => {

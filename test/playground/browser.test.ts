@@ -129,7 +129,9 @@ describe.skipIf(!available)('the playground in a browser', () => {
     await page.locator('#chat .status[data-status="ready"]').waitFor()
     const decision = assistant('chat').locator('[data-part="search-decision"]')
     expect(await decision.getAttribute('data-decision')).toBe('search')
-    expect(await decision.textContent()).toMatch(/^Searching the web: confidence below the threshold \(confidence 0\.50, threshold 0\.8, logprobs over [1-4] tokens\)$/)
+    expect(await decision.textContent()).toMatch(
+      /^Searching the web: confidence below the threshold \(confidence 0\.50, threshold 0\.8, logprobs over [1-4] tokens\)$/,
+    )
     // The draft was withdrawn (reset-step): only the grounded answer is left, with its sources.
     expect(await assistant('chat').locator('[data-part="text"]').allTextContents()).toEqual(['It is Paris [1].'])
     expect(await assistant('chat').locator('[data-part="sources"] a').count()).toBeGreaterThan(0)

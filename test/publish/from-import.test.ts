@@ -38,7 +38,7 @@ describe('publishing from an import', () => {
     expect(await again.json()).toMatchObject({ unchanged: true, commit: answer.commit })
   })
 
-  test("a later change to the repository does not change what the import id names", async () => {
+  test('a later change to the repository does not change what the import id names', async () => {
     w.moveBranch('acme', 'site-source', 'main', { 'dist/index.html': '<h1>changed later</h1>' })
     const reimport = await w.t.deps.imports.start({ orgId: m.orgId, userId: m.userId }, { repository: `${w.git.url}/acme/site-source.git` })
     await w.t.deps.imports.settled(reimport.id)
@@ -78,7 +78,10 @@ describe('publishing from an import', () => {
 
   test("another organisation's import is 404, as is an unknown id", async () => {
     const stranger = await w.connectedMember()
-    for (const [token, id] of [[stranger.token, importId], [m.token, 'no-such-import']] as const) {
+    for (const [token, id] of [
+      [stranger.token, importId],
+      [m.token, 'no-such-import'],
+    ] as const) {
       const response = await w.publish(token, { repository: `${LOGIN}/x`, source: { importId: id, directory: 'dist' } })
       expect(response.status).toBe(404)
       expect(await response.json()).toMatchObject({ code: 'not_found', errors: [{ field: 'source.importId' }] })

@@ -91,7 +91,10 @@ for (const backend of BACKENDS) {
     test('a custom domain is written as CNAME, set on the Pages site, and is the answered URL', async () => {
       const res = await w.publish(token, {
         repository: `${LOGIN}/site`,
-        files: [{ path: 'index.html', content: '<h1>second</h1>' }, { path: 'about/index.html', content: '<p>about</p>' }],
+        files: [
+          { path: 'index.html', content: '<h1>second</h1>' },
+          { path: 'about/index.html', content: '<p>about</p>' },
+        ],
         customDomain: 'Docs.Example.com',
       })
       expect(res.status).toBe(200)
@@ -105,7 +108,10 @@ for (const backend of BACKENDS) {
     test('a later publish without the custom domain removes it, from the files and the Pages site', async () => {
       const res = await w.publish(token, {
         repository: `${LOGIN}/site`,
-        files: [{ path: 'index.html', content: '<h1>second</h1>' }, { path: 'about/index.html', content: '<p>about</p>' }],
+        files: [
+          { path: 'index.html', content: '<h1>second</h1>' },
+          { path: 'about/index.html', content: '<p>about</p>' },
+        ],
       })
       expect(await res.json()).toMatchObject({ unchanged: false, url: `https://${LOGIN}.github.io/site/`, pages: 'updated' })
       expect(Object.keys(await w.clone(LOGIN, 'site', 'gh-pages'))).not.toContain('CNAME')
@@ -117,7 +123,13 @@ for (const backend of BACKENDS) {
       const mainTip = w.tip(LOGIN, 'project', 'main')
       const res = await w.publish(token, { repository: `${LOGIN}/project`, branch: 'site/live', files: sampleSite('project').files })
       expect(res.status).toBe(200)
-      expect(await res.json()).toMatchObject({ repositoryCreated: false, branch: 'site/live', pages: 'enabled', previousCommit: null, url: `https://${LOGIN}.github.io/project/` })
+      expect(await res.json()).toMatchObject({
+        repositoryCreated: false,
+        branch: 'site/live',
+        pages: 'enabled',
+        previousCommit: null,
+        url: `https://${LOGIN}.github.io/project/`,
+      })
       expect(w.tip(LOGIN, 'project', 'main')).toBe(mainTip)
       expect(text(await w.clone(LOGIN, 'project', 'site/live'), 'index.html')).toContain('Hello project')
       expect(w.api.repository(LOGIN, 'project')!.pages).toMatchObject({ branch: 'site/live' })

@@ -33,6 +33,8 @@ describe('pull requests at the code-host API', () => {
       code: 'upstream_error',
       message: expect.stringContaining('422'),
     })
-    await expect(api.openPullRequest(TOKEN, 'acme', 'readonly', { head: 'fix/a', base: 'main', title: 'x', body: '' })).rejects.toMatchObject({ code: 'codehost_forbidden' })
+    await expect(api.openPullRequest(TOKEN, 'acme', 'readonly', { head: 'fix/a', base: 'main', title: 'x', body: '' })).rejects.toMatchObject({
+      code: 'codehost_forbidden',
+    })
   })
 })

@@ -87,7 +87,7 @@ describe('rejected and half-done publishes', () => {
     expect(w.api.repository(LOGIN, 'protected')!.pages!.cname).toBeNull()
   })
 
-  test("a token the git server refuses is 403 codehost_forbidden and the branch is not created", async () => {
+  test('a token the git server refuses is 403 codehost_forbidden and the branch is not created', async () => {
     const accepted = w.git.basicAuth
     w.git.basicAuth = 'x-access-token:some-other-token'
     try {
@@ -119,9 +119,7 @@ describe('rejected and half-done publishes', () => {
 
   test('publishes to one branch at the same time run one after the other, each on top of the last', async () => {
     expect((await w.publish(m.token, { repository: `${LOGIN}/busy`, files: sampleSite().files })).status).toBe(200)
-    const responses = await Promise.all(
-      ['one', 'two', 'three'].map((v) => w.publish(m.token, { repository: `${LOGIN}/busy`, files: sampleSite(v).files })),
-    )
+    const responses = await Promise.all(['one', 'two', 'three'].map((v) => w.publish(m.token, { repository: `${LOGIN}/busy`, files: sampleSite(v).files })))
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200])
     const answers = await Promise.all(responses.map((r) => r.json()))
     const commits = new Set(answers.map((a) => a.commit))

@@ -71,7 +71,7 @@ describe('publishing refusals', () => {
     expect(traffic()).toBe(before)
   })
 
-  test("a missing repository of another account is 404 repository_not_found; nothing is created or pushed", async () => {
+  test('a missing repository of another account is 404 repository_not_found; nothing is created or pushed', async () => {
     const pushes = w.git.requests.length
     const res = await w.publish(connected.token, { repository: 'someone-else/site', files: site })
     expect(res.status).toBe(404)
@@ -80,7 +80,7 @@ describe('publishing refusals', () => {
     expect(w.git.requests.length).toBe(pushes)
   })
 
-  test("a repository the account may only read is 403 codehost_forbidden before any push", async () => {
+  test('a repository the account may only read is 403 codehost_forbidden before any push', async () => {
     w.existingRepository('someone-else', 'docs', { 'README.md': 'x' })
     const pushes = w.git.requests.length
     const res = await w.publish(connected.token, { repository: 'someone-else/docs', files: site })
@@ -102,7 +102,8 @@ describe('publishing refusals', () => {
   test('the integrations rate limit applies, with Retry-After', async () => {
     const m = await w.member()
     const statuses: number[] = []
-    for (let i = 0; i < 12; i++) statuses.push((await w.t.send('POST', '/api/publish-codehost-pages', { repository: `${LOGIN}/site`, files: site }, bearer(m.token))).status)
+    for (let i = 0; i < 12; i++)
+      statuses.push((await w.t.send('POST', '/api/publish-codehost-pages', { repository: `${LOGIN}/site`, files: site }, bearer(m.token))).status)
     expect(statuses).toEqual(Array(12).fill(409))
     const limited = await w.publish(m.token, { repository: `${LOGIN}/site`, files: site })
     expect(limited.status).toBe(429)

@@ -45,7 +45,16 @@ describe('file paths', () => {
     })
 
   test('ordinary paths are accepted: nested, dotted names, unicode, spaces, .well-known', () => {
-    for (const path of ['index.html', 'a/b/c/d.html', '.well-known/security.txt', 'file.name.with.dots', 'été/naïve page.html', '_next/static/x.js', '..hidden', 'a..b'])
+    for (const path of [
+      'index.html',
+      'a/b/c/d.html',
+      '.well-known/security.txt',
+      'file.name.with.dots',
+      'été/naïve page.html',
+      '_next/static/x.js',
+      '..hidden',
+      'a..b',
+    ])
       expect(pathProblem(path)).toBeUndefined()
   })
 
@@ -71,7 +80,10 @@ describe('file paths', () => {
 
 describe('contents and limits', () => {
   test('base64 files are decoded; text is UTF-8', () => {
-    const site = buildSite([index, { path: 'bin', content: Buffer.from([0, 255, 1]).toString('base64'), encoding: 'base64' }, { path: 'u.txt', content: 'é' }], limits)
+    const site = buildSite(
+      [index, { path: 'bin', content: Buffer.from([0, 255, 1]).toString('base64'), encoding: 'base64' }, { path: 'u.txt', content: 'é' }],
+      limits,
+    )
     expect([...site.find((f) => f.path === 'bin')!.bytes]).toEqual([0, 255, 1])
     expect([...site.find((f) => f.path === 'u.txt')!.bytes]).toEqual([0xc3, 0xa9])
   })

@@ -55,7 +55,12 @@ export interface PublishWorld {
   connectedMember(role?: Role): Promise<Member & { githubToken: string }>
   publish(token: string, body: unknown, headers?: Record<string, string>): Promise<Response>
   /** A repository that already exists on GitHub and the git server, with `files` on `branch`. */
-  existingRepository(owner: string, name: string, files: FixtureFiles, options?: { branch?: string } & Partial<Pick<FakeRepository, 'private' | 'access' | 'pages'>>): void
+  existingRepository(
+    owner: string,
+    name: string,
+    files: FixtureFiles,
+    options?: { branch?: string } & Partial<Pick<FakeRepository, 'private' | 'access' | 'pages'>>,
+  ): void
   /** The commit at the tip of the branch in the served repository, or undefined. */
   tip(owner: string, name: string, branch: string): string | undefined
   /** Runs git in the served bare repository. */
@@ -76,7 +81,8 @@ export async function startWorld(backend: Backend = 'sqlite', env: Record<string
   const bareOf = (owner: string, name: string) => join(git.root, owner, `${name}.git`)
   const run = (cwd: string, ...args: string[]) => runGit(cwd, gitEnv(home.path), args)
   const hasBranch = (owner: string, name: string, branch: string) =>
-    existsSync(bareOf(owner, name)) && Bun.spawnSync(['git', 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: bareOf(owner, name), env: gitEnv(home.path) }).exitCode === 0
+    existsSync(bareOf(owner, name)) &&
+    Bun.spawnSync(['git', 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { cwd: bareOf(owner, name), env: gitEnv(home.path) }).exitCode === 0
   const api = startFakePagesApi({
     accountOf: (token) => (oauth.issuedTokens.includes(token) ? { login: oauth.account.login, id: oauth.account.id } : undefined),
     // GitHub creates an empty repository (no auto_init); so does the git side.
@@ -125,7 +131,11 @@ export async function startWorld(backend: Backend = 'sqlite', env: Record<string
       const integrations = t.deps.integrations
       const flow = await integrations.begin(m.userId, 'github')
       const back = new URL(await oauth.authorize(flow.authorizationUrl))
-      const outcome = await integrations.complete('github', { state: back.searchParams.get('state') ?? undefined, code: back.searchParams.get('code') ?? undefined }, flow.binding)
+      const outcome = await integrations.complete(
+        'github',
+        { state: back.searchParams.get('state') ?? undefined, code: back.searchParams.get('code') ?? undefined },
+        flow.binding,
+      )
       if (!outcome.connected) throw new Error(`GitHub connection failed: ${outcome.error}`)
       const githubToken = await integrations.tokenFor(m.userId, 'github')
       if (!githubToken) throw new Error('no GitHub token after connecting')

@@ -49,7 +49,18 @@ describe('custom domains', () => {
   })
 
   test('anything that is not a host name is refused', () => {
-    for (const domain of ['localhost', '127.0.0.1', 'exa mple.com', '-a.example.com', 'a-.example.com', 'a..com', 'https://example.com', 'example.com/x', 'a.example.com.', `${'a'.repeat(64)}.com`])
+    for (const domain of [
+      'localhost',
+      '127.0.0.1',
+      'exa mple.com',
+      '-a.example.com',
+      'a-.example.com',
+      'a..com',
+      'https://example.com',
+      'example.com/x',
+      'a.example.com.',
+      `${'a'.repeat(64)}.com`,
+    ])
       expect(domainProblem(domain), domain).toBeString()
   })
 })

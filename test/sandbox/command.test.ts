@@ -28,7 +28,10 @@ afterAll(async () => {
 describe('sandbox commands', () => {
   test('a command reads and writes the directory it is given, under its own uid, and its files stay', async () => {
     const dir = workspace({ 'input.txt': 'hello\n' })
-    const result = await sandbox.runCommand({ directory: dir, command: 'pwd; id -u; cat input.txt; echo written > output.txt; mkdir -p sub && echo deep > sub/file' })
+    const result = await sandbox.runCommand({
+      directory: dir,
+      command: 'pwd; id -u; cat input.txt; echo written > output.txt; mkdir -p sub && echo deep > sub/file',
+    })
     expect(result.verdict).toBe('passed')
     const [cwd, uid, text] = result.output.trim().split('\n')
     expect(cwd).toBe('/tmp/sandbox')
@@ -76,7 +79,10 @@ describe('sandbox commands', () => {
 describe('sandbox command containment', () => {
   test("the service's data directory stays hidden although the workspace lives inside it", async () => {
     const dir = workspace()
-    const result = await sandbox.runCommand({ directory: dir, command: `cat ${join(dataDir.dir, 'secrets.json')} || echo DENIED; ls ${dataDir.dir} || echo DENIED` })
+    const result = await sandbox.runCommand({
+      directory: dir,
+      command: `cat ${join(dataDir.dir, 'secrets.json')} || echo DENIED; ls ${dataDir.dir} || echo DENIED`,
+    })
     expect(result.output).not.toContain(dataDir.secret)
     expect(result.output).not.toContain('workspaces')
     expect(result.output.match(/DENIED/g)?.length).toBe(2)
@@ -119,7 +125,10 @@ describe('sandbox command containment', () => {
   })
 
   test('the network is unreachable', async () => {
-    const result = await sandbox.runCommand({ directory: workspace(), command: `bun -e "await fetch('${witness.url}').then(() => console.log('REACHED'), (e) => console.log('BLOCKED', e.code))"` })
+    const result = await sandbox.runCommand({
+      directory: workspace(),
+      command: `bun -e "await fetch('${witness.url}').then(() => console.log('REACHED'), (e) => console.log('BLOCKED', e.code))"`,
+    })
     expect(result.output).toContain('BLOCKED')
     expect(witness.hits()).toBe(0)
   })

@@ -144,7 +144,7 @@ console.log('files', readdirSync('.').sort().join(','))
 // BIN_DIR, first on a command's PATH, is a name in the host's world-writable /tmp until the launcher replaces /tmp.
 const planted = '/tmp/.sandbox-bin'
 describe.skipIf(existsSync(planted))('tools planted in the host /tmp', () => {
-  test("are never run by a launcher acting for the service, before or after /tmp is replaced", async () => {
+  test('are never run by a launcher acting for the service, before or after /tmp is replaced', async () => {
     const witnessDir = mkdtempSync(join(tmpdir(), 'planted-witness-'))
     chmodSync(witnessDir, 0o1777)
     mkdirSync(planted, { mode: 0o755 })

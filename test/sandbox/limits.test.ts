@@ -29,7 +29,13 @@ describe('limits', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sandbox-config-'))
     const config = loadConfig({ DATA_DIR: dir })
     expect(config.sandbox).toEqual(DEFAULT_SANDBOX_LIMITS)
-    const set = loadConfig({ DATA_DIR: dir, SANDBOX_TIMEOUT_MS: '2500', SANDBOX_MEMORY_MB: '64', SANDBOX_MAX_OUTPUT_BYTES: '4096', SANDBOX_MAX_PROCESSES: '20' })
+    const set = loadConfig({
+      DATA_DIR: dir,
+      SANDBOX_TIMEOUT_MS: '2500',
+      SANDBOX_MEMORY_MB: '64',
+      SANDBOX_MAX_OUTPUT_BYTES: '4096',
+      SANDBOX_MAX_PROCESSES: '20',
+    })
     expect(set.sandbox).toEqual({ timeoutMs: 2500, memoryMb: 64, maxOutputBytes: 4096, maxProcesses: 20 })
     expect(() => loadConfig({ DATA_DIR: dir, SANDBOX_MEMORY_MB: '8' })).toThrow(/SANDBOX_MEMORY_MB/)
     rmSync(dir, { recursive: true, force: true })

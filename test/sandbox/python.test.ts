@@ -17,14 +17,21 @@ if (!python) console.warn('[skip] Python in the sandbox: python3 is not installe
 
 describe.if(python !== null)('Python runs', () => {
   test('a program runs as __main__ and its output and exit status come back', async () => {
-    const ok = await sandbox.run({ language: 'python', mode: 'run', files: { 'main.py': 'import sys\nprint("hello", sys.argv[0])\nprint("warn", file=sys.stderr)\n' } })
+    const ok = await sandbox.run({
+      language: 'python',
+      mode: 'run',
+      files: { 'main.py': 'import sys\nprint("hello", sys.argv[0])\nprint("warn", file=sys.stderr)\n' },
+    })
     expect(ok).toMatchObject({ verdict: 'passed', exitCode: 0 })
     expect(ok.output).toBe('hello main.py\nwarn\n')
     const failed = await sandbox.run({ language: 'python', mode: 'run', files: { 'main.py': 'raise ValueError("boom")\n' } })
     expect(failed).toMatchObject({ verdict: 'failed', exitCode: 1 })
     expect(failed.output).toContain('ValueError: boom')
     // Its own exit status 86 with no parser message is a failure, not a syntax error.
-    expect(await sandbox.run({ language: 'python', mode: 'run', files: { 'main.py': 'import sys\nsys.exit(86)\n' } })).toMatchObject({ verdict: 'failed', exitCode: 86 })
+    expect(await sandbox.run({ language: 'python', mode: 'run', files: { 'main.py': 'import sys\nsys.exit(86)\n' } })).toMatchObject({
+      verdict: 'failed',
+      exitCode: 86,
+    })
   })
 
   test('a syntax error in any file is found before the program runs, with the file, the line and a caret', async () => {
@@ -36,7 +43,10 @@ describe.if(python !== null)('Python runs', () => {
   })
 
   test('test mode runs the unittest tests it finds; none found is a failure', async () => {
-    const files = { 'calc.py': 'def add(a, b):\n    return a - b\n', 'test_calc.py': 'import unittest\nfrom calc import add\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n' }
+    const files = {
+      'calc.py': 'def add(a, b):\n    return a - b\n',
+      'test_calc.py': 'import unittest\nfrom calc import add\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n',
+    }
     const failing = await sandbox.run({ language: 'python', mode: 'test', files })
     expect(failing.verdict).toBe('failed')
     expect(failing.output).toContain('AssertionError: -1 != 5')
@@ -51,7 +61,9 @@ describe.if(python !== null)('Python runs', () => {
     const network = await sandbox.run({
       language: 'python',
       mode: 'run',
-      files: { 'main.py': `import socket\ntry:\n    socket.create_connection(("127.0.0.1", ${port}), timeout=2)\n    print("REACHED")\nexcept OSError as e:\n    print("BLOCKED", e.errno)\n` },
+      files: {
+        'main.py': `import socket\ntry:\n    socket.create_connection(("127.0.0.1", ${port}), timeout=2)\n    print("REACHED")\nexcept OSError as e:\n    print("BLOCKED", e.errno)\n`,
+      },
     })
     expect(network.output).toContain('BLOCKED')
     expect(witness.hits()).toBe(0)

@@ -18,21 +18,33 @@ beforeAll(() => {
     passing: sandbox.run({
       language: 'typescript',
       mode: 'run',
-      files: { 'main.ts': "import { sum } from './lib/sum.ts'\nconsole.log('first', sum(2, 3))\nconsole.error('second')\nconsole.log('third')\n", 'lib/sum.ts': sumModule },
+      files: {
+        'main.ts': "import { sum } from './lib/sum.ts'\nconsole.log('first', sum(2, 3))\nconsole.error('second')\nconsole.log('third')\n",
+        'lib/sum.ts': sumModule,
+      },
     }),
     failing: sandbox.run({
       language: 'typescript',
       mode: 'run',
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: a program's source, as text
-      files: { 'main.ts': "function parseAge(raw: string): number {\n  const n = Number(raw)\n  if (Number.isNaN(n)) throw new Error(`not a number: ${raw}`)\n  return n\n}\nconsole.log('before')\nparseAge('forty')\n" },
+      files: {
+        'main.ts':
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: a program's source, as text
+          "function parseAge(raw: string): number {\n  const n = Number(raw)\n  if (Number.isNaN(n)) throw new Error(`not a number: ${raw}`)\n  return n\n}\nconsole.log('before')\nparseAge('forty')\n",
+      },
     }),
-    javascript: sandbox.run({ language: 'javascript', mode: 'run', entry: 'app.mjs', files: { 'app.mjs': "console.log(typeof Bun, [1, 2, 3].map((x) => x * 2).join(','))\n" } }),
+    javascript: sandbox.run({
+      language: 'javascript',
+      mode: 'run',
+      entry: 'app.mjs',
+      files: { 'app.mjs': "console.log(typeof Bun, [1, 2, 3].map((x) => x * 2).join(','))\n" },
+    }),
     testsPass: sandbox.run({
       language: 'typescript',
       mode: 'test',
       files: {
         'sum.ts': sumModule,
-        'sum.test.ts': "import { expect, test } from 'bun:test'\nimport { sum } from './sum.ts'\ntest('adds', () => expect(sum(2, 2)).toBe(4))\ntest('adds negatives', () => expect(sum(-1, -2)).toBe(-3))\n",
+        'sum.test.ts':
+          "import { expect, test } from 'bun:test'\nimport { sum } from './sum.ts'\ntest('adds', () => expect(sum(2, 2)).toBe(4))\ntest('adds negatives', () => expect(sum(-1, -2)).toBe(-3))\n",
       },
     }),
     testsFail: sandbox.run({

@@ -26,7 +26,9 @@ export async function processesWith(word: string): Promise<number[]> {
   await pgrep.exited
   const live: number[] = []
   for (const pid of pids) {
-    const status = await Bun.file(`/proc/${pid}/status`).text().catch(() => '')
+    const status = await Bun.file(`/proc/${pid}/status`)
+      .text()
+      .catch(() => '')
     if (status && !/^State:\s+[ZX]/m.test(status)) live.push(pid)
   }
   return live

@@ -59,7 +59,10 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
     model.queue = [{ text: words, delayMs: 20 }]
     const chatId = crypto.randomUUID()
     const abort = new AbortController()
-    const first = await doomed.request('/api/chat', { ...json({ id: chatId, messages: [{ role: 'user', content: 'long answer' }] }, token), signal: abort.signal })
+    const first = await doomed.request('/api/chat', {
+      ...json({ id: chatId, messages: [{ role: 'user', content: 'long answer' }] }, token),
+      signal: abort.signal,
+    })
     const seen = await readSome(first, 8, abort)
     await doomed.kill()
 
@@ -128,7 +131,8 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
 
   test('an import: marked failed with import_interrupted by the survivor, then imported again to success and searchable', async () => {
     const files: Record<string, string> = {}
-    for (let i = 0; i < 60; i++) files[`src/module${i}.ts`] = `export function settleInvoice${i}(amount: number) {\n  return amount * ${i + 1} // ${'x'.repeat(400)}\n}\n`
+    for (let i = 0; i < 60; i++)
+      files[`src/module${i}.ts`] = `export function settleInvoice${i}(amount: number) {\n  return amount * ${i + 1} // ${'x'.repeat(400)}\n}\n`
     git.createRepository('acme/slow', files)
     // The pack trickles in, so the import is still cloning when its process dies.
     git.behaviour = { kind: 'trickle', chunkBytes: 256, delayMs: 20 }
@@ -167,16 +171,29 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
     const events = [
       event('checkout.session.completed', checkoutSession({ customer, subscription: subscriptionId, orgId, plan: 'pro', paymentStatus: 'paid' }), base),
       ...Array.from({ length: 30 }, (_, i) =>
-        event('customer.subscription.updated', subscription({ id: subscriptionId, customer, orgId, plan: 'pro', priceId: PRICES.pro, status: 'active', seats: i + 1, periodEnd }), base + 1 + i),
+        event(
+          'customer.subscription.updated',
+          subscription({ id: subscriptionId, customer, orgId, plan: 'pro', priceId: PRICES.pro, status: 'active', seats: i + 1, periodEnd }),
+          base + 1 + i,
+        ),
       ),
     ]
     const deliver = async (via: ServiceProcess, e: (typeof events)[number]) => {
       const payload = payloadOf(e)
-      return via.request('/api/payment/webhook', { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': await signature(payload) }, body: payload })
+      return via.request('/api/payment/webhook', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': await signature(payload) },
+        body: payload,
+      })
     }
 
     const doomed = await cluster.start('doomed-webhooks')
-    const inFlight = events.map((e) => deliver(doomed, e).then((r) => r.status, () => 'cut' as const))
+    const inFlight = events.map((e) =>
+      deliver(doomed, e).then(
+        (r) => r.status,
+        () => 'cut' as const,
+      ),
+    )
     // Kill as soon as the first deliveries are answered, with the rest still being worked on.
     await Promise.race(inFlight.map((p) => p.then((status) => (status === 'cut' ? new Promise(() => {}) : status))))
     await doomed.kill()
@@ -215,7 +232,10 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
 
   test('a develop task: the process dies mid-task, and it goes on by itself on the survivor from its last completed step', async () => {
     const doomed = await cluster.start('doomed-develop')
-    const call = (name: string, args: Record<string, unknown>) => ({ toolCalls: [{ name, arguments: JSON.stringify(args) }], finishReason: 'tool_calls' as const })
+    const call = (name: string, args: Record<string, unknown>) => ({
+      toolCalls: [{ name, arguments: JSON.stringify(args) }],
+      finishReason: 'tool_calls' as const,
+    })
     const asked = model.completions.length
     model.queue = [
       call('write_file', { path: 'a.txt', content: 'first\n' }),
@@ -261,7 +281,10 @@ describe.skipIf(!ready)('a process killed mid-work', () => {
 
   test('a develop task still running when its process stops (SIGTERM) past the shutdown timeout is handed over: it goes on in the survivor', async () => {
     const stopping = await cluster.start('stopping-develop', { SHUTDOWN_TIMEOUT_MS: '500', SHUTDOWN_DRAIN_DELAY_MS: '0' })
-    const call = (name: string, args: Record<string, unknown>) => ({ toolCalls: [{ name, arguments: JSON.stringify(args) }], finishReason: 'tool_calls' as const })
+    const call = (name: string, args: Record<string, unknown>) => ({
+      toolCalls: [{ name, arguments: JSON.stringify(args) }],
+      finishReason: 'tool_calls' as const,
+    })
     const asked = model.completions.length
     model.queue = [
       call('write_file', { path: 'c.txt', content: 'third\n' }),

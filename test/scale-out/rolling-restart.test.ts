@@ -36,7 +36,12 @@ describe.skipIf(!ready)('rolling restart of one of two processes', () => {
 
   beforeAll(async () => {
     model = startFakeOpenAi()
-    cluster = await createCluster(redisUrl!, { OPENAI_BASE_URL: model.baseUrl, CHAT_MODEL: 'fake-model', CHAT_SEARCH_AUGMENTATION: 'off', SHUTDOWN_TIMEOUT_MS: '15000' })
+    cluster = await createCluster(redisUrl!, {
+      OPENAI_BASE_URL: model.baseUrl,
+      CHAT_MODEL: 'fake-model',
+      CHAT_SEARCH_AUGMENTATION: 'off',
+      SHUTDOWN_TIMEOUT_MS: '15000',
+    })
     ;[stopping, staying] = await Promise.all([cluster.start('stopping'), cluster.start('staying')])
     token = (await signIn(staying)).accessToken
   })
@@ -73,7 +78,9 @@ describe.skipIf(!ready)('rolling restart of one of two processes', () => {
     expect(cut.events.length).toBeGreaterThan(0)
     expect(cut.events.at(-1)!.chunk).not.toBe('[DONE]')
     // ...and the other process carries it on from the last event seen.
-    const resumed = await staying.request(`/api/chat/${chatId}/stream`, { headers: { authorization: `Bearer ${token}`, 'last-event-id': cut.events.at(-1)!.id! } })
+    const resumed = await staying.request(`/api/chat/${chatId}/stream`, {
+      headers: { authorization: `Bearer ${token}`, 'last-event-id': cut.events.at(-1)!.id! },
+    })
     expect(resumed.status).toBe(200)
     expectWholeAnswer([...cut.events, ...(await readEvents(resumed))], words.join(''))
 

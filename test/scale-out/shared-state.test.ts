@@ -110,7 +110,7 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
     expect(stored.messages.at(-1).parts.find((p: any) => p.type === 'text').text).toBe(words.join(''))
   })
 
-  test("an agent task running on A is followed to its result by a WebSocket client on B", async () => {
+  test('an agent task running on A is followed to its result by a WebSocket client on B', async () => {
     model.queue = [{ text: '{"steps": ["Read", "Explain"]}' }, { text: 'a b c d e f', delayMs: 40 }, { text: 'done now', delayMs: 40 }]
     const onA = await connectAgent(`${a.url.replace('http', 'ws')}/ws/agent`, token)
     const onB = await connectAgent(`${b.url.replace('http', 'ws')}/ws/agent`, token)
@@ -152,7 +152,11 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
   test('the same payment event delivered to both processes at once is applied exactly once', async () => {
     const customer = ids.customer()
     const subscriptionId = ids.subscription()
-    const completed = event('checkout.session.completed', checkoutSession({ customer, subscription: subscriptionId, orgId, plan: 'pro', paymentStatus: 'paid' }), Math.floor(Date.now() / 1000))
+    const completed = event(
+      'checkout.session.completed',
+      checkoutSession({ customer, subscription: subscriptionId, orgId, plan: 'pro', paymentStatus: 'paid' }),
+      Math.floor(Date.now() / 1000),
+    )
     const payload = payloadOf(completed)
     const header = await signature(payload)
     const deliver = (via: ServiceProcess) =>
@@ -180,7 +184,8 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
 
   test('a repository imported through A is searchable through B', async () => {
     git.createRepository('acme/ledger', {
-      'ledger/reconcile.ts': 'export function reconcileLedgerEntries(entries: { amount: number }[]) {\n  return entries.reduce((sum, e) => sum + e.amount, 0)\n}\n',
+      'ledger/reconcile.ts':
+        'export function reconcileLedgerEntries(entries: { amount: number }[]) {\n  return entries.reduce((sum, e) => sum + e.amount, 0)\n}\n',
       'README.md': '# Ledger\n',
     })
     const started = await a.request('/api/codehost/import', json({ repository: 'acme/ledger' }, token))
@@ -249,7 +254,9 @@ describe.skipIf(!ready)('two processes sharing PostgreSQL, Redis and DATA_DIR', 
     const roleSetAt = performance.now()
     expect(setRole.exitCode).toBe(0)
     expect(await held.closed).toEqual({ code: 4403, reason: 'the viewer role does not allow agents:run' })
-    console.log(`agent socket on the other process closed ${logoutCloseMs} ms after the logout request was sent; ${Math.round(performance.now() - roleSetAt)} ms after the role-change command exited`)
+    console.log(
+      `agent socket on the other process closed ${logoutCloseMs} ms after the logout request was sent; ${Math.round(performance.now() - roleSetAt)} ms after the role-change command exited`,
+    )
   })
 
   /** A new account (its own organisation and budgets), registered through A and signed in through B. */

@@ -159,4 +159,3 @@ for (const backend of backends)
       expect((await setUp(t, code)).status).toBe(201)
     })
   })
-

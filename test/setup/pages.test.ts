@@ -10,12 +10,19 @@ const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,im
 /** The page's inline styles and scripts must be exactly those its Content-Security-Policy names by hash. */
 function expectOnlyHashedInlineCode(page: string, csp: string) {
   const hash = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`
-  const directive = (name: string) => csp.split(';').map((d) => d.trim()).find((d) => d.startsWith(`${name} `)) ?? ''
+  const directive = (name: string) =>
+    csp
+      .split(';')
+      .map((d) => d.trim())
+      .find((d) => d.startsWith(`${name} `)) ?? ''
   expect(csp).toContain("default-src 'none'")
   expect(csp).toContain("form-action 'self'")
   expect(csp).toContain("frame-ancestors 'none'")
   expect(csp).not.toContain('unsafe-inline')
-  for (const [tag, name] of [['style', 'style-src'], ['script', 'script-src']] as const) {
+  for (const [tag, name] of [
+    ['style', 'style-src'],
+    ['script', 'script-src'],
+  ] as const) {
     const blocks = [...page.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => m[1]!)
     for (const block of blocks) expect(directive(name)).toContain(hash(block))
     if (blocks.length === 0) expect(directive(name)).toBe('')

@@ -19,7 +19,11 @@ describe('web search configuration', () => {
       name: 'searxng',
       baseUrl: 'http://searx.local',
     })
-    expect(load({ TAVILY_API_KEY: 't', BRAVE_API_KEY: 'b' }).webSearch.provider).toEqual({ name: 'brave', baseUrl: 'https://api.search.brave.com', apiKey: 'b' })
+    expect(load({ TAVILY_API_KEY: 't', BRAVE_API_KEY: 'b' }).webSearch.provider).toEqual({
+      name: 'brave',
+      baseUrl: 'https://api.search.brave.com',
+      apiKey: 'b',
+    })
     expect(load({ TAVILY_API_KEY: 't' }).webSearch.provider).toEqual({ name: 'tavily', baseUrl: 'https://api.tavily.com', apiKey: 't' })
   })
 

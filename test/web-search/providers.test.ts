@@ -27,7 +27,12 @@ describe('SearXNG adapter', () => {
       publishedAt: '2025-01-15T10:00:00.000Z',
       engine: 'duckduckgo',
     })
-    expect(results[1]).toEqual({ title: 'SQLite in Bun', url: 'https://bun.sh/docs/api/sqlite', snippet: 'A high-performance SQLite driver.', engine: 'google' })
+    expect(results[1]).toEqual({
+      title: 'SQLite in Bun',
+      url: 'https://bun.sh/docs/api/sqlite',
+      snippet: 'A high-performance SQLite driver.',
+      engine: 'google',
+    })
   })
 
   test('safe search off and moderate are levels 0 and 1', async () => {
@@ -57,13 +62,22 @@ describe('Brave adapter', () => {
     const params = new URL(sent.path, brave.url).searchParams
     expect(Object.fromEntries(params)).toEqual({ q: 'Bun SQL', count: '2', safesearch: 'strict' })
     expect(results).toEqual([
-      { title: 'Bun SQL', url: 'https://bun.sh/docs/api/sql', snippet: 'Bun has built-in bindings for PostgreSQL.', publishedAt: '2025-01-15T10:00:00.000Z', engine: 'brave' },
+      {
+        title: 'Bun SQL',
+        url: 'https://bun.sh/docs/api/sql',
+        snippet: 'Bun has built-in bindings for PostgreSQL.',
+        publishedAt: '2025-01-15T10:00:00.000Z',
+        engine: 'brave',
+      },
       { title: 'SQLite in Bun', url: 'https://bun.sh/docs/api/sqlite', snippet: 'A high-performance SQLite driver.', engine: 'brave' },
     ])
   })
 
   test('snippets lose Brave highlighting markup and entities', async () => {
-    brave.behaviour = { kind: 'results', hits: [{ title: 'Fast &amp; small', url: 'https://example.com/', snippet: 'Use <strong>Bun</strong> &lt;3 &#39;now&#x27;' }] }
+    brave.behaviour = {
+      kind: 'results',
+      hits: [{ title: 'Fast &amp; small', url: 'https://example.com/', snippet: 'Use <strong>Bun</strong> &lt;3 &#39;now&#x27;' }],
+    }
     const provider = createBraveProvider({ apiKey: 'brave-key-123', baseUrl: brave.url, http })
     const [result] = await provider.search(query)
     expect(result).toMatchObject({ title: 'Fast & small', snippet: "Use Bun <3 'now'" })
@@ -94,7 +108,13 @@ describe('Tavily adapter', () => {
     expect(sent.headers['content-type']).toBe('application/json')
     expect(JSON.parse(sent.body)).toMatchObject({ query: 'Bun SQL', max_results: 2, safe_search: true, include_answer: false })
     expect(results).toEqual([
-      { title: 'Bun SQL', url: 'https://bun.sh/docs/api/sql', snippet: 'Bun has built-in bindings for PostgreSQL.', publishedAt: '2025-01-15T10:00:00.000Z', engine: 'tavily' },
+      {
+        title: 'Bun SQL',
+        url: 'https://bun.sh/docs/api/sql',
+        snippet: 'Bun has built-in bindings for PostgreSQL.',
+        publishedAt: '2025-01-15T10:00:00.000Z',
+        engine: 'tavily',
+      },
       { title: 'SQLite in Bun', url: 'https://bun.sh/docs/api/sqlite', snippet: 'A high-performance SQLite driver.', engine: 'tavily' },
     ])
   })

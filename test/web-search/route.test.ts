@@ -28,7 +28,9 @@ const sender =
   (handle: (request: Request) => Response | Promise<Response>, token = member.token): Send =>
   (body, headers = bearer(token)) =>
     Promise.resolve(
-      handle(new Request(`${BASE}/api/web-search`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })),
+      handle(
+        new Request(`${BASE}/api/web-search`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }),
+      ),
     )
 
 const search = sender((request) => t.app.handle(request))
@@ -77,7 +79,14 @@ describe('POST /api/web-search', () => {
     expect(calls).toBe(0)
 
     await t.deps.meter.flush()
-    const usage = await queryUsage(t.deps.db, { orgId: member.user.orgId, userId: member.user.id, kind: 'web_search', from: 0, to: Date.now() + 1000, bucket: 'day' })
+    const usage = await queryUsage(t.deps.db, {
+      orgId: member.user.orgId,
+      userId: member.user.id,
+      kind: 'web_search',
+      from: 0,
+      to: Date.now() + 1000,
+      bucket: 'day',
+    })
     expect(usage.totals).toEqual([{ kind: 'web_search', model: null, quantity: 1 }])
   })
 

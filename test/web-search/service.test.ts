@@ -132,7 +132,9 @@ describe('usage', () => {
 
   test('a failed upstream call is not metered', async () => {
     searxng.behaviour = { kind: 'status', status: 500 }
-    await service().search('bun usage failure', { caller }).catch(() => {})
+    await service()
+      .search('bun usage failure', { caller })
+      .catch(() => {})
     expect(usage).toEqual([])
   })
 })
@@ -141,7 +143,12 @@ describe('upstream failures', () => {
   test('a 500 is 502 upstream_error naming the provider, after one call (5xx other than 502-504 is not retried)', async () => {
     searxng.behaviour = { kind: 'status', status: 500 }
     let error: unknown
-    const calls = await callsDuring(async () => (error = await service().search('bun 500').catch((e) => e)))
+    const calls = await callsDuring(
+      async () =>
+        (error = await service()
+          .search('bun 500')
+          .catch((e) => e)),
+    )
     expect(calls).toBe(1)
     expect(error).toBeInstanceOf(AppError)
     expect(error).toMatchObject({ code: 'upstream_error', status: 502, options: { extensions: { provider: 'searxng' } } })
@@ -150,14 +157,18 @@ describe('upstream failures', () => {
 
   test('malformed JSON is 502 upstream_error', async () => {
     searxng.behaviour = { kind: 'malformed' }
-    const error = await service().search('bun malformed').catch((e) => e)
+    const error = await service()
+      .search('bun malformed')
+      .catch((e) => e)
     expect(error).toMatchObject({ code: 'upstream_error', status: 502 })
     expect(error.message).toContain('malformed JSON')
   })
 
   test('an engine that does not answer in time is 504 upstream_timeout naming it', async () => {
     searxng.behaviour = { kind: 'silent' }
-    const error = await service({ timeoutMs: 100 }).search('bun timeout').catch((e) => e)
+    const error = await service({ timeoutMs: 100 })
+      .search('bun timeout')
+      .catch((e) => e)
     expect(error).toMatchObject({ code: 'upstream_timeout', status: 504, options: { extensions: { provider: 'searxng' } } })
     expect(error.message).toContain('SearXNG did not answer')
   })

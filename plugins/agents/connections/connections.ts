@@ -443,10 +443,16 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       connection.lastSeen = Date.now()
       // A message sent after the sign-in ended is not handled, whenever the next check would have closed the socket.
       const ended = options.standing?.ended(connection.grant, connection.lastSeen)
-      if (ended) return revoke(connection, ended)
+      if (ended) {
+        revoke(connection, ended)
+        return
+      }
       if (connection.revoked) return
       const decoded = decodeClientMessage(frame, settings.maxMessageBytes)
-      if (!decoded.ok) return refuse(connection, decoded.error)
+      if (!decoded.ok) {
+        refuse(connection, decoded.error)
+        return
+      }
       const id = decoded.message.id
       handle(connection, decoded.message).catch((err: unknown) => {
         if (err instanceof TaskError || err instanceof AppError)

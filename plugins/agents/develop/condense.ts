@@ -42,7 +42,8 @@ export function condenseConversation(messages: readonly ModelMessage[], budgetCh
   const recent = groups.slice(recentFrom)
   let dropped = 0
   const assemble = () => {
-    const note: ModelMessage[] = dropped > 0 ? [{ role: 'user', content: `[${dropped} earlier steps of this conversation are left out to fit its budget]` }] : []
+    const note: ModelMessage[] =
+      dropped > 0 ? [{ role: 'user', content: `[${dropped} earlier steps of this conversation are left out to fit its budget]` }] : []
     return [...head, ...note, ...older.slice(dropped).flat(), ...recent.flat()]
   }
   let condensed = assemble()

@@ -48,7 +48,11 @@ export interface ToolOutcome {
   refused?: boolean
 }
 
-export const refused = (message: string): ToolOutcome => ({ answer: `Refused: ${message}`, summary: `refused: ${message.split('\n')[0]!.slice(0, 300)}`, refused: true })
+export const refused = (message: string): ToolOutcome => ({
+  answer: `Refused: ${message}`,
+  summary: `refused: ${message.split('\n')[0]!.slice(0, 300)}`,
+  refused: true,
+})
 
 /** A string argument; a missing optional one is ''. */
 export function stringArg(args: Record<string, unknown>, name: string, required = true): string {

@@ -63,15 +63,25 @@ async function change(context: DevelopToolContext, tool: string, path: string, b
     } else if (check.unchecked) notes.push(`Note: the Python syntax was not checked: ${check.unchecked}.`)
   }
   const key = pathSegments(path).join('/')
-  if (!context.session.edits.record(key, tool, before, after)) notes.push(`Note: ${path} was too large to keep a copy of: this change cannot be undone with undo_edit.`)
+  if (!context.session.edits.record(key, tool, before, after))
+    notes.push(`Note: ${path} was too large to keep a copy of: this change cannot be undone with undo_edit.`)
   const done = before === null ? `Created ${path}` : `${tool === 'write_file' ? 'Wrote' : tool === 'insert' ? 'Inserted into' : 'Edited'} ${path}`
   const answer =
-    before === null ? `${done} (${plural(linesOf(after).length, 'line')}, ${count(Buffer.byteLength(after))} bytes).` : describeChange(path, before, after, done)
-  return { answer: [answer, ...notes].join('\n\n'), summary: `${tool === 'edit_file' ? 'edited' : tool === 'insert' ? 'inserted into' : before === null ? 'created' : 'wrote'} ${path}` }
+    before === null
+      ? `${done} (${plural(linesOf(after).length, 'line')}, ${count(Buffer.byteLength(after))} bytes).`
+      : describeChange(path, before, after, done)
+  return {
+    answer: [answer, ...notes].join('\n\n'),
+    summary: `${tool === 'edit_file' ? 'edited' : tool === 'insert' ? 'inserted into' : before === null ? 'created' : 'wrote'} ${path}`,
+  }
 }
 
 /** Lines copied from read_file with their numbers (`  12\t…`): the usual reason old_text is not found. */
-const numberedCopy = (text: string) => text.split('\n').filter(Boolean).every((line) => /^\s*\d+\t/.test(line))
+const numberedCopy = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .every((line) => /^\s*\d+\t/.test(line))
 
 export async function editFile(context: DevelopToolContext, args: Record<string, unknown>): Promise<ToolOutcome> {
   const path = stringArg(args, 'path')
@@ -82,7 +92,9 @@ export async function editFile(context: DevelopToolContext, args: Record<string,
   if (text === null) throw new TaskError('file_not_found', `No file ${JSON.stringify(path)} in the workspace`)
   const occurrences = text.split(oldText).length - 1
   if (occurrences === 0)
-    return refused(`old_text was not found in ${path}${numberedCopy(oldText) ? '; leave out the line numbers and the tab after them that read_file shows' : ''}`)
+    return refused(
+      `old_text was not found in ${path}${numberedCopy(oldText) ? '; leave out the line numbers and the tab after them that read_file shows' : ''}`,
+    )
   if (occurrences > 1) return refused(`old_text occurs ${occurrences} times in ${path}; include more surrounding text so it is unique`)
   const at = text.indexOf(oldText)
   return change(context, 'edit_file', path, text, text.slice(0, at) + newText + text.slice(at + oldText.length), booleanArg(args, 'force'))
@@ -144,7 +156,9 @@ export async function undoEdit(context: DevelopToolContext, args: Record<string,
   const path = key
   const record = session.edits.take(key)
   if (!record)
-    return refused(`there is no change of ${path} to undo: undo_edit takes back what edit_file, insert, write_file and delete_file did to a file in this task, its last ${UNDO_LEVELS} changes (not what commands did)`)
+    return refused(
+      `there is no change of ${path} to undo: undo_edit takes back what edit_file, insert, write_file and delete_file did to a file in this task, its last ${UNDO_LEVELS} changes (not what commands did)`,
+    )
   const current = await currentText(context, path).catch((err: unknown) => {
     if (err instanceof TaskError && err.code === 'not_text') return undefined
     throw err

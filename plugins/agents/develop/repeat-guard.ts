@@ -14,7 +14,11 @@ function canonical(argumentsText: string): string {
     Array.isArray(value)
       ? value.map(sort)
       : value && typeof value === 'object'
-        ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => [k, sort(v)]))
+        ? Object.fromEntries(
+            Object.entries(value as Record<string, unknown>)
+              .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+              .map(([k, v]) => [k, sort(v)]),
+          )
         : value
   try {
     return JSON.stringify(sort(JSON.parse(argumentsText || '{}')))
@@ -23,7 +27,8 @@ function canonical(argumentsText: string): string {
   }
 }
 
-const ordinal = (n: number) => `${n}${n % 10 === 1 && n % 100 !== 11 ? 'st' : n % 10 === 2 && n % 100 !== 12 ? 'nd' : n % 10 === 3 && n % 100 !== 13 ? 'rd' : 'th'}`
+const ordinal = (n: number) =>
+  `${n}${n % 10 === 1 && n % 100 !== 11 ? 'st' : n % 10 === 2 && n % 100 !== 12 ? 'nd' : n % 10 === 3 && n % 100 !== 13 ? 'rd' : 'th'}`
 
 export class RepeatGuard {
   private last: string | undefined
@@ -44,4 +49,5 @@ export const repeatWarning = (name: string, times: number) =>
   `Do something else (other arguments, another tool, or finish); at ${REPEAT_STOP_AT} in a row the task stops as stuck.]`
 
 /** The answer to the call that ends the loop, which is not run. */
-export const stuckAnswer = (name: string) => `Not run: this is the ${ordinal(REPEAT_STOP_AT)} ${name} call in a row with exactly these arguments; the task stops here as stuck.`
+export const stuckAnswer = (name: string) =>
+  `Not run: this is the ${ordinal(REPEAT_STOP_AT)} ${name} call in a row with exactly these arguments; the task stops here as stuck.`

@@ -83,9 +83,13 @@ async function showHit(context: DevelopToolContext, hit: CodeSearchResult): Prom
     .then(asText)
     .catch(() => undefined)
   const lines = text === undefined ? undefined : linesOf(text)
-  if (!lines || hit.startLine > lines.length) return `${hit.path} ${linesLabel(hit.startLine, hit.endLine)} (not in the workspace now; the index's excerpt):\n${plainSnippet(hit.snippet)}`
+  if (!lines || hit.startLine > lines.length)
+    return `${hit.path} ${linesLabel(hit.startLine, hit.endLine)} (not in the workspace now; the index's excerpt):\n${plainSnippet(hit.snippet)}`
   const last = Math.min(hit.endLine, lines.length, hit.startLine + MAX_INDEX_HIT_LINES - 1)
-  const more = Math.min(hit.endLine, lines.length) > last ? [`[… ${linesLabel(last + 1, Math.min(hit.endLine, lines.length))} not shown; read_file start=${count(last + 1)}]`] : []
+  const more =
+    Math.min(hit.endLine, lines.length) > last
+      ? [`[… ${linesLabel(last + 1, Math.min(hit.endLine, lines.length))} not shown; read_file start=${count(last + 1)}]`]
+      : []
   return [`${hit.path} ${linesLabel(hit.startLine, last)} of ${count(lines.length)}:`, ...numbered(lines, hit.startLine, last), ...more].join('\n')
 }
 
@@ -93,13 +97,20 @@ async function searchIndex(context: DevelopToolContext, query: string): Promise<
   if (!context.codeIndex || !context.repositoryId) return []
   let hits: CodeSearchResult[]
   try {
-    hits = await context.codeIndex.search({ orgId: context.orgId }, { query: query.slice(0, 500), repositoryIds: [context.repositoryId], limit: INDEX_HITS, expand: false })
+    hits = await context.codeIndex.search(
+      { orgId: context.orgId },
+      { query: query.slice(0, 500), repositoryIds: [context.repositoryId], limit: INDEX_HITS, expand: false },
+    )
   } catch (err) {
     return ['', `The code index could not be searched: ${(err as Error).message}`]
   }
   if (hits.length === 0) return ['', 'The code index of the imported repository has nothing close to this query.']
   const shown = await Promise.all(hits.map((hit) => showHit(context, hit)))
-  return ['', `The code index of the imported repository (${plural(hits.length, 'chunk')} close in meaning, best first, shown as the workspace holds them now):`, ...shown.flatMap((s) => ['', s])]
+  return [
+    '',
+    `The code index of the imported repository (${plural(hits.length, 'chunk')} close in meaning, best first, shown as the workspace holds them now):`,
+    ...shown.flatMap((s) => ['', s]),
+  ]
 }
 
 export async function searchCode(context: DevelopToolContext, args: Record<string, unknown>): Promise<ToolOutcome> {
@@ -135,9 +146,12 @@ export async function searchCode(context: DevelopToolContext, args: Record<strin
   const total = found.reduce((sum, f) => sum + f.numbers.length, 0)
   const skipped = notSearched ? ` (${plural(notSearched, 'file')} not searched: binary, over ${count(MAX_SEARCHED_BYTES / 1024 / 1024)} MiB, or gone)` : ''
   const parts: string[] = []
-  if (total === 0) parts.push(`No match for ${JSON.stringify(query)} in ${where}: ${plural(searched, 'file')} searched (literal text, case-insensitive)${skipped}.`)
+  if (total === 0)
+    parts.push(`No match for ${JSON.stringify(query)} in ${where}: ${plural(searched, 'file')} searched (literal text, case-insensitive)${skipped}.`)
   else {
-    parts.push(`${plural(total, 'match', 'matches')} in ${plural(found.length, 'file')} for ${JSON.stringify(query)} in ${where} (literal text, case-insensitive)${skipped}:`)
+    parts.push(
+      `${plural(total, 'match', 'matches')} in ${plural(found.length, 'file')} for ${JSON.stringify(query)} in ${where} (literal text, case-insensitive)${skipped}:`,
+    )
     let shown = 0
     let filesShown = 0
     for (const file of found) {
@@ -175,8 +189,7 @@ export async function findFile(context: DevelopToolContext, args: Record<string,
   }
   const found = entries.filter((e) => matches(e.path))
   const how = isGlob(name) ? `matching ${name}` : `named like ${JSON.stringify(name)}`
-  if (found.length === 0)
-    return { answer: `No file ${how} in ${where} (${plural(entries.length, 'file')} looked at).`, summary: `found no file ${how}` }
+  if (found.length === 0) return { answer: `No file ${how} in ${where} (${plural(entries.length, 'file')} looked at).`, summary: `found no file ${how}` }
   const shown = found.slice(0, MAX_FOUND_FILES).map((e) => `${e.path}${e.type === 'symlink' ? ' (symbolic link)' : ''} ${count(e.bytes)} B`)
   const rest = found.length - shown.length
   return {

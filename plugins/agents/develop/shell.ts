@@ -86,7 +86,9 @@ export function carryOver(state: ShellState, tail: { cwd?: string; environment?:
   }
   if (tail.environment !== undefined) {
     if (tail.environment.length > MAX_KEPT_ENVIRONMENT) {
-      notes.push(`[shell: the exported environment (${count(tail.environment.length)} characters) is over ${count(MAX_KEPT_ENVIRONMENT)} and is not kept for the next command]`)
+      notes.push(
+        `[shell: the exported environment (${count(tail.environment.length)} characters) is over ${count(MAX_KEPT_ENVIRONMENT)} and is not kept for the next command]`,
+      )
       state.environment = undefined
     } else state.environment = tail.environment
   }
@@ -126,7 +128,9 @@ export function describeRun(
   const first = `${describeEnd(result, options.timeoutMs)}${options.directory ? ` · in ${options.directory}` : ''}`
   const notes = [...(options.notes ?? [])]
   if (result.truncated)
-    notes.push(`output cut by the sandbox: it keeps ${options.maxOutputBytes ? `the first ${count(options.maxOutputBytes)} bytes` : 'only the start'} of a command's output`)
+    notes.push(
+      `output cut by the sandbox: it keeps ${options.maxOutputBytes ? `the first ${count(options.maxOutputBytes)} bytes` : 'only the start'} of a command's output`,
+    )
   const room = Math.max(1000, options.maxChars - first.length - notes.join('\n').length - 200)
   const cut = cutMiddle(result.output, room)
   if (cut.note) notes.push(cut.note)

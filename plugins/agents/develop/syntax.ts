@@ -60,7 +60,8 @@ export async function pythonProblem(context: DevelopToolContext, path: string): 
   if (result.verdict === 'passed') return {}
   const output = result.output.trimEnd()
   if (result.exitCode === 127 || /python3: (command )?not found/.test(output)) return { unchecked: 'python3 is not installed in the sandbox' }
-  if (result.exitCode !== 1 || !/^(SyntaxError|IndentationError|TabError|ValueError)\b/m.test(output)) return { unchecked: `the check ended ${result.verdict}${result.exitCode === null ? '' : ` (exit ${result.exitCode})`}` }
+  if (result.exitCode !== 1 || !/^(SyntaxError|IndentationError|TabError|ValueError)\b/m.test(output))
+    return { unchecked: `the check ended ${result.verdict}${result.exitCode === null ? '' : ` (exit ${result.exitCode})`}` }
   // From the frame naming the file (its line, the caret) to the error itself; Python's own frames are left out.
   const lines = output.split('\n')
   const frame = lines.findLastIndex((line) => line.startsWith(`  File ${JSON.stringify(path)}`) || line.startsWith(`  File "${path}"`))

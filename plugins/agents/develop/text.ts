@@ -65,7 +65,7 @@ export const MAX_CHANGE_LINES = 60
  * What a change did to a file, for the model: which lines changed, then those lines and a few around them as
  * the file now reads, numbered. `done` opens the sentence (`Edited src/a.ts`).
  */
-export function describeChange(path: string, before: string, after: string, done: string): string {
+export function describeChange(_path: string, before: string, after: string, done: string): string {
   const old = linesOf(before)
   const now = linesOf(after)
   const { from, removed, added } = changedLines(old, now)
@@ -85,7 +85,11 @@ export function describeChange(path: string, before: string, after: string, done
   const shownLast = Math.min(last, first + MAX_CHANGE_LINES - 1)
   const rest = shownLast < last ? [`[… ${linesLabel(shownLast + 1, last)} not shown; read_file start=${count(shownLast + 1)} shows them]`] : []
   const shown = linesLabel(first, shownLast)
-  return [`${done}: ${what}. ${shown[0]!.toUpperCase()}${shown.slice(1)} of ${count(now.length)} as the file now reads:`, ...numbered(now, first, shownLast), ...rest].join('\n')
+  return [
+    `${done}: ${what}. ${shown[0]!.toUpperCase()}${shown.slice(1)} of ${count(now.length)} as the file now reads:`,
+    ...numbered(now, first, shownLast),
+    ...rest,
+  ].join('\n')
 }
 
 /** Keeps the head and the tail of a long text: an error is usually at the end of a command's output. */

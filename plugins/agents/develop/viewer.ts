@@ -6,7 +6,7 @@
  * file's length.
  */
 import { refused, type ToolOutcome } from './context.ts'
-import { count, linesLabel, linesOf, numberedLine, plural, range } from './text.ts'
+import { count, linesLabel, linesOf, numberedLine, plural } from './text.ts'
 
 /** Lines in a window unless the model asks for another number. */
 export const WINDOW_LINES = 100
@@ -45,5 +45,8 @@ export function viewFile(path: string, text: string, request: { start?: number; 
       : end === total
         ? ' (the end of the file)'
         : `${cut ? ` (cut at the answer's size of ${count(maxChars)} characters: ${linesLabel(end + 1, last)} not shown)` : ''}; next: start=${count(end + 1)}`
-  return { answer: [`${path} ${linesLabel(start, end)} of ${count(total)}${where}`, ...body].join('\n'), summary: `read ${path} (${linesLabel(start, end)} of ${count(total)})` }
+  return {
+    answer: [`${path} ${linesLabel(start, end)} of ${count(total)}${where}`, ...body].join('\n'),
+    summary: `read ${path} (${linesLabel(start, end)} of ${count(total)})`,
+  }
 }

@@ -59,7 +59,7 @@ export async function loadSitePages(sandbox: PageLoadSandbox, files: readonly Si
   if (!sandbox.available) return { problems, warnings: ['The pages were not loaded: this machine has no sandbox, so their scripts were not run'] }
   const timeoutMs = Math.min(sandbox.limits.timeoutMs, MAX_TIME_MS)
   const input = loaderInput(files, Math.max(timeoutMs - START_MARGIN_MS, 1000))
-  let result
+  let result: Awaited<ReturnType<Sandbox['run']>>
   try {
     result = await sandbox.run({
       language: 'javascript',

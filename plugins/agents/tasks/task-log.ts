@@ -351,5 +351,13 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
     },
     true,
   )
-  return options.redis ? log : { ...log, close: async () => (await log.close(), redis.close()) }
+  return options.redis
+    ? log
+    : {
+        ...log,
+        async close() {
+          await log.close()
+          redis.close()
+        },
+      }
 }

@@ -41,13 +41,18 @@ function upstreamError(OpenAI: typeof import('openai').default, error: unknown, 
     return new AppError('upstream_timeout', `The embeddings endpoint did not answer within ${options.timeoutMs ?? 30_000} ms`, { extensions: provider })
   if (error instanceof OpenAI.RateLimitError) {
     const retryAfter = error.headers?.get('retry-after')
-    return new AppError('unavailable', 'The embeddings endpoint is limiting this service\'s requests (429); try again later', {
+    return new AppError('unavailable', "The embeddings endpoint is limiting this service's requests (429); try again later", {
       extensions: provider,
       headers: retryAfter ? { 'retry-after': retryAfter } : undefined,
     })
   }
   if (error instanceof OpenAI.APIError && error.status !== undefined) {
-    const hint = error.status === 401 || error.status === 403 ? ': check EMBEDDINGS_API_KEY' : error.status === 404 ? ': check EMBEDDINGS_BASE_URL and EMBEDDINGS_MODEL' : ''
+    const hint =
+      error.status === 401 || error.status === 403
+        ? ': check EMBEDDINGS_API_KEY'
+        : error.status === 404
+          ? ': check EMBEDDINGS_BASE_URL and EMBEDDINGS_MODEL'
+          : ''
     return new AppError('upstream_error', `The embeddings endpoint answered ${error.status}${hint}`, { extensions: provider })
   }
   return new AppError('upstream_error', `The embeddings endpoint is unreachable: ${(error as Error).message}`, { extensions: provider, cause: error })

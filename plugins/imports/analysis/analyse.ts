@@ -86,7 +86,10 @@ export async function analyseTree(tree: string, options: AnalyseOptions): Promis
     directories: totals.directories,
     bytes: totals.bytes,
     lines: totals.lines,
-    languages: [...languages].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, 5).map(([name, s]) => ({ name, bytes: s.bytes })),
+    languages: [...languages]
+      .sort((a, b) => b[1].bytes - a[1].bytes)
+      .slice(0, 5)
+      .map(([name, s]) => ({ name, bytes: s.bytes })),
   })
 
   function noteLargest(path: string, bytes: number) {
@@ -161,7 +164,9 @@ export async function analyseTree(tree: string, options: AnalyseOptions): Promis
   const manifests = await readManifests(tree, manifestPaths, signal)
   const knownBytes = [...languages.values()].reduce((sum, s) => sum + s.bytes, 0)
   const declared = manifests.flatMap((m) => m.entryPoints)
-  const entryPoints = [...new Set([...declared.filter((path) => files.has(path)), ...[...files.keys()].filter((path) => CONVENTIONAL_ENTRY_POINTS.some((p) => p.test(path)))])]
+  const entryPoints = [
+    ...new Set([...declared.filter((path) => files.has(path)), ...[...files.keys()].filter((path) => CONVENTIONAL_ENTRY_POINTS.some((p) => p.test(path)))]),
+  ]
   if (!license) {
     const declaredLicense = manifests.find((m) => m.license && !m.manifest?.path.includes('/'))?.license ?? manifests.find((m) => m.license)?.license
     if (declaredLicense) license = { path: null, spdx: declaredLicense }

@@ -31,7 +31,7 @@ const PACKAGE_MANAGER_FILES: Record<string, string> = {
   'deno.lock': 'deno',
   'deno.json': 'deno',
   'deno.jsonc': 'deno',
-  'pipfile': 'pipenv',
+  pipfile: 'pipenv',
   'pipfile.lock': 'pipenv',
   'poetry.lock': 'poetry',
   'uv.lock': 'uv',
@@ -43,12 +43,25 @@ const PACKAGE_MANAGER_FILES: Record<string, string> = {
   'composer.lock': 'composer',
   'mix.lock': 'mix',
   'pubspec.lock': 'pub',
-  'gradlew': 'gradle',
-  'mvnw': 'maven',
+  gradlew: 'gradle',
+  mvnw: 'maven',
   'packages.lock.json': 'nuget',
 }
 
-const MANIFEST_KINDS = new Set(['package.json', 'pyproject.toml', 'pipfile', 'go.mod', 'cargo.toml', 'gemfile', 'composer.json', 'pom.xml', 'build.gradle', 'build.gradle.kts', 'mix.exs', 'pubspec.yaml'])
+const MANIFEST_KINDS = new Set([
+  'package.json',
+  'pyproject.toml',
+  'pipfile',
+  'go.mod',
+  'cargo.toml',
+  'gemfile',
+  'composer.json',
+  'pom.xml',
+  'build.gradle',
+  'build.gradle.kts',
+  'mix.exs',
+  'pubspec.yaml',
+])
 
 /** Whether the analyser should read this file as a manifest or lock file. */
 export function isManifestFile(name: string): boolean {
@@ -62,7 +75,26 @@ export function isParsedManifest(name: string): boolean {
   return MANIFEST_KINDS.has(lower) || /^requirements([-_.][\w.-]*)?\.txt$/.test(lower)
 }
 
-const LOCK_FILES = new Set(['package-lock.json', 'npm-shrinkwrap.json', 'yarn.lock', 'pnpm-lock.yaml', 'bun.lock', 'bun.lockb', 'deno.lock', 'pipfile.lock', 'poetry.lock', 'uv.lock', 'pdm.lock', 'cargo.lock', 'go.sum', 'gemfile.lock', 'composer.lock', 'mix.lock', 'pubspec.lock', 'packages.lock.json'])
+const LOCK_FILES = new Set([
+  'package-lock.json',
+  'npm-shrinkwrap.json',
+  'yarn.lock',
+  'pnpm-lock.yaml',
+  'bun.lock',
+  'bun.lockb',
+  'deno.lock',
+  'pipfile.lock',
+  'poetry.lock',
+  'uv.lock',
+  'pdm.lock',
+  'cargo.lock',
+  'go.sum',
+  'gemfile.lock',
+  'composer.lock',
+  'mix.lock',
+  'pubspec.lock',
+  'packages.lock.json',
+])
 
 /** Generated lock files: their content is never parsed, and search leaves them out. */
 export function isLockFile(name: string): boolean {
@@ -71,29 +103,81 @@ export function isLockFile(name: string): boolean {
 
 const FRAMEWORKS: Record<string, Record<string, string>> = {
   npm: {
-    react: 'React', next: 'Next.js', vue: 'Vue', nuxt: 'Nuxt', svelte: 'Svelte', '@sveltejs/kit': 'SvelteKit',
-    '@angular/core': 'Angular', 'solid-js': 'Solid', astro: 'Astro', '@remix-run/react': 'Remix', gatsby: 'Gatsby',
-    express: 'Express', fastify: 'Fastify', koa: 'Koa', hono: 'Hono', elysia: 'Elysia', '@nestjs/core': 'NestJS',
-    electron: 'Electron', 'react-native': 'React Native', expo: 'Expo', tailwindcss: 'Tailwind CSS', vite: 'Vite',
-    jest: 'Jest', vitest: 'Vitest', mocha: 'Mocha', '@playwright/test': 'Playwright', prisma: 'Prisma',
+    react: 'React',
+    next: 'Next.js',
+    vue: 'Vue',
+    nuxt: 'Nuxt',
+    svelte: 'Svelte',
+    '@sveltejs/kit': 'SvelteKit',
+    '@angular/core': 'Angular',
+    'solid-js': 'Solid',
+    astro: 'Astro',
+    '@remix-run/react': 'Remix',
+    gatsby: 'Gatsby',
+    express: 'Express',
+    fastify: 'Fastify',
+    koa: 'Koa',
+    hono: 'Hono',
+    elysia: 'Elysia',
+    '@nestjs/core': 'NestJS',
+    electron: 'Electron',
+    'react-native': 'React Native',
+    expo: 'Expo',
+    tailwindcss: 'Tailwind CSS',
+    vite: 'Vite',
+    jest: 'Jest',
+    vitest: 'Vitest',
+    mocha: 'Mocha',
+    '@playwright/test': 'Playwright',
+    prisma: 'Prisma',
   },
   pypi: {
-    django: 'Django', flask: 'Flask', fastapi: 'FastAPI', starlette: 'Starlette', tornado: 'Tornado', pyramid: 'Pyramid',
-    streamlit: 'Streamlit', pytest: 'pytest', torch: 'PyTorch', tensorflow: 'TensorFlow', 'scikit-learn': 'scikit-learn',
-    sqlalchemy: 'SQLAlchemy', celery: 'Celery',
+    django: 'Django',
+    flask: 'Flask',
+    fastapi: 'FastAPI',
+    starlette: 'Starlette',
+    tornado: 'Tornado',
+    pyramid: 'Pyramid',
+    streamlit: 'Streamlit',
+    pytest: 'pytest',
+    torch: 'PyTorch',
+    tensorflow: 'TensorFlow',
+    'scikit-learn': 'scikit-learn',
+    sqlalchemy: 'SQLAlchemy',
+    celery: 'Celery',
   },
   go: {
-    'github.com/gin-gonic/gin': 'Gin', 'github.com/labstack/echo': 'Echo', 'github.com/labstack/echo/v4': 'Echo',
-    'github.com/gofiber/fiber': 'Fiber', 'github.com/gofiber/fiber/v2': 'Fiber', 'github.com/gorilla/mux': 'Gorilla mux',
-    'github.com/go-chi/chi': 'chi', 'github.com/go-chi/chi/v5': 'chi', 'github.com/spf13/cobra': 'Cobra', 'gorm.io/gorm': 'GORM',
+    'github.com/gin-gonic/gin': 'Gin',
+    'github.com/labstack/echo': 'Echo',
+    'github.com/labstack/echo/v4': 'Echo',
+    'github.com/gofiber/fiber': 'Fiber',
+    'github.com/gofiber/fiber/v2': 'Fiber',
+    'github.com/gorilla/mux': 'Gorilla mux',
+    'github.com/go-chi/chi': 'chi',
+    'github.com/go-chi/chi/v5': 'chi',
+    'github.com/spf13/cobra': 'Cobra',
+    'gorm.io/gorm': 'GORM',
   },
   cargo: {
-    'actix-web': 'Actix Web', axum: 'Axum', rocket: 'Rocket', warp: 'warp', tokio: 'Tokio', bevy: 'Bevy', tauri: 'Tauri',
-    clap: 'clap', diesel: 'Diesel',
+    'actix-web': 'Actix Web',
+    axum: 'Axum',
+    rocket: 'Rocket',
+    warp: 'warp',
+    tokio: 'Tokio',
+    bevy: 'Bevy',
+    tauri: 'Tauri',
+    clap: 'clap',
+    diesel: 'Diesel',
   },
   rubygems: { rails: 'Ruby on Rails', sinatra: 'Sinatra', rspec: 'RSpec', hanami: 'Hanami' },
   packagist: { 'laravel/framework': 'Laravel', 'symfony/framework-bundle': 'Symfony', 'slim/slim': 'Slim', 'phpunit/phpunit': 'PHPUnit' },
-  maven: { 'spring-boot-starter': 'Spring Boot', 'spring-boot-starter-web': 'Spring Boot', 'quarkus-core': 'Quarkus', junit: 'JUnit', 'junit-jupiter': 'JUnit' },
+  maven: {
+    'spring-boot-starter': 'Spring Boot',
+    'spring-boot-starter-web': 'Spring Boot',
+    'quarkus-core': 'Quarkus',
+    junit: 'JUnit',
+    'junit-jupiter': 'JUnit',
+  },
   hex: { phoenix: 'Phoenix', ecto: 'Ecto' },
   pub: { flutter: 'Flutter' },
 }
@@ -131,7 +215,14 @@ function fromPep508(spec: unknown, dev: boolean): Dependency | undefined {
   return { name: match[1]!, version: version || undefined, dev }
 }
 
-function finding(path: string, kind: string, ecosystem: string, name: string | undefined, dependencies: Dependency[], extra: Partial<ManifestFinding> = {}): ManifestFinding {
+function finding(
+  path: string,
+  kind: string,
+  ecosystem: string,
+  name: string | undefined,
+  dependencies: Dependency[],
+  extra: Partial<ManifestFinding> = {},
+): ManifestFinding {
   const unique = [...new Map(dependencies.map((d) => [`${d.name}\0${d.dev}`, d])).values()]
   return {
     manifest: { path, kind, ecosystem, name, dependencies: unique.slice(0, MAX_DEPENDENCIES), truncated: unique.length > MAX_DEPENDENCIES },
@@ -273,13 +364,17 @@ function pomXml(path: string, text: string): ManifestFinding {
     const scope = /<scope>\s*([^<\s]+)\s*<\/scope>/.exec(block[1]!)?.[1]
     if (artifact) dependencies.push({ name: artifact, version, dev: scope === 'test' })
   }
-  const name = /<artifactId>\s*([^<\s]+)\s*<\/artifactId>/.exec(text.replace(/<parent>[\s\S]*?<\/parent>/, '').replace(/<dependencies>[\s\S]*<\/dependencies>/, ''))?.[1]
+  const name = /<artifactId>\s*([^<\s]+)\s*<\/artifactId>/.exec(
+    text.replace(/<parent>[\s\S]*?<\/parent>/, '').replace(/<dependencies>[\s\S]*<\/dependencies>/, ''),
+  )?.[1]
   return finding(path, 'pom.xml', 'maven', name, dependencies, { packageManagers: ['maven'] })
 }
 
 function gradle(path: string, text: string): ManifestFinding {
   const dependencies: Dependency[] = []
-  for (const match of text.matchAll(/\b(implementation|api|compileOnly|runtimeOnly|testImplementation|testRuntimeOnly)\s*\(?\s*['"]([^:'"]+):([^:'"]+)(?::([^'"]+))?['"]/g))
+  for (const match of text.matchAll(
+    /\b(implementation|api|compileOnly|runtimeOnly|testImplementation|testRuntimeOnly)\s*\(?\s*['"]([^:'"]+):([^:'"]+)(?::([^'"]+))?['"]/g,
+  ))
     dependencies.push({ name: match[3]!, version: match[4], dev: match[1]!.startsWith('test') })
   return finding(path, posix.basename(path), 'maven', undefined, dependencies, { packageManagers: ['gradle'] })
 }

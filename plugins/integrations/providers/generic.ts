@@ -109,7 +109,12 @@ export function parseGenericProviders(raw: string | undefined, reservedIds: read
     const clientAuth = fields.clientAuth ?? 'body'
     if (clientAuth !== 'basic' && clientAuth !== 'body') problems.push(`${where}.clientAuth must be "basic" or "body"`)
     const authorizeParams = fields.authorizeParams ?? {}
-    if (typeof authorizeParams !== 'object' || authorizeParams === null || Array.isArray(authorizeParams) || Object.values(authorizeParams).some((v) => typeof v !== 'string'))
+    if (
+      typeof authorizeParams !== 'object' ||
+      authorizeParams === null ||
+      Array.isArray(authorizeParams) ||
+      Object.values(authorizeParams).some((v) => typeof v !== 'string')
+    )
       problems.push(`${where}.authorizeParams must be an object of string values`)
 
     const settings = {

@@ -25,7 +25,13 @@ export const github: ProviderDefinition = {
     const header = me.headers.get('x-oauth-scopes')
     return {
       account: { id, name: login, url: asText(user.html_url) },
-      scopes: header === null ? undefined : header.split(',').map((s) => s.trim()).filter(Boolean),
+      scopes:
+        header === null
+          ? undefined
+          : header
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
       metadata: { login, name: asText(user.name) ?? null, avatarUrl: asText(user.avatar_url) ?? null, type: asText(user.type) ?? null },
     }
   },

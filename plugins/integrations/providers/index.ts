@@ -24,7 +24,12 @@ export function providersFromConfig(integrations: IntegrationsSettings): Provide
     ...integrations.generic.map((settings) =>
       Object.freeze({
         definition: genericProvider(settings),
-        endpoints: Object.freeze({ authorizeUrl: settings.authorizeUrl, tokenUrl: settings.tokenUrl, apiUrl: new URL(settings.accountUrl).origin, revokeUrl: settings.revokeUrl }),
+        endpoints: Object.freeze({
+          authorizeUrl: settings.authorizeUrl,
+          tokenUrl: settings.tokenUrl,
+          apiUrl: new URL(settings.accountUrl).origin,
+          revokeUrl: settings.revokeUrl,
+        }),
         client: Object.freeze({ clientId: settings.clientId, clientSecret: settings.clientSecret }),
         scopes: settings.scopes,
       }),

@@ -107,8 +107,7 @@ export const basicAuthorization = (client: OAuthClient) =>
 export const asRecord = (value: unknown): Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
 
-export const asText = (value: unknown): string | undefined =>
-  typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined
+export const asText = (value: unknown): string | undefined => (typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined)
 
 /** A member of a JSON object by dotted path (`user.username`). */
 export function pick(value: unknown, path: string): unknown {

@@ -89,7 +89,8 @@ function toolCall(part: Part): HTMLElement {
 function searchDecision(part: Part): HTMLElement {
   const d = data(part)
   // Without a measure (a tool call came first, say) only the reason is shown.
-  const measured = typeof d.confidence === 'number' ? ` (confidence ${d.confidence.toFixed(2)}, threshold ${d.threshold}, ${d.method} over ${d.tokens} tokens)` : ''
+  const measured =
+    typeof d.confidence === 'number' ? ` (confidence ${d.confidence.toFixed(2)}, threshold ${d.threshold}, ${d.method} over ${d.tokens} tokens)` : ''
   return el(
     'div',
     { class: 'part decision', 'data-part': 'search-decision', 'data-decision': String(d.decision) },
@@ -111,7 +112,11 @@ function plan(part: Part): HTMLElement {
 function step(part: Part): HTMLElement {
   const d = data(part)
   const verdict = d.verdict ? ` · ${d.verdict} after ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}` : ''
-  return el('div', { class: 'part step', 'data-part': 'step', 'data-status': String(d.status) }, `Step ${Number(d.index) + 1}: ${d.title} (${d.status}${verdict})`)
+  return el(
+    'div',
+    { class: 'part step', 'data-part': 'step', 'data-status': String(d.status) },
+    `Step ${Number(d.index) + 1}: ${d.title} (${d.status}${verdict})`,
+  )
 }
 
 function check(part: Part): HTMLElement {

@@ -20,13 +20,11 @@ const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"'
 
 // Brave marks matched words with <strong> and escapes entities; snippets are plain text for every provider.
 function plainText(html: string): string {
-  return html
-    .replace(/<[^>]*>/g, '')
-    .replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, name: string) => {
-      if (name[0] !== '#') return ENTITIES[name.toLowerCase()] ?? whole
-      const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10)
-      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole
-    })
+  return html.replace(/<[^>]*>/g, '').replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, name: string) => {
+    if (name[0] !== '#') return ENTITIES[name.toLowerCase()] ?? whole
+    const code = name[1] === 'x' || name[1] === 'X' ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10)
+    return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole
+  })
 }
 
 /** The Brave Search web search API. Brave leaves out `web` entirely when nothing was found. */

@@ -68,7 +68,8 @@ export async function providerJson(upstream: Upstream, send: () => Promise<Respo
 // biome-ignore lint/suspicious/noExplicitAny: each provider picks its list out of its own JSON answer
 export function resultList(body: unknown, pick: (body: Record<string, any>) => unknown, upstream: Upstream): Record<string, unknown>[] {
   const list = typeof body === 'object' && body !== null && !Array.isArray(body) ? pick(body) : undefined
-  if (!Array.isArray(list)) throw new AppError('upstream_error', `${upstream.label} answered JSON without a result list`, { extensions: { provider: upstream.name } })
+  if (!Array.isArray(list))
+    throw new AppError('upstream_error', `${upstream.label} answered JSON without a result list`, { extensions: { provider: upstream.name } })
   // Entries without a URL cannot be cited or opened, so they are dropped rather than passed on half-empty.
   return list.filter((item): item is Record<string, unknown> => typeof item === 'object' && item !== null && typeof item.url === 'string' && item.url !== '')
 }
