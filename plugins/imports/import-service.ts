@@ -89,6 +89,8 @@ export interface ImportService {
   reindex(orgId: string, importId: string, options?: ReindexOptions): Promise<ReindexOutcome | undefined>
   /** Imports running or queued in this process. */
   readonly runningCount: number
+  /** Resolves once no import runs here: a draining process lets the imports it accepted finish. */
+  idle(): Promise<void>
   /** Settles when an import running in this process has finished (tests, benchmarks). */
   settled(importId: string): Promise<void>
   /** Fails the imports whose process stopped; answers how many. */
@@ -302,6 +304,10 @@ export function createImportService(options: ImportServiceOptions): ImportServic
   return {
     get runningCount() {
       return running.size
+    },
+
+    async idle() {
+      while (running.size > 0) await Promise.allSettled([...running.values()].map((entry) => entry.done))
     },
 
     async start(caller, request) {

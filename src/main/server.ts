@@ -96,10 +96,10 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
       // Elysia runs afterResponse hooks (the access log line, metrics, the request's span) in a setImmediate; the
       // rest of shutdown can finish in microtasks alone, so a request answered just before the signal would lose them.
       await new Promise((resolve) => setImmediate(resolve))
-      // Answers and tasks with no request left (their clients follow them elsewhere, or left) get the
+      // Answers, tasks and imports with no request left (their clients follow them elsewhere, or left) get the
       // rest of the time to finish; whatever still runs then is stopped and recorded as interrupted.
-      if (!(await untilDeadline(Promise.all([deps.chat.idle(), deps.agents.idle()]))))
-        logger.warn('chat answers or agent tasks still running at the shutdown timeout; interrupting them')
+      if (!(await untilDeadline(Promise.all([deps.chat.idle(), deps.agents.idle(), deps.imports.idle()]))))
+        logger.warn('chat answers, agent tasks or imports still running at the shutdown timeout; interrupting them')
       await metricsListener?.stop()
       await deps.close()
       logger.info('stopped')
