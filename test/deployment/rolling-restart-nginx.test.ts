@@ -126,6 +126,7 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
     let sent = 0
     let sentLong = 0
     let resumed = 0
+    let resent = 0
     let restarting = true
 
     // Nothing to resume (204): the answer is no longer running, so it is, or is about to be, stored.
@@ -170,10 +171,19 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
         // The task runs where the socket is; a client told to go away (1001) reconnects through the proxy and
         // subscribes again after the last message it has, as docs/agents.mdx says.
         const wsUrl = `${proxy.url.replace('http', 'ws')}/ws/agent`
+        // A command that reached a replica as it began to drain is refused with `unavailable` and its socket closed
+        // (1001): the client reconnects through the proxy and sends it again, as docs/agents.mdx says.
         let client = await connectAgent(wsUrl, token)
-        client.send({ type: 'agent_command', id: 'c1', command: 'debug', params: { code: 'const total: number = "1"', error: 'TS2322' } })
-        const first = await client.next((m) => m.type === 'ack' || m.type === 'error', 20_000)
-        if (first.type === 'error') return `command refused: ${first.code} ${first.message}`
+        let first: AgentMessage
+        for (let attempt = 0; ; attempt++) {
+          client.send({ type: 'agent_command', id: 'c1', command: 'debug', params: { code: 'const total: number = "1"', error: 'TS2322' } })
+          first = await client.next((m) => m.type === 'ack' || m.type === 'error', 20_000)
+          if (first.type === 'ack') break
+          if (first.code !== 'unavailable' || attempt === 5) return `command refused: ${first.code} ${first.message}`
+          if ((await client.closed).code !== 1001) return `command refused with ${first.code}, and its socket not closed with 1001`
+          resent++
+          client = await connectAgent(wsUrl, token)
+        }
         const taskId = first.taskId as string
         const seen: AgentMessage[] = []
         for (let reconnects = 0; ; reconnects++) {
@@ -281,7 +291,7 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
       .filter((l) => /upstream=503, /.test(l)).length
     console.log(
       `rolling restart behind nginx: ${sent + sentLong} requests (${[...kinds, ...Object.keys(longWork)].map((k) => `${counts[k]} ${k}`).join(', ')}), ` +
-        `${failures.length} failed, ${resumed} chat streams and agent tasks resumed on the other replica, ${upstreamErrors.length} upstream errors in nginx's log, ${refusedWhileDraining} requests refused by a draining replica and taken by the other`,
+        `${failures.length} failed, ${resumed} chat streams and agent tasks resumed on the other replica, ${resent} agent commands sent again after a draining replica refused them, ${upstreamErrors.length} upstream errors in nginx's log, ${refusedWhileDraining} requests refused by a draining replica and taken by the other`,
     )
     // What nginx met on the way (each one retried on the other replica unless a failure above says otherwise).
     const reasons: Record<string, number> = {}

@@ -88,6 +88,7 @@ export interface SlotReservation {
 }
 
 export const CLOSE_GOING_AWAY = 1001
+const SHUTDOWN_CLOSE_REASON = 'server shutting down; reconnect and subscribe'
 export const CLOSE_POLICY = 1008
 export const CLOSE_IDLE = 4000
 /** The sign-in the connection was opened with ended: signed out, its token expired, or the user removed. */
@@ -346,7 +347,15 @@ export function createConnectionHub(options: ConnectionHubOptions) {
   }
 
   async function command(connection: AgentConnection, message: Extract<ClientMessage, { type: 'agent_command' }>) {
-    options.admission?.admitLongWork('agent tasks')
+    try {
+      options.admission?.admitLongWork('agent tasks')
+    } catch (err) {
+      // A draining process takes no new task: the client is told why, then sent to reconnect elsewhere at once.
+      const refusal = err as AppError
+      connection.send({ type: 'error', id: message.id, code: refusal.code, message: refusal.message, retryAfterSeconds: 1 })
+      connection.socket.close(CLOSE_GOING_AWAY, SHUTDOWN_CLOSE_REASON)
+      return
+    }
     const checked = checkCommand(message.id, message.command, message.params)
     if (!checked.ok) return refuse(connection, checked.error)
     const key = `user:${connection.caller.userId}`
@@ -482,7 +491,7 @@ export function createConnectionHub(options: ConnectionHubOptions) {
 
     /** On shutdown: closes every connection with 1001, which tells clients to reconnect (to another process) and subscribe again. */
     closeForShutdown(): void {
-      for (const connection of connections) connection.socket.close(CLOSE_GOING_AWAY, 'server shutting down; reconnect and subscribe')
+      for (const connection of connections) connection.socket.close(CLOSE_GOING_AWAY, SHUTDOWN_CLOSE_REASON)
     },
   }
 }
