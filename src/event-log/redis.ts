@@ -38,7 +38,7 @@ const APPEND = `${TOP}
 if interrupted then return 0 end
 if topSeq == tonumber(ARGV[2]) then return 2 end
 if ended then return 0 end
-if topSeq < tonumber(ARGV[1]) or redis.call('EXISTS', KEYS[3]) == 0 then return -1 end
+if topSeq < tonumber(ARGV[1]) or (topSeq == 0 and redis.call('EXISTS', KEYS[3]) == 0) then return -1 end
 if topSeq ~= tonumber(ARGV[1]) then return 0 end
 if ARGV[3] == '1' then
   redis.call('XADD', KEYS[1], '0-' .. ARGV[2], 'e', ARGV[4], 'd', '1')
@@ -148,7 +148,8 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
         ]),
       )
       .then(() => undefined)
-    opened.catch((err) => lose('its lease could not be written', err, 'unreachable'))
+    // Never in the store, the log was never followed elsewhere and its producer never started: nothing to record.
+    opened.catch((err) => lose('its lease could not be written', err, 'unopened'))
     let renewFailingSince = 0
     const renew = setInterval(() => {
       void redis.send('SET', [keys.lease(logId), '1', 'PX', String(leaseMs)]).then(
@@ -175,9 +176,9 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
      * holds that end. The store unreachable or the log lost: the log ends here, with what was not stored and the
      * `unavailable` events, so no client here waits for a store that may not come back.
      */
-    function lose(reason: string, err?: unknown, how: 'fenced' | 'unreachable' = 'fenced') {
+    function lose(reason: string, err?: unknown, how: 'fenced' | 'unreachable' | 'unopened' = 'fenced') {
       if (lost.signal.aborted) return
-      if (err || how === 'unreachable') warn(`producer of ${logId} gave up: ${reason}`, err)
+      if (err || how !== 'fenced') warn(`producer of ${logId} gave up: ${reason}`, err)
       lost.abort(new Error(reason))
       clearInterval(renew)
       clearTimeout(retry)
@@ -187,7 +188,7 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
       inflight = undefined
       for (const w of waiters.splice(0)) w.reject(new Error(`log ${logId} was lost: ${reason}`))
       if (closed) return
-      if (how === 'unreachable') return void endHere(log, unstored)
+      if (how !== 'fenced') return void endHere(log, unstored, how === 'unreachable')
       if (produced.get(logId) === log) produced.delete(logId)
       for (const follower of [...log.followers]) {
         follower.detach?.()
@@ -296,12 +297,13 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
   /**
    * Ends a produced log in this process only, its store unreachable or its shared copy lost: the followers here
    * get what was never stored, then the `unavailable` events (nothing more when the final event was among the
-   * unstored); the handlers record it first. Followers elsewhere end by themselves the same way.
+   * unstored); the handlers record it first, when it was ever in the store (`record`). Followers elsewhere end by
+   * themselves the same way.
    */
-  async function endHere(log: LocalLog, unstored: LoggedEvent[]) {
+  async function endHere(log: LocalLog, unstored: LoggedEvent[], record: boolean) {
     const complete = unstored.at(-1)?.final === true
     const ending = complete ? [] : interruptionEvents(unavailable(log.info), unstored.at(-1)?.seq ?? log.lastSeq)
-    if (!complete) await interrupted(log, [...log.events, ...unstored, ...ending], 'unreachable')
+    if (!complete && record) await interrupted(log, [...log.events, ...unstored, ...ending], 'unreachable')
     log.commit([...unstored, ...ending])
     keepLocal(log)
   }

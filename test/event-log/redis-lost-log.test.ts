@@ -82,6 +82,28 @@ describe.skipIf(!redisServerInstalled)('a log Redis lost or cannot store', () =>
     }
   }, 30_000)
 
+  test('a log that never reached Redis ends here with the unavailable events, and nothing is recorded as interrupted', async () => {
+    const [a] = pair(800)
+    const recorded: InterruptionCause[] = []
+    a.onInterrupted((_id, _info, _events, cause) => void recorded.push(cause))
+    await server.kill()
+    try {
+      const producer = a.open('never-opened', 'info')
+      const here = await follow(a, 'never-opened')
+      producer.append('one')
+      expect(
+        await producer.opened.then(
+          () => 'opened',
+          () => 'refused',
+        ),
+      ).toBe('refused')
+      expect(datas(await here.ended)).toEqual(['one', UNAVAILABLE, END])
+      expect(recorded).toEqual([])
+    } finally {
+      await server.start()
+    }
+  }, 30_000)
+
   test('a follower elsewhere whose reads fail for a lease ends with the unavailable events', async () => {
     const [a, b] = pair(800)
     const producer = a.open('followed-log', 'info')
