@@ -279,3 +279,15 @@ export function createRedisManager(options: RedisManagerOptions): RedisManager {
     },
   }
 }
+
+/** `service` as it is when it was handed its Redis connection; else closing it also closes the one it made (`own`). */
+export function closingOwnConnection<T extends { close(): Promise<void> }>(service: T, own: RedisManager | undefined): T {
+  if (!own) return service
+  return {
+    ...service,
+    async close() {
+      await service.close()
+      own.close()
+    },
+  }
+}

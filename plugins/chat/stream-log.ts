@@ -7,7 +7,7 @@
  */
 import { createMemoryEventLog, createRedisEventLog, followMapped, type EventLog, type LoggedEvent } from '../../src/event-log/index.ts'
 import type { Logger } from '../../src/log.ts'
-import { createRedisManager, type RedisManager } from '../../src/redis.ts'
+import { closingOwnConnection, createRedisManager, type RedisManager } from '../../src/redis.ts'
 
 export interface GenerationMeta {
   generationId: string
@@ -186,13 +186,5 @@ export function createRedisStreamLog(options: RedisStreamLogOptions): StreamLog 
     },
     options.logger,
   )
-  return options.redis
-    ? log
-    : {
-        ...log,
-        async close() {
-          await log.close()
-          redis.close()
-        },
-      }
+  return closingOwnConnection(log, options.redis ? undefined : redis)
 }

@@ -7,7 +7,7 @@
  */
 import { createMemoryEventLog, createRedisEventLog, type EventLog, type InterruptionCause, type LoggedEvent } from '../../../src/event-log/index.ts'
 import type { Logger } from '../../../src/log.ts'
-import { createRedisManager, type RedisManager } from '../../../src/redis.ts'
+import { closingOwnConnection, createRedisManager, type RedisManager } from '../../../src/redis.ts'
 import { FINISHED_STATUSES, type TaskStatus } from '../schemas.ts'
 
 export interface TaskMeta {
@@ -351,13 +351,5 @@ export function createRedisTaskLog(options: RedisTaskLogOptions): TaskLog {
     },
     true,
   )
-  return options.redis
-    ? log
-    : {
-        ...log,
-        async close() {
-          await log.close()
-          redis.close()
-        },
-      }
+  return closingOwnConnection(log, options.redis ? undefined : redis)
 }
