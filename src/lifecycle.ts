@@ -20,7 +20,7 @@ export interface Lifecycle {
 /** Seconds a client refused by a draining process waits before trying again (a proxy retries at once elsewhere). */
 export const DRAINING_RETRY_AFTER_SECONDS = 1
 
-export function drainingRefusal(what: string): AppError {
+function drainingRefusal(what: string): AppError {
   return new AppError('unavailable', `This server is restarting and takes no new ${what}; send it again (another server takes it)`, {
     headers: { 'retry-after': String(DRAINING_RETRY_AFTER_SECONDS) },
   })

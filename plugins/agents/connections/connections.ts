@@ -3,7 +3,7 @@
  * tasks each follows, the heartbeat that pings them all and closes the silent ones, and the handling of every
  * client message. Kept small per connection: 10,000 idle ones must fit in a few KB each.
  */
-import type { Lifecycle } from '../../../src/lifecycle.ts'
+import { DRAINING_RETRY_AFTER_SECONDS, type Lifecycle } from '../../../src/lifecycle.ts'
 import { AppError } from '../../../src/errors.ts'
 import type { Logger } from '../../../src/log.ts'
 import type { RateCheck, RateLimiter, RatePolicy } from '../../../src/rate-limit/index.ts'
@@ -352,7 +352,7 @@ export function createConnectionHub(options: ConnectionHubOptions) {
     } catch (err) {
       // A draining process takes no new task: the client is told why, then sent to reconnect elsewhere at once.
       const refusal = err as AppError
-      connection.send({ type: 'error', id: message.id, code: refusal.code, message: refusal.message, retryAfterSeconds: 1 })
+      connection.send({ type: 'error', id: message.id, code: refusal.code, message: refusal.message, retryAfterSeconds: DRAINING_RETRY_AFTER_SECONDS })
       connection.socket.close(CLOSE_GOING_AWAY, SHUTDOWN_CLOSE_REASON)
       return
     }
