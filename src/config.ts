@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { PRIVILEGED_SCOPES, ROLES, SCOPES, isRole, isScope, type Role, type Scope } from './auth/roles.ts'
 import { ROUTE_CLASSES } from './rate-limit/route-classes.ts'
@@ -241,7 +241,7 @@ const observabilityVariables = {
     parse: url('http:', 'https:'),
   },
   OTEL_EXPORTER_OTLP_HEADERS: {
-    doc: 'Headers sent with every trace export, as comma-separated key=value pairs with URL-encoded values (api-key=abc)',
+    doc: 'Headers sent with every trace export, as comma-separated key=value pairs with URL-encoded values (api-key=abc); the OTLP exporter adds those of OTEL_EXPORTER_OTLP_TRACES_HEADERS, these winning',
     parse: keyValueList,
   },
   OTEL_SERVICE_NAME: { doc: 'service.name of the exported spans', parse: text, fallback: 'realtime-ai-backend' },
@@ -368,6 +368,11 @@ export interface Settings<V extends Variables, R extends object> {
   /** Heading of the slice's table on docs/configuration.mdx. */
   readonly title: string
   readonly variables: V
+  /**
+   * Variables a library of the slice reads from the process environment itself, which the service passes through
+   * unparsed: documented with the slice's own, by name, meaning and the library's default (JSON; none when unset).
+   */
+  readonly passThrough?: Readonly<Record<string, { doc: string; fallback?: unknown }>>
   /** The slice's part of `Config`, from its own values and the core's; cross-checks go to `report`, never throw. */
   readonly build: (values: Values<V> & CoreValues, report: Report) => R
 }
@@ -428,9 +433,31 @@ const storage = defineSettings({
   }),
 })
 
+// The OTLP exporter reads these from the environment itself (each also as OTEL_EXPORTER_OTLP_TRACES_<NAME>, which wins).
+const otlpExporterVariables = {
+  OTEL_EXPORTER_OTLP_TIMEOUT: {
+    doc: 'Read by the OTLP exporter itself (passed through): milliseconds an export may take, retries included; OTEL_EXPORTER_OTLP_TRACES_TIMEOUT wins over it',
+    fallback: 10000,
+  },
+  OTEL_EXPORTER_OTLP_COMPRESSION: {
+    doc: 'Read by the OTLP exporter itself (passed through): gzip or none for the exported bodies; OTEL_EXPORTER_OTLP_TRACES_COMPRESSION wins over it',
+    fallback: 'none',
+  },
+  OTEL_EXPORTER_OTLP_CERTIFICATE: {
+    doc: "Read by the OTLP exporter itself (passed through): path of the PEM file of the CA certificates that verify the collector's TLS certificate; OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE wins over it",
+  },
+  OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: {
+    doc: 'Read by the OTLP exporter itself (passed through): path of the PEM file of the client certificate chain for mutual TLS with the collector; OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE wins over it',
+  },
+  OTEL_EXPORTER_OTLP_CLIENT_KEY: {
+    doc: "Read by the OTLP exporter itself (passed through): path of the PEM file of that certificate's private key; OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY wins over it",
+  },
+}
+
 const observability = defineSettings({
   title: 'Logs, metrics and traces',
   variables: observabilityVariables,
+  passThrough: otlpExporterVariables,
   build: (v, report) => {
     if (v.METRICS_PORT !== undefined && v.METRICS_PORT !== 0 && v.METRICS_PORT === v.PORT)
       report.problem(`METRICS_PORT must differ from PORT (both are ${v.PORT})`)
@@ -607,14 +634,61 @@ export function loadSettings<const S extends readonly AnySettings[]>(plugins: S,
 
   const core = values as CoreValues
   const dataDir = resolve(core.DATA_DIR)
-  mkdirSync(dataDir, { recursive: true })
-  const { secrets, generated } = resolveSecrets(dataDir, core)
+  const { secrets, generated } = usingDataDir(dataDir, () => {
+    mkdirSync(dataDir, { recursive: true })
+    // The database and the generated secrets are written here; a directory the service cannot write fails now, not at the first write.
+    accessSync(dataDir, constants.W_OK | constants.X_OK)
+    return resolveSecrets(dataDir, core)
+  })
   const resolved: Resolved = {
     secrets: { ...secrets, previousTokenEncryptionKeys: core.TOKEN_ENCRYPTION_PREVIOUS_KEYS },
     generatedSecrets: generated,
     unconfigured,
   }
   return deepFreeze(Object.assign({}, ...parts, resolved))
+}
+
+// What an operator can do about each file system error DATA_DIR may meet.
+const DATA_DIR_REASONS: Record<string, string> = {
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the file system is read-only',
+  ENOTDIR: 'part of the path is a file, not a directory',
+  ENOSPC: 'no space is left on the device',
+  EDQUOT: 'the disk quota is used up',
+}
+
+/** Runs `work` on DATA_DIR; a file system error becomes a `ConfigError` naming the variable, the path and the fix. */
+function usingDataDir<T>(dataDir: string, work: () => T): T {
+  try {
+    return work()
+  } catch (err) {
+    const code = (err as { code?: unknown }).code
+    if (typeof code !== 'string' || !/^E[A-Z]+$/.test(code)) throw err
+    const reason = DATA_DIR_REASONS[code] ?? (err as Error).message
+    throw new ConfigError([
+      `DATA_DIR ${dataDir} cannot be used: ${reason} (${code}); create it writable by the user the service runs as, or set DATA_DIR to a directory that user can write`,
+    ])
+  }
+}
+
+/**
+ * Where the service keeps its data (DATA_DIR, DATABASE_URL), read without creating DATA_DIR or its secrets:
+ * for operator commands that must find DATA_DIR as it is (a restore wants it empty).
+ */
+export function loadStorageLocation(env: Env = process.env): { dataDir: string; databaseUrl?: string } {
+  const problems: string[] = []
+  const values: Record<string, unknown> = {}
+  for (const [name, spec] of Object.entries(storageVariables) as [string, Variable<unknown>][]) {
+    const raw = env[name]
+    try {
+      values[name] = raw === undefined || raw === '' ? fallbackOf(spec, env) : spec.parse(raw)
+    } catch (err) {
+      problems.push(`${name} ${(err as Error).message} (${spec.doc})`)
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return { dataDir: resolve(values.DATA_DIR as string), databaseUrl: values.DATABASE_URL as string | undefined }
 }
 
 /** Freezes plain objects and arrays all the way down; other objects (none today) are left as they are. */
@@ -640,13 +714,19 @@ export interface VariableDescription {
 
 /** Every variable of the core's slices and of `plugins`, in declaration order. */
 export function describeSettings(plugins: readonly AnySettings[]): VariableDescription[] {
-  return allSettings(plugins).flatMap((slice) =>
-    Object.entries(slice.variables as Variables).map(([name, v]) => {
+  return allSettings(plugins).flatMap((slice) => [
+    ...Object.entries(slice.variables as Variables).map(([name, v]) => {
       const f = v.fallback
       const fallback = f instanceof Derived ? 'derived' : f === undefined ? '(unset)' : JSON.stringify(f)
       return { section: slice.title, name, doc: v.doc, fallback, ...(f instanceof Derived && { shown: f.shown }) }
     }),
-  )
+    ...Object.entries(slice.passThrough ?? {}).map(([name, v]) => ({
+      section: slice.title,
+      name,
+      doc: v.doc,
+      fallback: v.fallback === undefined ? '(unset)' : JSON.stringify(v.fallback),
+    })),
+  ])
 }
 
 const SECRETS_FILE = 'secrets.json'
