@@ -10,6 +10,8 @@ import { UnreachableError } from './reachability.ts'
 
 export const EXIT = {
   ok: 0,
+  /** The command ran and refused or found a fault (audit verify found a break; a backup or restore was refused). */
+  failed: 1,
   /** A command line the program does not understand. */
   usage: 2,
   /** EX_CONFIG: the configuration is wrong, or names a server that cannot be used; restarting will not help. */
@@ -18,9 +20,14 @@ export const EXIT = {
 
 export const VERSION_TEXT = `${pkg.name} ${pkg.version} (Bun ${Bun.version})`
 
-/** How the program was started, for usage lines: the executable's name, or `bun src/main/index.ts` from source. */
+/**
+ * How the program is started, for usage lines: the executable's name, or from source the start script's command
+ * (`bun --max-http-header-size=65536 src/main/index.ts`). The flag is Bun's own limit on a request head, checked
+ * by its parser before the service sees the request: without it a head over Bun's default 16 KiB gets a bare 431
+ * with no body instead of the service's problem answer. The executable carries it from the build.
+ */
 export function programName(): string {
-  return Bun.main.startsWith('/$bunfs/') ? basename(process.execPath) : 'bun src/main/index.ts'
+  return Bun.main.startsWith('/$bunfs/') ? basename(process.execPath) : pkg.scripts.start
 }
 
 export function serverUsage(program = programName()): string {
