@@ -206,6 +206,16 @@ function headProblem(request: Request): AppError | undefined {
     })
 }
 
+/**
+ * A browser's CORS preflight reaches routing only when CORS_ORIGINS is empty (the CORS plugin answers them
+ * otherwise): the refusal then says which setting lets the page's origin in.
+ */
+function preflightHint(request: Request): string {
+  const origin = request.headers.get('origin')
+  if (request.method !== 'OPTIONS' || origin === null || !request.headers.has('access-control-request-method')) return ''
+  return `. This is a browser's CORS preflight from ${origin.slice(0, 200)}: list that origin in CORS_ORIGINS to let its pages call the API`
+}
+
 function toAppError(code: string | number, error: unknown, request: Request, routeIndex: RouteIndex): AppError | undefined {
   if (code === 'PARSE' && (error as Error)?.cause instanceof GuardFailure)
     return toAppError('UNKNOWN', ((error as Error).cause as Error).cause, request, routeIndex)
@@ -220,7 +230,7 @@ function toAppError(code: string | number, error: unknown, request: Request, rou
     const path = new URL(request.url).pathname
     const allowed = routeIndex.allowed(path)
     if (allowed.length > 0 && !allowed.includes(request.method))
-      return new AppError('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`, {
+      return new AppError('method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}${preflightHint(request)}`, {
         headers: { allow: allowed.join(', ') },
       })
     return new AppError('not_found', `No route for ${request.method} ${path}`)

@@ -98,9 +98,19 @@ export function upstreamFailure(error: unknown): StreamError {
     return new StreamError('upstream_timeout', 'The model provider did not answer in time', { cause: error })
   if (error instanceof OpenAI.RateLimitError)
     return new StreamError('upstream_rate_limited', 'The model provider is rate limiting requests; try again shortly', { cause: error })
-  if (error instanceof OpenAI.APIError && error.status !== undefined)
-    return new StreamError('upstream_error', `The model provider answered ${error.status}: ${error.message.slice(0, 200)}`, { cause: error })
-  if (error instanceof OpenAI.APIConnectionError) return new StreamError('upstream_error', 'The model provider could not be reached', { cause: error })
+  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+    // A refused key is the operator's to fix, and the provider's own words do not say which setting holds it.
+    const hint = error.status === 401 || error.status === 403 ? '; check OPENAI_API_KEY' : ''
+    return new StreamError('upstream_error', `The model provider answered ${error.status}: ${error.message.slice(0, 200)}${hint}`, { cause: error })
+  }
+  if (error instanceof OpenAI.APIConnectionError)
+    return new StreamError(
+      'upstream_error',
+      'The model provider could not be reached; check OPENAI_BASE_URL and that the provider is up and reachable from here',
+      {
+        cause: error,
+      },
+    )
   return otherFailure(error)
 }
 
