@@ -95,6 +95,20 @@ export function createGenerationHub(options: GenerationHubOptions) {
       return meta
     },
 
+    /**
+     * Cancels the chat's running generation and waits until it has ended (it stores what it has, then ends its
+     * log): here by its own promise, in another process until the chat's pointer is released, up to `waitMs`.
+     */
+    async stop(chatId: string, waitMs = 10_000): Promise<void> {
+      const meta = await log.active(chatId)
+      if (!meta) return
+      const run = running.get(meta.generationId)
+      await cancelGeneration(meta)
+      if (run) return void (await Promise.race([run.done, Bun.sleep(waitMs)]))
+      const until = Date.now() + waitMs
+      while (Date.now() < until && (await log.active(chatId))?.generationId === meta.generationId) await Bun.sleep(50)
+    },
+
     /** Generations running in this process. */
     get runningCount() {
       return running.size

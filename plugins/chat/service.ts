@@ -171,6 +171,19 @@ export function createChatService(options: ChatServiceOptions) {
       return hub.cancel(chatId)
     },
 
+    /**
+     * Deletes every chat of the user, their messages and their stored streams, each running generation stopped
+     * first so nothing is written after (an account's deletion). Answers how many chats were deleted.
+     */
+    async deleteChatsOf(userId: string): Promise<{ chats: number; messages: number }> {
+      const chatIds = await store.chatIdsOf(userId)
+      for (const chatId of chatIds) {
+        await hub.stop(chatId)
+        await options.log.forget(chatId)
+      }
+      return store.deleteChats(chatIds)
+    },
+
     /** Generations running in this process. */
     get runningCount() {
       return hub.runningCount

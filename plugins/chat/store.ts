@@ -84,6 +84,21 @@ export class ChatStore {
     return rows.map(chatFrom)
   }
 
+  async chatIdsOf(userId: string): Promise<string[]> {
+    return (await this.db.sql`SELECT id FROM chats WHERE user_id = ${userId}`).map((r: SqlRow) => String(r.id))
+  }
+
+  /** Deletes the chats and their messages; answers how many of each went. */
+  async deleteChats(chatIds: readonly string[]): Promise<{ chats: number; messages: number }> {
+    if (chatIds.length === 0) return { chats: 0, messages: 0 }
+    return this.db.sql.begin(async (tx) => {
+      const ids = tx(chatIds as string[])
+      const messages = await tx`DELETE FROM chat_messages WHERE chat_id IN ${ids} RETURNING chat_id`
+      const chats = await tx`DELETE FROM chats WHERE id IN ${ids} RETURNING id`
+      return { chats: chats.length, messages: messages.length }
+    })
+  }
+
   async messages(chatId: string): Promise<UiMessage[]> {
     const rows = await this.db.sql`SELECT id, role, parts, metadata FROM chat_messages WHERE chat_id = ${chatId} ORDER BY position`
     return rows.map(messageFrom)

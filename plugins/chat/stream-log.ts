@@ -44,6 +44,8 @@ export interface StreamLog {
   /** Frames after `afterSeq`, batched, until the end; live frames as they come. */
   follow(generationId: string, afterSeq: number, signal: AbortSignal): AsyncIterable<string>
   onInterrupted(handler: InterruptedGeneration): void
+  /** Deletes every stored stream of the chat (an account's deletion); its generations should be cancelled first. */
+  forget(chatId: string): Promise<void>
   close(): Promise<void>
 }
 
@@ -72,12 +74,17 @@ export const UNAVAILABLE_CHUNK = JSON.stringify({
     'unavailable: the stream store could not be reached, so this answer stopped here; the chat keeps it, marked interrupted; send the message again in a few seconds',
 })
 
-/** Where each chat's running generation is named. */
+/** Where each chat's running generation is named, and every generation of the chat whose log may still be kept. */
 interface ActivePointers {
+  /** Names the running generation and adds it to the chat's generations. */
   set(chatId: string, generationId: string): Promise<unknown>
   get(chatId: string): Promise<string | undefined>
   /** Clears the pointer if it still names `generationId`. */
   release(chatId: string, generationId: string): Promise<unknown>
+  /** The chat's generations whose logs may still be kept. */
+  generations(chatId: string): Promise<string[]>
+  /** Forgets the chat's pointer and its list of generations. */
+  forget(chatId: string): Promise<unknown>
 }
 
 function createStreamLog(events: EventLog, pointers: ActivePointers, logger?: Logger): StreamLog {
@@ -127,6 +134,10 @@ function createStreamLog(events: EventLog, pointers: ActivePointers, logger?: Lo
     onInterrupted(handler) {
       handlers.push(handler)
     },
+    async forget(chatId) {
+      for (const generationId of await pointers.generations(chatId)) await events.remove(generationId)
+      await pointers.forget(chatId)
+    },
     close: () => events.close(),
   }
 }
@@ -136,11 +147,28 @@ const unavailable = () => [UNAVAILABLE_CHUNK, DONE]
 
 export function createMemoryStreamLog(options: { ttlSeconds: number }): StreamLog {
   const active = new Map<string, string>()
-  const events = createMemoryEventLog({ interruption, retentionMs: options.ttlSeconds * 1000, maxLifeMs: Infinity })
+  // A generation's log is kept for the retention time after it ends; its name, here, as long (bounded likewise).
+  const generations = new Map<string, Map<string, number>>()
+  const retentionMs = options.ttlSeconds * 1000
+  const events = createMemoryEventLog({ interruption, retentionMs, maxLifeMs: Infinity })
   return createStreamLog(events, {
-    set: async (chatId, id) => active.set(chatId, id),
+    set: async (chatId, id) => {
+      active.set(chatId, id)
+      const now = Date.now()
+      const known = generations.get(chatId) ?? new Map<string, number>()
+      for (const [old, at] of known) if (now - at > retentionMs && old !== active.get(chatId)) known.delete(old)
+      generations.set(chatId, known.set(id, now))
+    },
     get: async (chatId) => active.get(chatId),
-    release: async (chatId, id) => active.get(chatId) === id && active.delete(chatId),
+    release: async (chatId, id) => {
+      generations.get(chatId)?.set(id, Date.now())
+      return active.get(chatId) === id && active.delete(chatId)
+    },
+    generations: async (chatId) => [...(generations.get(chatId)?.keys() ?? [])],
+    forget: async (chatId) => {
+      active.delete(chatId)
+      generations.delete(chatId)
+    },
   })
 }
 
@@ -159,6 +187,8 @@ export interface RedisStreamLogOptions {
   keyPrefix?: string
 }
 
+// Names the running generation and adds it to the chat's generations, which live as long as its log may.
+const SET_ACTIVE = `redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) redis.call('SADD', KEYS[2], ARGV[1]) redis.call('PEXPIRE', KEYS[2], ARGV[2]) return 1`
 // Deletes the active pointer only if it still names this generation.
 const RELEASE_ACTIVE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
 
@@ -180,9 +210,11 @@ export function createRedisStreamLog(options: RedisStreamLogOptions): StreamLog 
   const log = createStreamLog(
     events,
     {
-      set: (chatId, id) => redis.send('SET', [`${prefix}active:${chatId}`, id, 'PX', activeTtlMs]),
+      set: (chatId, id) => redis.send('EVAL', [SET_ACTIVE, '2', `${prefix}active:${chatId}`, `${prefix}generations:${chatId}`, id, activeTtlMs]),
       get: async (chatId) => (await redis.send('GET', [`${prefix}active:${chatId}`])) ?? undefined,
       release: (chatId, id) => redis.send('EVAL', [RELEASE_ACTIVE, '1', `${prefix}active:${chatId}`, id]),
+      generations: async (chatId) => [...(((await redis.send('SMEMBERS', [`${prefix}generations:${chatId}`])) as Iterable<unknown> | null) ?? [])].map(String),
+      forget: (chatId) => redis.send('DEL', [`${prefix}active:${chatId}`, `${prefix}generations:${chatId}`]),
     },
     options.logger,
   )

@@ -76,6 +76,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   return {
     indexFiles: (input) => indexFiles(indexing, input),
     removeRepository: (orgId, repositoryId) => removeRepository(indexing, orgId, repositoryId),
+    removeOrganisation: (orgId) => lifecycle.removeOrganisation(orgId),
     indexedCommit: (orgId, repositoryId) => indexedCommit(indexing, orgId, repositoryId),
     meaningLearnt: (orgId) => lifecycle.meaningLearnt(orgId),
     search: createSearch({

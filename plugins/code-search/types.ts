@@ -60,6 +60,11 @@ export interface CodeIndex {
   indexFiles(input: IndexFilesInput): Promise<{ files: number; chunks: number }>
   removeRepository(orgId: string, repositoryId: string): Promise<void>
   /**
+   * Deletes everything the index holds for the organisation: in this process, its snapshot files and its version
+   * record (an organisation's deletion). An index that keeps nothing may leave it out.
+   */
+  removeOrganisation?(orgId: string): Promise<void>
+  /**
    * The commit whose files the index holds for the repository, as recorded by indexFiles, or undefined when
    * it holds no complete record: never indexed, removed, a snapshot lost or made with other embeddings, or
    * chunks changed since. An import re-indexes only the difference from this commit, and everything without

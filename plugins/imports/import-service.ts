@@ -21,7 +21,8 @@ import { ACTIVE_STATUSES, type ImportBody, type ImportStatus, type ImportView } 
 import { followEvents } from '../../src/event-log/index.ts'
 import { createProgressLog, progressText, ProgressReporter, type ProgressEvent } from './progress-log.ts'
 import { guardRepositoryUrl, locateRepository, type UrlPolicy } from './repository-url.ts'
-import { workspaceFor } from './workspace.ts'
+import { organisationRoot, workspaceFor } from './workspace.ts'
+import { rm } from 'node:fs/promises'
 import { isomorphicGit } from './git.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 
@@ -96,6 +97,12 @@ export interface ImportService {
   /** Fails the imports whose process stopped; answers how many. */
   recoverInterrupted(): Promise<number>
   /** Stops every running import (they fail as interrupted) and the timers. */
+  /**
+   * Deletes everything of the organisation's imports (an organisation's deletion): its imports running here are
+   * stopped first, then its repositories, imports and progress events go, and its workspaces under DATA_DIR/imports.
+   * The code index entries are the code index's to remove.
+   */
+  deleteOrganisation(orgId: string): Promise<{ repositories: number; imports: number; events: number }>
   close(): Promise<void>
 }
 
@@ -118,6 +125,7 @@ export interface ReindexOutcome {
 export const statusUrlOf = (id: string) => `/api/codehost/imports/${id}`
 
 interface RunningImport {
+  orgId: string
   controller: AbortController
   progress: Record<string, unknown>
   done: Promise<void>
@@ -215,7 +223,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
 
   function launch(record: ImportRecord, request: ImportBody, repository: RepositoryRecord, pinned: Map<string, string>, reporter: ProgressReporter) {
     const controller = new AbortController()
-    const entry: RunningImport = { controller, progress: { phase: 'queued' }, done: Promise.resolve() }
+    const entry: RunningImport = { orgId: record.orgId, controller, progress: { phase: 'queued' }, done: Promise.resolve() }
     running.set(record.id, entry)
     let outcome: 'succeeded' | 'failed' = 'failed'
     entry.done = (async () => {
@@ -399,6 +407,15 @@ export function createImportService(options: ImportServiceOptions): ImportServic
 
     async settled(importId) {
       await running.get(importId)?.done
+    },
+
+    async deleteOrganisation(orgId) {
+      const stopping = [...running.values()].filter((entry) => entry.orgId === orgId)
+      for (const entry of stopping) entry.controller.abort(new AppError('import_interrupted', 'The organisation was deleted'))
+      await Promise.all(stopping.map((entry) => entry.done))
+      const removed = await store.deleteOrganisation(orgId)
+      await rm(organisationRoot(options.dataDir, orgId), { recursive: true, force: true })
+      return removed
     },
 
     async recoverInterrupted() {

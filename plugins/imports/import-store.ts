@@ -81,6 +81,16 @@ function importFrom(row: Record<string, unknown>): ImportRecord {
 export class ImportStore {
   constructor(private readonly db: Database) {}
 
+  /** Deletes the organisation's repositories, imports and their progress events; answers how many of each. */
+  async deleteOrganisation(orgId: string): Promise<{ repositories: number; imports: number; events: number }> {
+    return this.db.sql.begin(async (tx) => {
+      const events = await tx`DELETE FROM codehost_import_events WHERE import_id IN (SELECT id FROM codehost_imports WHERE org_id = ${orgId}) RETURNING seq`
+      const imports = await tx`DELETE FROM codehost_imports WHERE org_id = ${orgId} RETURNING id`
+      const repositories = await tx`DELETE FROM codehost_repositories WHERE org_id = ${orgId} RETURNING id`
+      return { repositories: repositories.length, imports: imports.length, events: events.length }
+    })
+  }
+
   /** The organisation's record of a repository, created on its first import. */
   async upsertRepository(orgId: string, location: RepositoryLocation, now = Date.now()): Promise<RepositoryRecord> {
     const [row] = await this.db.sql`

@@ -28,6 +28,11 @@ function segment(id: string): string {
   return SAFE_SEGMENT.test(id) ? id : new Bun.CryptoHasher('sha256').update(id).digest('hex').slice(0, 40)
 }
 
+/** The directory holding every workspace of the organisation. */
+export function organisationRoot(dataDir: string, orgId: string): string {
+  return join(dataDir, 'imports', segment(orgId))
+}
+
 export function workspaceFor(dataDir: string, orgId: string, repositoryId: string): Workspace {
   const root = join(dataDir, 'imports', segment(orgId), segment(repositoryId))
   return { root, gitdir: join(root, 'git'), tree: join(root, 'tree') }

@@ -52,6 +52,11 @@ export interface EventLog {
    * must be idempotent.
    */
   onInterrupted(handler: InterruptionHandler): void
+  /**
+   * Deletes the log and its info from the store now, rather than at the end of its retention (an account's
+   * deletion). Its followers here get nothing more; a producer still writing it should be stopped first.
+   */
+  remove(logId: string): Promise<void>
   /** Stops this instance: producers stop without ending their logs, followers get nothing more. */
   close(): Promise<void>
 }

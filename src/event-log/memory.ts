@@ -107,6 +107,11 @@ export function createMemoryEventLog(options: EventLogOptions): EventLog {
     onInterrupted(handler) {
       handlers.push(handler)
     },
+    async remove(logId) {
+      const entry = entries.get(logId)
+      if (entry) clearInterval(entry.watchdog)
+      entries.delete(logId)
+    },
     async close() {
       for (const t of timers) clearTimeout(t)
       timers.clear()

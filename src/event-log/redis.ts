@@ -434,6 +434,13 @@ export function createRedisEventLog(options: RedisEventLogOptions): EventLog {
     onInterrupted(handler) {
       handlers.push(handler)
     },
+    async remove(logId) {
+      produced.delete(logId)
+      const mirror = mirrors.get(logId)
+      if (mirror) mirror.stopped = true
+      mirrors.delete(logId)
+      await redis.send('DEL', logKeys(logId))
+    },
     async close() {
       for (const halt of [...stops]) halt()
       closed = true

@@ -67,6 +67,8 @@ export interface OrgState extends Loaded {
   /** The term space being learnt, and whether to look again when it is: the index changed meanwhile. */
   learning: Promise<void> | undefined
   learnAgain: boolean
+  /** Set once the organisation was deleted: nothing is applied or saved any more. */
+  removed?: boolean
 }
 
 const fileBytes = (layout: SnapshotLayout) => 8 + layout.baseBytes + layout.segmentBytes
@@ -118,12 +120,36 @@ export class IndexLifecycle {
     org.refreshing ??= this.serially(org, async () => {
       const named = await snapshots.current(org.orgId)
       if (named && named.version > org.version) await this.adopt(org, named)
+      // Saved once and named no more: another process deleted the organisation, so what is held here goes too.
+      else if (!named && org.version > 0 && org.pending.length === 0) this.forget(org)
     }).finally(() => (org.refreshing = undefined))
     return org.refreshing
   }
 
+  /**
+   * Deletes the organisation's index: here at once, its snapshots and version record in the store; other processes
+   * drop their copy when they next look at it (refresh). Changes still being applied to it are dropped.
+   */
+  async removeOrganisation(orgId: string): Promise<void> {
+    const org = await this.states.get(orgId)?.catch(() => undefined)
+    if (org) {
+      org.removed = true
+      this.forget(org)
+      await org.queue
+    }
+    await this.options.snapshots?.remove?.(orgId)
+    // The next use loads afresh, from a store that names nothing.
+    this.states.delete(orgId)
+  }
+
+  private forget(org: OrgState): void {
+    clearTimeout(org.timer)
+    Object.assign(org, { index: new OrgIndex(), version: 0, file: undefined, layout: undefined, pending: [], pendingSince: undefined })
+  }
+
   /** Applies the change to the index and, with a snapshot store, keeps it encoded until a save holds it. */
   apply(org: OrgState, change: Change): void {
+    if (org.removed) return
     applyChange(org.index, change)
     if (!this.options.snapshots) return
     org.pending.push(encodeChange(change))
@@ -304,7 +330,7 @@ export class IndexLifecycle {
   /** Commits the pending changes as the next version's segment; when another process saved first, builds on its snapshot. */
   private async commitPending(org: OrgState): Promise<void> {
     const { snapshots, embeddings, logger, now } = this.options
-    for (let attempt = 1; org.pending.length > 0; attempt++) {
+    for (let attempt = 1; org.pending.length > 0 && !org.removed; attempt++) {
       const saved = org.pending.length
       const vectors = org.index.vectors
       const chain = org.layout?.chain ?? crypto.randomUUID()

@@ -229,6 +229,8 @@ export interface SnapshotStore {
   compact?(orgId: string, snapshot: SnapshotVersion): Promise<Uint8Array>
   /** Ends the compaction Worker. */
   close?(): void
+  /** Deletes every snapshot of the organisation and the database's record of its version (an organisation's deletion). */
+  remove?(orgId: string): Promise<void>
 }
 
 export interface FileSnapshotStoreOptions {
@@ -300,6 +302,12 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
   }
 
   return {
+    async remove(orgId) {
+      // The record first: a process that then looks finds none, and drops what it holds (IndexLifecycle.refresh).
+      await db.sql`DELETE FROM code_index_versions WHERE org_id = ${orgId}`
+      await rm(orgDir(orgId), { recursive: true, force: true })
+    },
+
     async current(orgId) {
       const [row] = await db.sql`SELECT version, snapshot FROM code_index_versions WHERE org_id = ${orgId}`
       return row ? { version: toNumber(row.version), file: String(row.snapshot) } : undefined
