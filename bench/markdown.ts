@@ -1,23 +1,17 @@
 /**
- * Prints a results file of `npm run bench` (bench/results/*.json) as the table of docs/benchmarks.mdx, "The latest
- * `npm run bench`", with the machine it ran on: paste the output over that section's run line and table.
+ * Prints a results file of `npm run bench` (bench/results/*.json) as the generated part of docs/benchmarks.mdx,
+ * "The latest `npm run bench`": the machine it ran on, the table, and the sentences about its targets. With
+ * `--write` it replaces that part of the page in place; the rest of the page is its own.
  */
-import { readFileSync } from 'node:fs'
-import { markdownTable, type Row } from './lib/report.ts'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { BENCHMARKS_PAGE, latestRunSection, withLatestRun, type BenchRun } from './lib/page.ts'
 
-const file = process.argv[2]
+const write = process.argv.includes('--write')
+const file = process.argv.slice(2).find((arg) => arg !== '--write')
 if (!file) {
-  console.error('usage: bun bench/markdown.ts bench/results/<run>.json')
+  console.error('usage: bun bench/markdown.ts [--write] bench/results/<run>.json')
   process.exit(64)
 }
-const run = JSON.parse(readFileSync(file, 'utf8')) as {
-  at: string
-  rows: Row[]
-  machine: { os: string; cpus: number; cpuModel: string; totalMemoryBytes: number; loadAverageAtStart: number[]; bun: string; node: string }
-}
-const m = run.machine
-console.log(
-  `Run ${run.at.slice(0, 16).replace('T', ' ')} UTC on ${m.os}, ${m.cpus} × ${m.cpuModel}, ${Math.round(m.totalMemoryBytes / 2 ** 30)} GiB, ` +
-    `Bun ${m.bun}, Node.js ${m.node}; load average ${m.loadAverageAtStart[0]!.toFixed(2)} at the start.\n`,
-)
-console.log(markdownTable(run.rows))
+const run = JSON.parse(readFileSync(file, 'utf8')) as BenchRun
+if (write) writeFileSync(BENCHMARKS_PAGE, withLatestRun(readFileSync(BENCHMARKS_PAGE, 'utf8'), run))
+else console.log(latestRunSection(run))
