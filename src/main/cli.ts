@@ -1,7 +1,12 @@
+import { existsSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
+import { openDatabase } from '../storage/database.ts'
+import { BackupError, restoreBackup, writeBackup } from './backup.ts'
 import { externalOrgKey } from '../auth/access-service.ts'
 import { ROLES, isRole } from '../auth/roles.ts'
 import { loadConfig } from './config.ts'
+import { loadStorageLocation } from '../config.ts'
 import { buildDependencies, type Dependencies } from './dependencies.ts'
 import { createLogger } from '../log.ts'
 import { EXIT, VERSION_TEXT, configurationFailure, programName } from '../command-line.ts'
@@ -15,11 +20,13 @@ const USAGE = `Operator commands:
   users create --email EMAIL --password PASSWORD --role ROLE [--org ORG_ID | --org-name NAME]
   users set-role (--user USER_ID | --email EMAIL) --role ROLE
   audit verify          (exit 1 when the audit log's hash chain is broken)
+  backup FILE           (a consistent copy of DATA_DIR and the embedded database, safe while the service runs)
+  restore FILE          (into an empty DATA_DIR; with DATABASE_URL, after pg_restore)
 Roles: ${ROLES.join(', ')}`
 
 // What --help adds after the command list.
 const ADMIN_NOTES = `They use the storage the environment configures (DATA_DIR or DATABASE_URL), as the service does.
-Exit codes: 0 done; 1 audit verify found a break; 2 command line not understood; 78 configuration invalid,
+Exit codes: 0 done; 1 audit verify found a break, or a backup or restore was refused (nothing written); 2 command line not understood; 78 configuration invalid,
 or PostgreSQL or Redis could not be reached.`
 
 class UsageError extends Error {}
@@ -153,6 +160,8 @@ export async function main(args: string[]): Promise<number> {
     console.error(`error: ${(err as Error).message}\n\n${USAGE}`)
     return EXIT.usage
   }
+  const [command, file, ...extra] = parseCommand(args).positionals
+  if (command === 'backup' || command === 'restore') return backupCommand(command, file, extra)
   let deps: Dependencies
   try {
     // Operator output goes to stdout; the service's own logs stay quiet unless they warn.
@@ -167,6 +176,51 @@ export async function main(args: string[]): Promise<number> {
     return await runCli(args, deps, (line) => console.log(line))
   } finally {
     await deps.close()
+  }
+}
+
+/** `backup` and `restore` open storage themselves: neither runs migrations, and a restore finds DATA_DIR as it is. */
+async function backupCommand(command: 'backup' | 'restore', file: string | undefined, extra: string[]): Promise<number> {
+  if (!file || extra.length > 0) {
+    console.error(`error: ${command} takes one FILE\n\n${USAGE}`)
+    return EXIT.usage
+  }
+  let location: ReturnType<typeof loadStorageLocation>
+  try {
+    location = loadStorageLocation()
+  } catch (err) {
+    console.error(configurationFailure(err) ?? (err as Error).message)
+    return EXIT.config
+  }
+  const target = resolve(file)
+  try {
+    if (command === 'restore') {
+      const { manifest, files } = await restoreBackup({ ...location, file: target })
+      console.log(
+        `restored ${files} files of the backup written ${manifest.createdAt} by release ${manifest.release} (schema ${manifest.schemaVersion}) into ${location.dataDir}`,
+      )
+      return EXIT.ok
+    }
+    const embedded = join(location.dataDir, 'service.db')
+    if (!location.databaseUrl && !existsSync(embedded)) throw new BackupError(`no database at ${embedded}: DATA_DIR holds nothing to back up`)
+    const db = await openDatabase({ databaseUrl: location.databaseUrl, dataDir: location.dataDir, maxConnections: 1 })
+    try {
+      const manifest = await writeBackup({ dataDir: location.dataDir, db, file: target })
+      console.log(`wrote ${target}: ${manifest.files} files, ${manifest.bytes} bytes before compression, schema ${manifest.schemaVersion}`)
+      if (manifest.database === 'postgres') console.log('the database itself is not in it: save it with pg_dump (docs/backup.mdx)')
+      return EXIT.ok
+    } finally {
+      await db.close()
+    }
+  } catch (err) {
+    if (!(err instanceof BackupError)) {
+      const message = configurationFailure(err)
+      if (message === undefined) throw err
+      console.error(message)
+      return EXIT.config
+    }
+    console.error(`error: ${err.message}`)
+    return EXIT.failed
   }
 }
 
