@@ -34,6 +34,8 @@ export const errorCodes = {
   codehost_not_connected: { status: 409, title: 'No usable code-hosting connection' },
   push_rejected: { status: 409, title: 'The code host did not take the push' },
   branch_exists: { status: 409, title: 'The repository has that branch already' },
+  last_owner: { status: 409, title: "The organisation's last owner cannot be deleted alone" },
+  subscription_active: { status: 409, title: 'The organisation has a subscription that renews' },
   payload_too_large: { status: 413, title: 'Request body too large' },
   uri_too_long: { status: 414, title: 'Request target too long' },
   site_too_large: { status: 413, title: 'Site exceeds PUBLISH_MAX_FILES or PUBLISH_MAX_SITE_BYTES' },

@@ -191,6 +191,11 @@ export class ConnectionStore {
     }
   }
 
+  /** Deletes the user's connection flows in progress; answers how many. */
+  async deleteStatesOf(userId: string): Promise<number> {
+    return (await this.db.sql`DELETE FROM oauth_states WHERE user_id = ${userId} RETURNING state_hash`).length
+  }
+
   async purgeStates(now: number): Promise<void> {
     await this.db.sql`DELETE FROM oauth_states WHERE expires_at < ${now}`
   }

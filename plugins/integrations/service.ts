@@ -149,6 +149,24 @@ export function createIntegrationsService(options: IntegrationsServiceOptions) {
       })
     },
 
+    /**
+     * Every connection of the user disconnected (revoked at the provider where it offers revocation, then forgotten)
+     * and their connection flows in progress dropped: an account's deletion. A connection to a provider no longer
+     * listed is forgotten without a call.
+     */
+    async disconnectAll(userId: string): Promise<{ connections: number; revoked: number; flows: number }> {
+      let connections = 0
+      let revoked = 0
+      for (const row of await store.list(userId)) {
+        if (byId.has(row.provider)) {
+          const outcome = await this.disconnect(userId, row.provider)
+          if (outcome.revocation === 'revoked') revoked++
+        } else await store.delete(userId, row.provider)
+        connections++
+      }
+      return { connections, revoked, flows: await store.deleteStatesOf(userId) }
+    },
+
     /** Forgets the connection, after revoking the grant at the provider where it offers revocation. */
     async disconnect(userId: string, providerId: string): Promise<{ disconnected: boolean; revocation: Revocation }> {
       const provider = known(providerId)

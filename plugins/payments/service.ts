@@ -9,7 +9,7 @@ import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { Database } from '../../src/storage/database.ts'
 import { priceIndex } from './apply-event.ts'
-import { listAudit, verifyAuditChain, type AuditEntry, type AuditQuery } from './audit-log.ts'
+import { appendAudit, listAudit, verifyAuditChain, type AuditEntry, type AuditInput, type AuditQuery } from './audit-log.ts'
 import { customerOf, subscriptionsOf } from './billing-store.ts'
 import { createCheckout, openBillingPortal, type Caller, type CheckoutDeps, type CheckoutRequest } from './checkout.ts'
 import type { ReceiptMeta } from './event-store.ts'
@@ -130,6 +130,31 @@ export function createPaymentsService(options: PaymentsServiceOptions) {
             }
           : null,
       }
+    },
+
+    /**
+     * A subscription of the organisation that would charge it again (active, trialing or past due, and not set to end
+     * at its period's end): an organisation with one is not deleted until it is cancelled in the billing portal.
+     */
+    async renewingSubscription(orgId: string): Promise<{ id: string; status: string } | undefined> {
+      const renewing = (await subscriptionsOf(db.sql, orgId)).find((r) => ['active', 'trialing', 'past_due'].includes(r.status ?? '') && !r.cancelAtPeriodEnd)
+      return renewing && { id: renewing.id, status: renewing.status! }
+    },
+
+    /** Appends one entry to the audit log, in a transaction of its own. */
+    recordAudit: (input: AuditInput): Promise<AuditEntry> => db.sql.begin((tx) => appendAudit(tx, input, now())),
+
+    /**
+     * Deletes the organisation's billing customer, subscriptions and checkout requests (an organisation's deletion).
+     * The audit log and the payment events stay: they are the record of money that moved, and the chain must verify.
+     */
+    async deleteOrganisationBilling(orgId: string): Promise<{ customers: number; subscriptions: number; checkouts: number }> {
+      return db.sql.begin(async (tx) => {
+        const subscriptions = await tx`DELETE FROM billing_subscriptions WHERE org_id = ${orgId} RETURNING id`
+        const customers = await tx`DELETE FROM billing_customers WHERE org_id = ${orgId} RETURNING org_id`
+        const checkouts = await tx`DELETE FROM checkout_requests WHERE org_id = ${orgId} RETURNING org_id`
+        return { customers: customers.length, subscriptions: subscriptions.length, checkouts: checkouts.length }
+      })
     },
 
     listAudit: (query: AuditQuery): Promise<{ entries: AuditEntry[]; more: boolean }> => listAudit(db, query),

@@ -216,6 +216,16 @@ export function createAccessService(deps: AccessServiceDeps) {
     await accounts.revokeFamily(familyId, now())
   }
 
+  /**
+   * Signs the user out everywhere: every session of theirs ended as a logout ends one, so their access tokens are
+   * refused in every process and their open agent connections close. Answers how many sessions there were.
+   */
+  async function endSessionsOf(userId: string): Promise<number> {
+    const families = await accounts.sessionFamiliesOf(userId)
+    for (const familyId of families) await endSession(familyId)
+    return families.length
+  }
+
   async function createAccount(input: { email: string; password: string; role: Role; orgId?: string; orgName?: string; plan?: string }) {
     const email = normaliseEmail(input.email)
     if (await accounts.userByEmail(email)) throw new AppError('conflict', `A user with email ${email} already exists`)
@@ -355,7 +365,21 @@ export function createAccessService(deps: AccessServiceDeps) {
   /** The role each of `userIds` has now; a removed user has none. */
   const rolesOf = (userIds: readonly string[]) => accounts.rolesOf(userIds)
 
-  return { login, refresh, logout, register, authenticate, knownPrincipal, grantOf, sessionEnded, rolesOf, createAccount, ensureFirstOwner, attempts }
+  return {
+    login,
+    refresh,
+    logout,
+    endSessionsOf,
+    register,
+    authenticate,
+    knownPrincipal,
+    grantOf,
+    sessionEnded,
+    rolesOf,
+    createAccount,
+    ensureFirstOwner,
+    attempts,
+  }
 }
 
 export type AccessService = ReturnType<typeof createAccessService>

@@ -207,6 +207,11 @@ export class AccountStore {
     return roles
   }
 
+  /** Every sign-in session (refresh-token family) the user ever had whose tokens are still stored. */
+  async sessionFamiliesOf(userId: string): Promise<string[]> {
+    return (await this.db.sql`SELECT DISTINCT family_id FROM refresh_tokens WHERE user_id = ${userId}`).map((r: SqlRow) => String(r.family_id))
+  }
+
   /** Records that a sign-in session ended; its first end is kept. */
   async endSession(familyId: string, now: number): Promise<void> {
     await this.db.sql`INSERT INTO ended_sessions (family_id, ended_at) VALUES (${familyId}, ${now}) ON CONFLICT (family_id) DO NOTHING`

@@ -21,6 +21,7 @@ import { agentsPlugin, workspaceRoutes } from '../../plugins/agents/index.ts'
 import { mcpPlugin } from '../../plugins/mcp/index.ts'
 import { setupPlugin } from '../../plugins/setup/index.ts'
 import { playgroundPlugin } from '../../plugins/playground/index.ts'
+import { accountsPlugin } from '../../plugins/accounts/index.ts'
 
 /** Builds the whole service without listening: core plugins first, then every domain plugin. */
 export function createApp(deps: Dependencies) {
@@ -77,6 +78,7 @@ export function createApp(deps: Dependencies) {
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle, checks: deps.readinessChecks }))
     .use(metricsPlugin({ metrics: deps.metrics, token: config.metrics.token }))
     .use(authPlugin({ ...guardServices, allowRegistration: config.allowRegistration }))
+    .use(accountsPlugin({ deletion: deps.deletion, accounts: deps.accounts, ...guardServices }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, ...guardServices }))
     .use(webSearchPlugin({ webSearch: deps.webSearch, ...guardServices }))
     .use(codeSearchPlugin({ codeIndex: deps.codeIndex, meter: deps.meter, ...guardServices }))

@@ -9,6 +9,7 @@ import { loadConfig } from './config.ts'
 import { loadStorageLocation } from '../config.ts'
 import { buildDependencies, type Dependencies } from './dependencies.ts'
 import { createLogger } from '../log.ts'
+import type { DeletionReport } from '../../plugins/accounts/index.ts'
 import { EXIT, VERSION_TEXT, configurationFailure, programName } from '../command-line.ts'
 
 const USAGE = `Operator commands:
@@ -16,9 +17,11 @@ const USAGE = `Operator commands:
   orgs create --name NAME [--plan PLAN]
   orgs set-plan --org ORG_ID --plan PLAN
   orgs link --org ORG_ID --external VALUE   (external users whose OIDC_ORG_CLAIM is VALUE join it)
+  orgs delete --org ORG_ID   (its members, their data, imports, code index, billing rows; see docs/accounts.mdx)
   users list [--org ORG_ID]
   users create --email EMAIL --password PASSWORD --role ROLE [--org ORG_ID | --org-name NAME]
   users set-role (--user USER_ID | --email EMAIL) --role ROLE
+  users delete (--user USER_ID | --email EMAIL)   (signs them out and deletes their data)
   audit verify          (exit 1 when the audit log's hash chain is broken)
   backup FILE           (a consistent copy of DATA_DIR and the embedded database, safe while the service runs)
   restore FILE          (into an empty DATA_DIR; with DATABASE_URL, after pg_restore)
@@ -123,6 +126,16 @@ export async function runCli(args: string[], deps: Dependencies, out: (line: str
         out(`role of ${user.email} is now ${values.role}`)
         return 0
       }
+      case 'users delete': {
+        const user = values.user ? await accounts.userById(values.user) : await accounts.userByEmail(need(values.email, 'email').toLowerCase())
+        if (!user) throw new UsageError('no such user')
+        printRemoved(out, await deps.deletion.deleteUser(user.id, { actor: 'system' }))
+        return 0
+      }
+      case 'orgs delete': {
+        printRemoved(out, await deps.deletion.deleteOrganisation(need(values.org, 'org'), { actor: 'system' }))
+        return 0
+      }
       case 'audit verify': {
         const report = await deps.payments.verifyAudit()
         if (report.valid) out(`audit log intact: ${report.checked} entries`)
@@ -133,12 +146,19 @@ export async function runCli(args: string[], deps: Dependencies, out: (line: str
         throw new UsageError(positionals.length ? `unknown command "${positionals.join(' ')}"` : 'no command given')
     }
   } catch (err) {
-    if (err instanceof UsageError || (err as { code?: string }).code === 'conflict') {
+    const code = (err as { code?: string }).code
+    if (err instanceof UsageError || code === 'conflict' || code === 'last_owner' || code === 'subscription_active' || code === 'not_found') {
       out(`error: ${(err as Error).message}\n\n${USAGE}`)
       return 2
     }
     throw err
   }
+}
+
+/** What a deletion removed, one kind a line, after the line naming what was deleted. */
+function printRemoved(out: (line: string) => void, report: DeletionReport) {
+  out(`deleted ${report.deleted} ${report.id} (audit entry ${report.auditSeq})`)
+  for (const [kind, n] of Object.entries(report.removed)) out(`${kind}\t${n}`)
 }
 
 /** The operator command line: `--help` and `--version` answer at once, and a bad command line is refused before

@@ -56,6 +56,7 @@ import { observedProvider } from '../llm/observed-provider.ts'
 import { createLifecycle, type Lifecycle } from '../lifecycle.ts'
 import pkg from '../../package.json' with { type: 'json' }
 import { createSetupService, type SetupService } from '../../plugins/setup/index.ts'
+import { createAccountDeletion, type AccountDeletion } from '../../plugins/accounts/index.ts'
 
 /** Everything the plugins are built from. Tests build their own with fakes. */
 export interface Dependencies {
@@ -98,6 +99,8 @@ export interface Dependencies {
   readonly agentConnections: ConnectionHub
   /** First run: the one-time setup code and the creation of the first owner at /setup. */
   readonly setup: SetupService
+  /** Deleting a user or an organisation everywhere their data lives: DELETE /api/org, DELETE /api/users/:id, the admin commands. */
+  readonly deletion: AccountDeletion
   /** Readiness checks beyond the database, by name; each rejects when unhealthy. */
   readonly readinessChecks: Record<string, () => Promise<unknown>>
   /** Prometheus metrics; undefined unless METRICS_TOKEN or METRICS_PORT is set. */
@@ -282,6 +285,22 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
       : createMemoryStreamLog({ ttlSeconds: chatConfig.streamTtlSeconds }),
   })
 
+  const deletion = createAccountDeletion({
+    db,
+    accounts,
+    access,
+    chat,
+    integrations,
+    imports,
+    codeIndex,
+    payments,
+    agents,
+    workspaces,
+    meter,
+    logger,
+    maxTasks: config.agents.maxTasksKeptPerUser,
+  })
+
   // Closed in this order, each before what it still uses.
   const closers: (() => Promise<void>)[] = [
     // Before imports and chat, which its running tasks use; the workspaces after the tasks.
@@ -342,6 +361,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     agents,
     agentConnections,
     setup,
+    deletion,
     readinessChecks,
     metrics,
     tracing,
