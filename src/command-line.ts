@@ -7,6 +7,7 @@ import { basename } from 'node:path'
 import pkg from '../package.json' with { type: 'json' }
 import { ConfigError } from './config.ts'
 import { UnreachableError } from './reachability.ts'
+import { MigrationError } from './storage/migrate.ts'
 
 export const EXIT = {
   ok: 0,
@@ -74,6 +75,6 @@ export function parseServerArgs(args: readonly string[], variables: readonly str
 
 /** The message of a start-up failure that is the configuration's fault (exit 78), or undefined for any other. */
 export function configurationFailure(error: unknown): string | undefined {
-  if (error instanceof ConfigError || error instanceof UnreachableError) return error.message
+  if (error instanceof ConfigError || error instanceof UnreachableError || error instanceof MigrationError) return error.message
   return undefined
 }
