@@ -330,7 +330,8 @@ function checkCommand(command: string, blockEnv: Record<string, string>) {
     const named = [...command.matchAll(/\$\{?([A-Z_][A-Z0-9_]*)/g)].map((m) => m[1]!)
     const unknownNamed = named.filter((name) => !knownVariable(name))
     if (unknownNamed.length) throw new Error(`${command}: $${unknownNamed.join(', $')} is no variable the service reads`)
-    for (const [i, word] of words.entries()) if (word === '-f' && !existsSync(join(ROOT, words[i + 1]!))) throw new Error(`${command}: no file ${words[i + 1]}`)
+    for (const [i, word] of words.entries())
+      if (program === 'docker' && word === '-f' && !existsSync(join(ROOT, words[i + 1]!))) throw new Error(`${command}: no file ${words[i + 1]}`)
     if (admin) {
       const problem = adminUsageProblem(admin)
       if (problem) throw new Error(`${command}: ${problem}`)
