@@ -22,6 +22,7 @@ import { SQL } from 'bun'
 import * as tar from 'tar'
 import { migrations } from '../storage/migrations/index.ts'
 import { openDatabase, toNumber, type Database } from '../storage/database.ts'
+import { reach } from '../reachability.ts'
 import pkg from '../../package.json' with { type: 'json' }
 
 export const BACKUP_FORMAT = 1
@@ -307,7 +308,7 @@ export async function restoreBackup(options: { dataDir: string; databaseUrl?: st
 
   let db: Database | undefined
   if (databaseUrl) {
-    db = await openDatabase({ databaseUrl, maxConnections: 1 })
+    db = await reach('DATABASE_URL', databaseUrl, 'PostgreSQL', () => openDatabase({ databaseUrl, maxConnections: 1 }))
     const [table] = await db.sql`SELECT 1 AS present FROM information_schema.tables WHERE table_name = 'schema_migrations'`
     if (!table) {
       await db.close()

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { openDatabase } from '../storage/database.ts'
+import { reach } from '../reachability.ts'
 import { BackupError, restoreBackup, writeBackup } from './backup.ts'
 import { externalOrgKey } from '../auth/access-service.ts'
 import { ROLES, isRole } from '../auth/roles.ts'
@@ -223,7 +224,9 @@ async function backupCommand(command: 'backup' | 'restore', file: string | undef
     }
     const embedded = join(location.dataDir, 'service.db')
     if (!location.databaseUrl && !existsSync(embedded)) throw new BackupError(`no database at ${embedded}: DATA_DIR holds nothing to back up`)
-    const db = await openDatabase({ databaseUrl: location.databaseUrl, dataDir: location.dataDir, maxConnections: 1 })
+    const { databaseUrl, dataDir } = location
+    const open = () => openDatabase({ databaseUrl, dataDir, maxConnections: 1 })
+    const db = databaseUrl ? await reach('DATABASE_URL', databaseUrl, 'PostgreSQL', open) : await open()
     try {
       const manifest = await writeBackup({ dataDir: location.dataDir, db, file: target })
       console.log(`wrote ${target}: ${manifest.files} files, ${manifest.bytes} bytes before compression, schema ${manifest.schemaVersion}`)

@@ -237,7 +237,8 @@ function splitAssignments(words: string[]) {
 
 // The operator commands, as `npm run admin -- --help` lists them (`orgs create`, `users set-role`...).
 const adminHelp = Bun.spawnSync([process.execPath, '--no-env-file', join(ROOT, 'src', 'main', 'cli.ts'), '--help'], { cwd: ROOT }).stdout.toString()
-const adminCommands = [...adminHelp.matchAll(/^ {2}([a-z]+ [a-z-]+)/gm)].map((m) => m[1]!)
+// One word (`backup FILE`) or two (`orgs create`): what follows in capitals is an argument.
+const adminCommands = [...adminHelp.matchAll(/^ {2}([a-z]+(?: [a-z-]+)?)(?=\s|$)/gm)].map((m) => m[1]!)
 
 /**
  * Why `args` is not an operator command line, or undefined: its command must be one --help lists, and the CLI
@@ -245,16 +246,16 @@ const adminCommands = [...adminHelp.matchAll(/^ {2}([a-z]+ [a-z-]+)/gm)].map((m)
  * it exits 78 (configuration) for a line it accepts and 2 for one it does not, having run nothing.
  */
 function adminUsageProblem(args: string[]): string | undefined {
-  const command = args
-    .filter((arg) => !arg.startsWith('-'))
-    .slice(0, 2)
-    .join(' ')
+  const words = args.filter((arg) => !arg.startsWith('-'))
+  const command = adminCommands.includes(words[0] ?? '') ? words[0]! : words.slice(0, 2).join(' ')
   if (!adminCommands.includes(command)) return `"${command}" is not an operator command (${adminCommands.join(', ')})`
   const run = Bun.spawnSync([process.execPath, '--no-env-file', join(ROOT, 'src', 'main', 'cli.ts'), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, DATA_DIR: join(work, 'unused'), DATABASE_URL: 'postgres://ops:x@127.0.0.1:1/service' },
   })
-  return run.exitCode === 78 ? undefined : `the admin command line exits ${run.exitCode}: ${run.stdout}${run.stderr}`
+  // A restore finds no archive at the page's path first: refused (1) with its reason, the line itself taken.
+  const refusedForItsFile = run.exitCode === 1 && /^error: no file /.test(run.stderr.toString())
+  return run.exitCode === 78 || refusedForItsFile ? undefined : `the admin command line exits ${run.exitCode}: ${run.stdout}${run.stderr}`
 }
 
 /** Outputs earlier admin commands printed, by the placeholder the pages give them. */
@@ -302,7 +303,9 @@ function checkCommand(command: string, blockEnv: Record<string, string>) {
   const [program = '', sub = '', ...rest] = words
   const adminAt = words.indexOf('admin')
   const admin = adminAt === -1 ? undefined : words.slice(adminAt + 1)
-  if (program === 'npm' && (sub === 'install' || sub === 'i')) {
+  if (program === 'npm' && sub === 'ci') {
+    // Installs exactly package-lock.json: nothing on the line to check.
+  } else if (program === 'npm' && (sub === 'install' || sub === 'i')) {
     for (const spec of rest) {
       const [, name = '', version] = /^(@?[^@]+)(?:@(.+))?$/.exec(spec) ?? []
       if (!(name in dependencies)) throw new Error(`${spec}: not a dependency of the project`)
@@ -350,6 +353,8 @@ async function shellSample(sample: Sample) {
   const commands = shellCommands(sample.block.text)
   if (commands.some((command) => /(^|\$\()\s*curl\s/.test(command))) return runCurlBlock(sample.block.text)
   const blockEnv: Record<string, string> = {}
+  // A block working on the operator's PostgreSQL ($DATABASE_URL, beside pg_dump) has its admin lines checked, not run.
+  const onOperatorsDatabase = /\$\{?DATABASE_URL\b/.test(sample.block.text)
   for (const written of commands) {
     const command = [...placeholders].reduce((text, [name, value]) => text.replaceAll(name, value), written)
     const { env, words } = splitAssignments(shellWords(command))
@@ -360,6 +365,10 @@ async function shellSample(sample: Sample) {
       const started = await startService(env)
       started.process.kill()
       counts.run++
+    } else if (words[0] === 'npm' && words[1] === 'run' && words[2] === 'admin' && words[3] === '--' && onOperatorsDatabase) {
+      const problem = adminUsageProblem(words.slice(4))
+      if (problem) throw new Error(`${command}: ${problem}`)
+      counts.checked++
     } else if (words[0] === 'npm' && words[1] === 'run' && words[2] === 'admin' && words[3] === '--') {
       await runAdmin(words.slice(4), { ...blockEnv, ...env })
     } else if (words[0] === 'npx' && words[1] === 'openapi-typescript') {

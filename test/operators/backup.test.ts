@@ -15,7 +15,7 @@ import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { startFakeStripe, type FakeStripe } from '../fakes/stripe-api.ts'
 import { ADMIN, announceSkip, freshPostgres, postgresUrl, tempDir } from '../helpers.ts'
 import { paymentEnv, payloadOf, PRICES, SECRET_KEY, signature } from '../payments/harness.ts'
-import { fromSource, runToEnd, startService, type RunningService } from './processes.ts'
+import { closedPort, fromSource, runToEnd, startService, type RunningService } from './processes.ts'
 
 const admin = (args: string[], env: Record<string, string>) => runToEnd(fromSource(args, 'src/main/cli.ts'), env)
 
@@ -249,6 +249,35 @@ describe('admin backup and restore, embedded database', () => {
       expect(missing.stderr).toContain('no file')
       const usage = await admin(['backup'], { DATA_DIR: empty.path })
       expect(usage.exitCode).toBe(2)
+      // PostgreSQL that does not answer: named, as at start-up, and nothing written.
+      const unreachable = `postgres://ops:secret@127.0.0.1:${closedPort()}/service`
+      const pgArchive = join(empty.path, 'from-postgres.tar.gz')
+      await rawArchive(pgArchive, [
+        {
+          path: 'backup.json',
+          body: JSON.stringify({
+            format: 1,
+            createdAt: '2026-01-01T00:00:00.000Z',
+            release: '0.2.0',
+            database: 'postgres',
+            schemaVersion: 1,
+            codeIndex: [],
+            files: 0,
+            bytes: 0,
+          }),
+        },
+      ])
+      for (const [command, file] of [
+        ['backup', join(empty.path, 'pg.tar.gz')],
+        ['restore', pgArchive],
+      ] as const) {
+        const refused = await admin([command, file], { DATA_DIR: join(empty.path, 'pg-data'), DATABASE_URL: unreachable })
+        expect(refused.exitCode).toBe(78)
+        expect(refused.stderr).toContain('DATABASE_URL: cannot use PostgreSQL at 127.0.0.1:')
+        expect(refused.stderr).not.toContain('secret')
+      }
+      expect(existsSync(join(empty.path, 'pg.tar.gz'))).toBe(false)
+      expect(existsSync(join(empty.path, 'pg-data'))).toBe(false)
     } finally {
       empty.remove()
       busy.remove()
