@@ -64,3 +64,31 @@ describe('an open agent connection whose user loses the right to it', () => {
     expect(await client.closed).toEqual({ code: 4401, reason: 'token expired: connect again with a fresh token' })
   })
 })
+
+describe('an open agent connection whose account is deleted through the API', () => {
+  let h: AgentHarness
+  beforeAll(async () => {
+    h = await agentHarness()
+  })
+  afterAll(() => h.close())
+
+  test("deleting one's own account, or an owner deleting a member, closes the user's open connections with 4401", async () => {
+    const owner = await userWithRole(h.t, 'owner')
+    const member = await userWithRole(h.t, 'member', { orgId: owner.user.orgId })
+    const self = await userWithRole(h.t, 'member', { orgId: owner.user.orgId })
+    const memberClient = await h.connect(member.token)
+    const selfClient = await h.connect(self.token)
+    const ownerClient = await h.connect(owner.token)
+    const remove = (userId: string, token: string) => fetch(`${h.url}/api/users/${userId}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })
+
+    expect((await remove(member.user.id, owner.token)).status).toBe(200)
+    // Signed out first (the session check), before the user row goes.
+    expect(await memberClient.closed).toEqual({ code: 4401, reason: expect.stringMatching(/signed out|the user was removed/) })
+    expect((await remove(self.user.id, self.token)).status).toBe(200)
+    expect(await selfClient.closed).toEqual({ code: 4401, reason: expect.stringMatching(/signed out|the user was removed/) })
+    // The owner's own connection stays open.
+    ownerClient.send({ type: 'ping', id: 'still-here' })
+    expect(await ownerClient.next((m) => m.type === 'pong')).toMatchObject({ id: 'still-here' })
+    ownerClient.close()
+  })
+})
