@@ -7,6 +7,7 @@
  * periodically, and whenever it is read; importing again resumes from what the workspace already holds (the
  * fetched objects and, when it is consistent, the checked-out tree), so nothing is downloaded twice.
  */
+import { rm } from 'node:fs/promises'
 import type { Lifecycle } from '../../src/lifecycle.ts'
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
@@ -22,7 +23,6 @@ import { followEvents } from '../../src/event-log/index.ts'
 import { createProgressLog, progressText, ProgressReporter, type ProgressEvent } from './progress-log.ts'
 import { guardRepositoryUrl, locateRepository, type UrlPolicy } from './repository-url.ts'
 import { organisationRoot, workspaceFor } from './workspace.ts'
-import { rm } from 'node:fs/promises'
 import { isomorphicGit } from './git.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 
@@ -96,13 +96,13 @@ export interface ImportService {
   settled(importId: string): Promise<void>
   /** Fails the imports whose process stopped; answers how many. */
   recoverInterrupted(): Promise<number>
-  /** Stops every running import (they fail as interrupted) and the timers. */
   /**
    * Deletes everything of the organisation's imports (an organisation's deletion): its imports running here are
    * stopped first, then its repositories, imports and progress events go, and its workspaces under DATA_DIR/imports.
    * The code index entries are the code index's to remove.
    */
   deleteOrganisation(orgId: string): Promise<{ repositories: number; imports: number; events: number }>
+  /** Stops every running import (they fail as interrupted) and the timers. */
   close(): Promise<void>
 }
 
