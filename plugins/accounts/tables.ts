@@ -26,6 +26,9 @@ export const PERSONAL_TABLES = {
   billing_subscriptions: 'deleted',
   checkout_requests: 'deleted',
   setup_completion: 'anonymised',
+  mcp_servers: 'deleted',
+  mcp_connections: 'deleted',
+  mcp_oauth_states: 'deleted',
   audit_log: 'kept',
 } as const satisfies Record<string, RowFate>
 
