@@ -91,11 +91,13 @@ export function createAccountDeletion(options: AccountDeletionOptions) {
       const imports = await tx`UPDATE codehost_imports SET user_id = ${DELETED_USER} WHERE user_id = ${user.id} RETURNING id`
       await tx`UPDATE setup_completion SET user_id = ${DELETED_USER} WHERE user_id = ${user.id}`
       const tokens = await tx`DELETE FROM refresh_tokens WHERE user_id = ${user.id} RETURNING id`
+      const keys = await tx`DELETE FROM api_keys WHERE user_id = ${user.id} RETURNING id`
       const failures = await tx`DELETE FROM login_failures WHERE subject = ${`email:${user.email}`} RETURNING subject`
       const users = await tx`DELETE FROM users WHERE id = ${user.id} RETURNING id`
       return {
         users: users.length,
         refreshTokens: tokens.length,
+        apiKeys: keys.length,
         loginFailures: failures.length,
         usageEventsAnonymised: usage.length,
         importsAnonymised: imports.length,

@@ -15,6 +15,7 @@ export const PERSONAL_TABLES = {
   organizations: 'deleted',
   users: 'deleted',
   refresh_tokens: 'deleted',
+  api_keys: 'deleted',
   chats: 'deleted',
   usage_events: 'anonymised',
   integration_connections: 'deleted',

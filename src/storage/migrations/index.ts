@@ -11,6 +11,7 @@ import codeIndex from './007_code_index.sql' with { type: 'text' }
 import identity from './008_identity.sql' with { type: 'text' }
 import setup from './009_setup.sql' with { type: 'text' }
 import endedSessions from './010_ended_sessions.sql' with { type: 'text' }
+import apiKeys from './011_api_keys.sql' with { type: 'text' }
 import mcpServers from './012_mcp_servers.sql' with { type: 'text' }
 
 // Imported as text so `bun build --compile` embeds them in the executable.
@@ -25,5 +26,6 @@ export const migrations: readonly Migration[] = [
   { version: 8, name: 'identity', sql: identity },
   { version: 9, name: 'setup', sql: setup },
   { version: 10, name: 'ended_sessions', sql: endedSessions },
+  { version: 11, name: 'api_keys', sql: apiKeys },
   { version: 12, name: 'mcp_servers', sql: mcpServers },
 ]
