@@ -6,9 +6,11 @@ import { AppError } from '../../src/errors.ts'
 import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
-import { loginBody, me, refreshBody, registerBody, tokenPair } from './schemas.ts'
+import { loginBody, me, refreshBody, registerBody, sessionTokens, tokenPair } from './schemas.ts'
+import { SESSION_COOKIE_DOC, sessionCookies, sessionHandlers } from './session-cookie.ts'
 
 export { tokenPair } from './schemas.ts'
+export { sessionCookies, type SessionCookies } from './session-cookie.ts'
 
 export interface AuthPluginOptions {
   access: AccessService
@@ -16,11 +18,14 @@ export interface AuthPluginOptions {
   rateLimits: RateLimitingOptions
   /** Enables POST /auth/register. Default false. */
   allowRegistration: boolean
+  /** PUBLIC_BASE_URL: the origin whose pages may use the session cookie; the cookie is Secure when it is https. */
+  publicBaseUrl: string
 }
 
 /** Sign-in, token refresh and rotation, sign-out, registration and the caller's identity. */
 export function authPlugin(options: AuthPluginOptions) {
   const { access, plans } = options
+  const session = sessionHandlers(access, sessionCookies(options.publicBaseUrl))
   return (
     new Elysia({ name: 'auth', prefix: '/auth', detail: { tags: ['auth'] } })
       .use(accessControl({ access, plans }))
@@ -29,28 +34,21 @@ export function authPlugin(options: AuthPluginOptions) {
       .onTransform(({ set }) => {
         set.headers['cache-control'] = 'no-store'
       })
-      .post('/login', ({ body, request }) => access.login(body.email, body.password, requestMeta(request).clientIp), {
+      .post('/login', ({ body, request, set }) => session.login(request, set, { ...body, clientIp: requestMeta(request).clientIp }), {
         body: loginBody,
-        response: { 200: tokenPair, 401: problem, 429: problem },
-        detail: { summary: 'Exchange email and password for an access token and a refresh token' },
+        response: { 200: sessionTokens, 401: problem, 403: problem, 429: problem },
+        detail: { summary: 'Exchange email and password for an access token and a refresh token', ...SESSION_COOKIE_DOC.login },
       })
-      .post('/refresh', ({ body }) => access.refresh(body.refreshToken), {
+      .post('/refresh', ({ body, request, set }) => session.refresh(request, set, body?.refreshToken), {
         body: refreshBody,
-        response: { 200: tokenPair, 401: problem },
-        detail: { summary: 'Rotate a refresh token: the old one stops working, reusing it revokes the session' },
+        response: { 200: sessionTokens, 401: problem, 403: problem },
+        detail: { summary: 'Rotate a refresh token: the old one stops working, reusing it revokes the session', ...SESSION_COOKIE_DOC.refresh },
       })
-      .post(
-        '/logout',
-        async ({ body, set }) => {
-          await access.logout(body.refreshToken)
-          set.status = 204
-        },
-        {
-          body: refreshBody,
-          response: { 204: t.Undefined({ description: 'Signed out' }) },
-          detail: { summary: 'Revoke the refresh token and every token rotated from it' },
-        },
-      )
+      .post('/logout', ({ body, request, set }) => session.logout(request, set, body?.refreshToken), {
+        body: refreshBody,
+        response: { 204: t.Undefined({ description: 'Signed out' }), 403: problem },
+        detail: { summary: 'Revoke the refresh token and every token rotated from it', ...SESSION_COOKIE_DOC.logout },
+      })
       .post(
         '/register',
         async ({ body, set }) => {

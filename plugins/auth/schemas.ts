@@ -15,9 +15,12 @@ export const registerBody = strictObject({
   organizationName: t.Optional(t.String({ minLength: 1, maxLength: 200 })),
 })
 
-export const refreshBody = strictObject({
-  refreshToken: t.String({ minLength: 1, maxLength: 512 }),
-})
+/** A refresh token in the body; none (or no body) with `X-Session: cookie` means the session cookie's. */
+export const refreshBody = t.Optional(
+  strictObject({
+    refreshToken: t.Optional(t.String({ minLength: 1, maxLength: 512, description: 'Required unless the request sends X-Session: cookie' })),
+  }),
+)
 
 const role = oneOf(ROLES)
 const scope = oneOf(SCOPES)
@@ -31,6 +34,16 @@ export const tokenPair = t.Object({
   scopes: t.Array(scope),
   user: t.Object({ id: t.String(), email: t.String(), role, organizationId: t.String() }),
 })
+
+/** What sign-in and refresh answer: with `X-Session: cookie` the refresh token is in the cookie instead. */
+export const sessionTokens = t.Composite([
+  t.Omit(tokenPair, ['refreshToken']),
+  t.Object({
+    refreshToken: t.Optional(
+      t.String({ description: 'Opaque, single-use; exchange at /auth/refresh. Absent with X-Session: cookie, which sets the session cookie instead' }),
+    ),
+  }),
+])
 
 export const me = t.Object({
   userId: t.String(),

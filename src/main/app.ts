@@ -77,7 +77,7 @@ export function createApp(deps: Dependencies) {
     .use(playgroundPlugin())
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle, checks: deps.readinessChecks }))
     .use(metricsPlugin({ metrics: deps.metrics, token: config.metrics.token }))
-    .use(authPlugin({ ...guardServices, allowRegistration: config.allowRegistration }))
+    .use(authPlugin({ ...guardServices, allowRegistration: config.allowRegistration, publicBaseUrl: config.publicBaseUrl }))
     .use(accountsPlugin({ deletion: deps.deletion, accounts: deps.accounts, ...guardServices }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, ...guardServices }))
     .use(webSearchPlugin({ webSearch: deps.webSearch, ...guardServices }))
