@@ -4,9 +4,9 @@ import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import { problem } from '../../src/schemas.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
-import { tokenPair } from '../auth/index.ts'
+import { sessionCookies, tokenPair } from '../auth/index.ts'
 import { htmlPage, landing, setupBody, type Landing } from './schemas.ts'
-import { LINKS, PAGE_CSP, SIGN_IN_PAGE_CSP, SITE_NAME, landingPage, setupClosedPage, setupDonePage, setupFormPage } from './page.ts'
+import { LINKS, PAGE_CSP, SESSION_PAGE_CSP, SITE_NAME, landingPage, setupClosedPage, setupDonePage, setupFormPage } from './page.ts'
 import { SETUP_LOG_MESSAGE, setupDone, type SetupService } from './service.ts'
 
 export { createSetupService, type SetupService } from './service.ts'
@@ -58,6 +58,7 @@ function html(body: string, status: number, csp = PAGE_CSP, extra: Record<string
 export function setupPlugin(options: SetupPluginOptions) {
   const { setup, codeTtlSeconds } = options
   const baseUrl = options.publicBaseUrl.replace(/\/+$/, '')
+  const cookies = sessionCookies(baseUrl)
   return new Elysia({ name: 'setup', seed: baseUrl, detail: { tags: ['setup'] } })
     .get(
       '/',
@@ -107,8 +108,12 @@ export function setupPlugin(options: SetupPluginOptions) {
           set.headers['cache-control'] = 'no-store'
           return tokens!
         }
+        // The setup page's own form signs this browser in with the session cookie, so the password is typed once.
+        const fromOwnPage = cookies.fromOwnPage(request)
+        let session: string | undefined
         try {
-          await setup.complete(body, clientIp, { signIn: false })
+          const { tokens } = await setup.complete(body, clientIp, { signIn: fromOwnPage })
+          if (tokens) session = cookies.split(tokens).setCookie
         } catch (err) {
           if (!(err instanceof AppError)) throw err
           const headers = err.options.headers ?? {}
@@ -116,7 +121,8 @@ export function setupPlugin(options: SetupPluginOptions) {
           const page = setupFormPage({ codeTtlSeconds, baseUrl, error: err.message, email: body.email, organizationName: body.organizationName })
           return html(page, err.status, PAGE_CSP, headers)
         }
-        return redirect(LINKS.setupDone, 303)
+        if (session === undefined) return redirect(LINKS.setupDone, 303)
+        return new Response(null, { status: 303, headers: { location: LINKS.setupDone, 'set-cookie': session, 'cache-control': 'no-store' } })
       },
       {
         parse: ['json', 'urlencoded'],
@@ -146,7 +152,7 @@ export function setupPlugin(options: SetupPluginOptions) {
       '/setup/done',
       async ({ redirect }) => {
         if (await setup.isOpen()) return redirect(LINKS.setup, 303)
-        return html(setupDonePage(baseUrl), 200, SIGN_IN_PAGE_CSP)
+        return html(setupDonePage(baseUrl), 200, SESSION_PAGE_CSP)
       },
       {
         response: { 200: htmlPage('What to do after setup, with a sign-in check'), 303: t.Void({ description: 'Setup is still open: to /setup' }) },

@@ -50,31 +50,26 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
 `
 
 /**
- * The page after setup: signs in with what was typed, shows who the token speaks for, and signs out again at
- * once (the page keeps no token). Hidden without script; the rest of the page needs none.
+ * The page after setup: the setup form signed this browser in with a session cookie (HttpOnly: this script cannot
+ * read it), and the page asks the service who the session belongs to, so the playground opens without a password.
+ * The refresh holds the lock the playground's tabs share, so the two never present one refresh token at once.
+ * Hidden without script; the rest of the page needs none.
  */
-const SIGN_IN_CHECK = `
-const form = document.getElementById('sign-in-check');
-const result = document.getElementById('sign-in-result');
-form.hidden = false;
-form.addEventListener('submit', async (event) => {
-  event.preventDefault();
-  const fields = new FormData(form);
-  const post = (path, body) => fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  result.removeAttribute('data-state');
-  result.textContent = 'Signing in…';
-  try {
-    const response = await post('${LINKS.login}', { email: fields.get('email'), password: fields.get('password') });
+const SESSION_CHECK = `
+const result = document.getElementById('session-check');
+result.hidden = false;
+const refresh = () => fetch('/auth/refresh', { method: 'POST', headers: { 'x-session': 'cookie' } });
+(navigator.locks ? navigator.locks.request('playground-session', refresh) : refresh())
+  .then(async (response) => {
     const answer = await response.json();
-    if (!response.ok) throw new Error(answer.detail || 'sign-in answered ' + response.status);
-    await post('/auth/logout', { refreshToken: answer.refreshToken });
-    result.textContent = 'Signed in as ' + answer.user.email + ', ' + answer.user.role + ' of organisation ' + answer.user.organizationId + '. Front ends send the access token as "Authorization: Bearer <token>" and refresh it within ' + answer.expiresIn + ' s.';
+    if (!response.ok) throw new Error(answer.detail || 'the service answered ' + response.status);
+    result.textContent = 'This browser is signed in as ' + answer.user.email + ', ' + answer.user.role + ' of organisation ' + answer.user.organizationId + ': the playground opens signed in, with no password to type again.';
     result.dataset.state = 'signed-in';
-  } catch (error) {
-    result.textContent = 'Sign-in failed: ' + error.message;
+  })
+  .catch((error) => {
+    result.textContent = 'This browser is not signed in (' + error.message + '): sign in on the playground with the email and password you chose.';
     result.dataset.state = 'failed';
-  }
-});
+  });
 `
 
 const sha256 = (text: string) => `'sha256-${new Bun.CryptoHasher('sha256').update(text).digest('base64')}'`
@@ -84,8 +79,8 @@ const policy = (extra: string[]) =>
 
 /** Pages without script: only the stylesheet, and forms that post to this origin. */
 export const PAGE_CSP = policy([])
-/** The page after setup: its sign-in check also runs, and calls this origin. */
-export const SIGN_IN_PAGE_CSP = policy([`script-src ${sha256(SIGN_IN_CHECK)}`, "connect-src 'self'"])
+/** The page after setup: its session check also runs, and calls this origin. */
+export const SESSION_PAGE_CSP = policy([`script-src ${sha256(SESSION_CHECK)}`, "connect-src 'self'"])
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
@@ -163,18 +158,15 @@ const nextSteps = (baseUrl: string) =>
   `<li>Configure the optional parts (model provider, payments, OAuth apps, search): <a href="/docs/configuration">Configuration</a>.</li>` +
   `</ul>`
 
-/** Where the setup form leads: what to do next, and a sign-in check. */
+/** Where the setup form leads: what to do next, and whether this browser is signed in. */
 export function setupDonePage(baseUrl: string): string {
   return document(
     'Setup complete',
     `<p class="eyebrow">First run</p><h1>The first owner is created</h1>` +
-      `<p class="description">Setup is closed: the setup codes are deleted and <code>${LINKS.setup}</code> answers 410 from now on. Sign in with the email and password you chose.</p>` +
-      `<form id="sign-in-check" hidden><h2>Check your sign-in</h2>` +
-      `<label>Email<input name="email" type="email" required autocomplete="username"></label>` +
-      `<label>Password<input name="password" type="password" required autocomplete="current-password"></label>` +
-      `<button type="submit">Sign in</button><p id="sign-in-result" role="status">The page signs out again at once and keeps no token.</p></form>` +
+      `<p class="description">Setup is closed: the setup codes are deleted and <code>${LINKS.setup}</code> answers 410 from now on. Elsewhere, sign in with the email and password you chose.</p>` +
+      `<p id="session-check" role="status" hidden>Checking this browser's session…</p>` +
       nextSteps(baseUrl),
-    SIGN_IN_CHECK,
+    SESSION_CHECK,
   )
 }
 
