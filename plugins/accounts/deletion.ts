@@ -17,6 +17,7 @@ import type { ChatService } from '../chat/index.ts'
 import type { CodeIndex } from '../code-search/index.ts'
 import type { ImportService } from '../imports/index.ts'
 import type { IntegrationsService } from '../integrations/index.ts'
+import type { McpToolsService } from '../mcp-tools/index.ts'
 import type { PaymentsService } from '../payments/index.ts'
 import { DELETED_USER } from './tables.ts'
 
@@ -31,6 +32,8 @@ export interface AccountDeletionOptions {
   payments: Pick<PaymentsService, 'renewingSubscription' | 'recordAudit' | 'deleteOrganisationBilling'>
   agents: Pick<AgentService, 'recent' | 'cancel' | 'settled'>
   workspaces: Pick<Workspaces, 'remove'>
+  /** The organisation's MCP servers and each user's tokens for them. */
+  mcpServers?: Pick<McpToolsService, 'deleteUser' | 'deleteOrganisation'>
   meter: Pick<UsageMeter, 'flush'>
   logger: Logger
   /** Agent tasks looked at per user (their task log keeps at most AGENT_MAX_TASKS_KEPT_PER_USER). Default 1000. */
@@ -80,6 +83,7 @@ export function createAccountDeletion(options: AccountDeletionOptions) {
     add(removed, { chats: chats.chats, chatMessages: chats.messages })
     const integrations = await options.integrations.disconnectAll(user.id)
     add(removed, { integrationConnections: integrations.connections, integrationRevocations: integrations.revoked, oauthFlows: integrations.flows })
+    if (options.mcpServers) add(removed, await options.mcpServers.deleteUser(user.id))
   }
 
   /** The user's rows in the account tables; usage and imports they started stay with the organisation, anonymised. */
@@ -174,6 +178,7 @@ export function createAccountDeletion(options: AccountDeletionOptions) {
       const members = await accounts.users(orgId)
       for (const member of members) await removeUserData(member, removed)
       add(removed, await options.imports.deleteOrganisation(orgId))
+      if (options.mcpServers) add(removed, await options.mcpServers.deleteOrganisation(orgId))
       await options.codeIndex.removeOrganisation?.(orgId)
       add(removed, await options.payments.deleteOrganisationBilling(orgId))
       for (const member of members) await removeUserRows(member, removed)

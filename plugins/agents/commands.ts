@@ -36,6 +36,8 @@ export interface CommandDependencies {
   developLimits: DevelopLimits
   /** Pushes `develop`'s change and opens its pull request; publishes `build_site`'s site. */
   publisher?: NonNullable<DevelopDependencies['publisher']> & NonNullable<BuildSiteDependencies['publisher']>
+  /** Tools of the organisation's MCP servers, offered to `develop` and `continue` beside their own. */
+  extraTools?: DevelopDependencies['extraTools']
 }
 
 /** The caller's succeeded import; the task fails with `not_found` or `import_not_ready` otherwise. */

@@ -33,6 +33,7 @@ export function turnOptions(body: Pick<ChatRequest, 'model' | 'options' | 'tools
     searchAugmentation: o.searchAugmentation,
     unsureDraft: o.unsureDraft,
     serverTools: o.serverTools,
+    mcpServers: o.mcpServers,
     clientTools: body.tools,
   }
 }

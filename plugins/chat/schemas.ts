@@ -42,6 +42,13 @@ export const chatOptions = strictObject(
     serverTools: t.Optional(
       t.Array(oneOf(['web_search', 'code_search', 'generate_image']), { description: 'Server tools the model may call. Default all available' }),
     ),
+    mcpServers: t.Optional(
+      t.Array(t.String({ minLength: 1, maxLength: 30, pattern: '^[a-z0-9][a-z0-9-]*$' }), {
+        maxItems: 50,
+        description:
+          "MCP servers (by name) whose allowed tools the model may call, as mcp__<server>__<tool>; [] offers none. Default the organisation's servers offered by default (GET /api/mcp-servers)",
+      }),
+    ),
   },
   { description: 'Generation options' },
 )

@@ -6,6 +6,7 @@ import type { Lifecycle } from '../../src/lifecycle.ts'
 import type { CancelChannel } from '../../src/event-log/cancel.ts'
 import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
+import type { ExtraTools } from '../../src/llm/extra-tools.ts'
 import { providerNotConfigured } from '../../src/llm/models.ts'
 import type { ModelProvider } from '../../src/llm/provider.ts'
 import { createMessageBuilder } from '../../src/llm/message-builder.ts'
@@ -37,6 +38,8 @@ export interface ChatServiceOptions {
   agents?: AgentRunner
   meter?: Pick<UsageMeter, 'record'>
   settings: ChatSettings
+  /** The tools of the organisation's MCP servers; without it none are offered. */
+  extraTools?: ExtraTools
   log: StreamLog
   maxGenerationMs: number
   /** Cancels reach the process running a generation through it; in process only when unset. */
@@ -75,6 +78,7 @@ export function createChatService(options: ChatServiceOptions) {
     agents: options.agents,
     meter: options.meter,
     settings: options.settings,
+    extraTools: options.extraTools,
   })
 
   /** The caller's chat, or 404 for a chat that does not exist or is someone else's. */

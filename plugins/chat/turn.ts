@@ -10,6 +10,7 @@ import { createConfidenceGauge, type ConfidenceVerdict } from './confidence.ts'
 import type { Caller } from '../../src/auth/caller.ts'
 import { createMessageBuilder } from '../../src/llm/message-builder.ts'
 import { textPart, uiStepView } from '../../src/llm/model-call.ts'
+import { NO_EXTRA_TOOLS, type ExtraTools, type ExtraToolSet } from '../../src/llm/extra-tools.ts'
 import { runModelLoop, type LoopTools, type StepView, type ToolCall } from '../../src/llm/model-loop.ts'
 import { StreamError, upstreamFailure, type ModelMessage, type ModelProvider, type ModelTool } from '../../src/llm/provider.ts'
 import { messageText, toModelMessages } from '../../src/llm/ui-messages.ts'
@@ -31,6 +32,8 @@ export interface TurnServices extends Omit<ServerToolDependencies, 'imageModel' 
   provider: ModelProvider
   meter?: Pick<UsageMeter, 'record'>
   settings: ChatSettings
+  /** Tools of the organisation's MCP servers, offered beside the server tools. */
+  extraTools?: ExtraTools
 }
 
 export interface Turn {
@@ -52,6 +55,8 @@ export interface Turn {
   system?: string
   /** The caller holds `agents:run`: only then is run_agent offered. */
   mayRunAgents?: boolean
+  /** MCP servers (by name) whose allowed tools are offered; default those the organisation offers by default. */
+  mcpServers?: readonly string[]
 }
 
 const SYSTEM_PROMPT = 'You are the assistant of a real-time AI development platform. Answer clearly and concisely; use the tools when they help.'
@@ -147,11 +152,12 @@ async function modelLoop(scope: TurnScope): Promise<FinishReason> {
   const messages: ModelMessage[] = [{ role: 'system', content: turn.system ?? SYSTEM_PROMPT }, ...toModelMessages(turn.history)]
   // Holding text back only pays when a search could follow.
   const augment = (turn.searchAugmentation ?? settings.searchAugmentation) && services.webSearch.configured && lastUserText(turn.history) !== ''
+  const extra = services.extraTools ? await services.extraTools.forCaller(scope.caller, { servers: turn.mcpServers }) : NO_EXTRA_TOOLS
   const end = await runModelLoop({
     ...callOf(scope),
     messages,
     request: (step) => ({ temperature: turn.temperature, maxOutputTokens: turn.maxOutputTokens, logprobs: augment && step === 0 }),
-    tools: offeredTools(scope),
+    tools: offeredTools(scope, extra),
     limits: { maxModelCalls: Math.min(turn.maxSteps ?? settings.maxSteps, settings.maxSteps) },
     view: (step, stop) => stepView(scope, augment && step === 0, stop),
   })
@@ -258,8 +264,8 @@ async function groundedAnswer(scope: TurnScope, history: ModelMessage[], query: 
   return finishReasonOf(end.finishReason)
 }
 
-/** The tools offered in this turn (the server's the turn allows, and the client's) and how a call of each runs. */
-function offeredTools(scope: TurnScope): LoopTools<never> {
+/** The tools offered in this turn (the server's the turn allows, the MCP servers', and the client's) and how a call of each runs. */
+function offeredTools(scope: TurnScope, extra: ExtraToolSet): LoopTools<never> {
   const { services, turn, settings } = scope
   const tools = serverTools({ ...services, imageModel: settings.imageModel, imageMaxBytes: settings.imageMaxBytes })
   const offered = turn.serverTools ? new Set(turn.serverTools) : undefined
@@ -267,8 +273,9 @@ function offeredTools(scope: TurnScope): LoopTools<never> {
   const clientTools = new Map((turn.clientTools ?? []).map((t) => [t.name, t]))
   const definitions: ModelTool[] = [
     ...[...active.values()].map((t) => t.definition),
+    ...extra.definitions,
     ...[...clientTools.values()]
-      .filter((t) => !tools.has(t.name as ServerToolName))
+      .filter((t) => !tools.has(t.name as ServerToolName) && !extra.has(t.name))
       .map((t) => ({
         type: 'function' as const,
         function: { name: t.name, description: t.description ?? '', parameters: t.parameters ?? { type: 'object', properties: {} } },
@@ -278,6 +285,7 @@ function offeredTools(scope: TurnScope): LoopTools<never> {
     definitions,
     callId: (index) => `call_${turn.messageId}_${index}`,
     async run(call) {
+      if (extra.has(call.name)) return { answer: await runExtraTool(scope, call, extra) }
       const answer = await runTool(scope, call, active.get(call.name as ServerToolName), clientTools.has(call.name))
       // The client answers its own tools: the turn ends with this step and resumes with the client's results.
       return clientTools.has(call.name) && !tools.has(call.name as ServerToolName) ? {} : { answer }
@@ -314,6 +322,35 @@ async function runTool(scope: TurnScope, call: ToolCall, tool: ServerTool | unde
     const errorText = (err as Error).message
     emit({ type: 'tool-output-error', toolCallId: call.id, errorText })
     return `Error: ${errorText}`
+  }
+}
+
+/**
+ * Runs a tool of an MCP server: the call and its result stream as tool parts like any server tool's; a failed call
+ * (the server erred, timed out, or the call was refused) is a tool-output-error part, and the turn goes on.
+ */
+async function runExtraTool(scope: TurnScope, call: ToolCall, extra: ExtraToolSet): Promise<string> {
+  const { emit, signal } = scope
+  const input = toolInput(call)
+  if (typeof input === 'string') {
+    emit({ type: 'tool-input-error', toolCallId: call.id, toolName: call.name, input: call.arguments, errorText: input })
+    return `Error: ${input}`
+  }
+  emit({ type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input })
+  const result = await extra.call(call.name, input, signal)
+  if (result.isError) emit({ type: 'tool-output-error', toolCallId: call.id, errorText: String(result.output.content ?? result.text) })
+  else emit({ type: 'tool-output-available', toolCallId: call.id, output: result.output })
+  return result.text
+}
+
+/** A call's arguments as an object, or why they are not one. */
+function toolInput(call: ToolCall): Record<string, unknown> | string {
+  try {
+    const parsed = call.arguments ? JSON.parse(call.arguments) : {}
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return 'Invalid tool input: arguments must be a JSON object'
+    return parsed as Record<string, unknown>
+  } catch (err) {
+    return `Invalid tool input: ${(err as Error).message}`
   }
 }
 

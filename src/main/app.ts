@@ -19,6 +19,7 @@ import { publishPlugin } from '../../plugins/publish/index.ts'
 import { importsPlugin } from '../../plugins/imports/index.ts'
 import { agentsPlugin, workspaceRoutes } from '../../plugins/agents/index.ts'
 import { mcpPlugin } from '../../plugins/mcp/index.ts'
+import { mcpToolsPlugin } from '../../plugins/mcp-tools/index.ts'
 import { setupPlugin } from '../../plugins/setup/index.ts'
 import { playgroundPlugin } from '../../plugins/playground/index.ts'
 import { accountsPlugin } from '../../plugins/accounts/index.ts'
@@ -115,6 +116,14 @@ export function createApp(deps: Dependencies) {
         meter: deps.meter,
         publicBaseUrl: config.publicBaseUrl,
         allowedHosts: config.mcp.allowedHosts,
+      }),
+    )
+    .use(
+      mcpToolsPlugin({
+        mcpServers: deps.mcpServers,
+        ...guardServices,
+        publicBaseUrl: config.publicBaseUrl,
+        stateTtlSeconds: config.integrations.stateTtlSeconds,
       }),
     )
   routeIndex.load(app.routes)

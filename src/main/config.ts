@@ -11,6 +11,7 @@ import { enhancedChatSettings } from '../../plugins/enhanced-chat/index.ts'
 import { importsSettings } from '../../plugins/imports/index.ts'
 import { integrationsSettings } from '../../plugins/integrations/index.ts'
 import { mcpSettings } from '../../plugins/mcp/index.ts'
+import { mcpToolsSettings } from '../../plugins/mcp-tools/index.ts'
 import { paymentsSettings } from '../../plugins/payments/index.ts'
 import { publishSettings } from '../../plugins/publish/index.ts'
 import { setupSettings } from '../../plugins/setup/index.ts'
@@ -32,6 +33,7 @@ export const PLUGIN_SETTINGS = [
   publishSettings,
   docsSettings,
   mcpSettings,
+  mcpToolsSettings,
 ] as const
 
 export type Config = ConfigOf<typeof PLUGIN_SETTINGS>

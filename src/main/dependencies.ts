@@ -56,6 +56,7 @@ import { observedProvider } from '../llm/observed-provider.ts'
 import { createLifecycle, type Lifecycle } from '../lifecycle.ts'
 import pkg from '../../package.json' with { type: 'json' }
 import { createSetupService, type SetupService } from '../../plugins/setup/index.ts'
+import { createMcpToolsService, type McpToolsService } from '../../plugins/mcp-tools/index.ts'
 import { createAccountDeletion, type AccountDeletion } from '../../plugins/accounts/index.ts'
 
 /** Everything the plugins are built from. Tests build their own with fakes. */
@@ -101,6 +102,8 @@ export interface Dependencies {
   readonly setup: SetupService
   /** Deleting a user or an organisation everywhere their data lives: DELETE /api/org, DELETE /api/users/:id, the admin commands. */
   readonly deletion: AccountDeletion
+  /** The organisation's remote MCP servers: /api/mcp-servers, and the tools chat and develop tasks offer from them. */
+  readonly mcpServers: McpToolsService
   /** Readiness checks beyond the database, by name; each rejects when unhealthy. */
   readonly readinessChecks: Record<string, () => Promise<unknown>>
   /** Prometheus metrics; undefined unless METRICS_TOKEN or METRICS_PORT is set. */
@@ -222,6 +225,16 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   const payments = createPaymentsService({ db, accounts, plans, logger, settings: config.payments, planIds: config.plans.ids })
   // Applies payment events a crash left stored but unapplied, and plans that lapsed while down.
   await payments.start()
+  const mcpServers = createMcpToolsService({
+    db,
+    box: await createSecretBox({ key: config.secrets.tokenEncryptionKey, previousKeys: config.secrets.previousTokenEncryptionKeys }),
+    http: createHttpClient({ timeoutMs: config.mcpTools.callTimeoutMs }),
+    audit: payments,
+    logger,
+    settings: config.mcpTools,
+    publicBaseUrl: config.publicBaseUrl,
+    stateTtlMs: config.integrations.stateTtlSeconds * 1000,
+  })
   const imports = createImportService({
     db,
     admission: lifecycle,
@@ -261,6 +274,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     access,
     lifecycle,
     rateLimit: agentRateLimit,
+    extraTools: mcpServers.tools,
   })
   // Built on the agents: its run_agent tool starts tasks and follows them.
   const chat = createChatService({
@@ -271,6 +285,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     webSearch,
     codeIndex,
     agents: createAgentRunner({ agents, rateLimit: agentRateLimit }),
+    extraTools: mcpServers.tools,
     meter,
     settings: chatConfig,
     maxGenerationMs: chatConfig.generationTimeoutSeconds * 1000,
@@ -296,6 +311,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     payments,
     agents,
     workspaces,
+    mcpServers,
     meter,
     logger,
     maxTasks: config.agents.maxTasksKeptPerUser,
@@ -362,6 +378,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     agentConnections,
     setup,
     deletion,
+    mcpServers,
     readinessChecks,
     metrics,
     tracing,
@@ -406,6 +423,8 @@ interface AgentParts {
   publisher: Publisher
   access: AccessService
   lifecycle: Lifecycle
+  /** The MCP servers' tools `develop` offers. */
+  extraTools: McpToolsService['tools']
   /** What a command spends: the chat class's policies. */
   rateLimit: { limiter: RateLimiter; policies: readonly Readonly<RatePolicy>[] }
 }
@@ -450,6 +469,7 @@ async function createAgents(config: Config, parts: AgentParts) {
       sandbox: parts.sandbox,
       developLimits: agentSettings.develop,
       publisher: parts.publisher,
+      extraTools: parts.extraTools,
     }),
     logger,
     meter,

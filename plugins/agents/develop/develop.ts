@@ -6,6 +6,7 @@
  * The checks are run once more at the end, and the result carries the diff, the files changed, the last
  * verdict of each check, the budgets spent and the model's summary.
  */
+import { NO_EXTRA_TOOLS, type ExtraTools } from '../../../src/llm/extra-tools.ts'
 import { runModelLoop, type LoopProgress } from '../../../src/llm/model-loop.ts'
 import type { ModelMessage } from '../../../src/llm/provider.ts'
 import type { SandboxCommandRequest, SandboxResult, SandboxVerdict } from '../../../src/sandbox/index.ts'
@@ -57,6 +58,8 @@ export interface DevelopDependencies {
   clock?: StepClock
   /** Replaces the loop's instructions (build_site brings its own). */
   systemPrompt?: string
+  /** Tools of the organisation's MCP servers (those offered by default), offered beside the workspace's tools. */
+  extraTools?: ExtraTools
   /** Pushes a change on a new branch with the user's code-host connection and opens a pull request (`push: true`). */
   publisher?: {
     proposeChange(caller: Caller, proposal: ChangeProposal): Promise<ProposedChange>
@@ -428,6 +431,17 @@ const describeVerdict = (result: SandboxResult, command: string): CheckVerdict =
   output: clip(result.output, 2000),
 })
 
+/** A call of an MCP server's tool as the develop loop reports it: the capped, untrusted result, clipped to the answer budget. */
+async function extraOutcome(
+  extra: import('../../../src/llm/extra-tools.ts').ExtraToolSet,
+  name: string,
+  args: Record<string, unknown>,
+  context: DevelopToolContext,
+): Promise<ToolOutcome> {
+  const result = await extra.call(name, args, context.signal)
+  return { answer: clip(result.text, context.maxAnswerChars), summary: `${name}: ${result.isError ? 'failed' : 'answered'}`, refused: result.isError }
+}
+
 /**
  * The model's loop: ask, run each tool call it makes, append what each answered, until it calls finish, answers
  * without a tool call, repeats itself into the repeat guard, or a budget runs out. The conversation is the
@@ -495,6 +509,8 @@ async function runLoop(
     return loopStepsAhead(steps, limits.maxSteps - steps) * step + checksMs + (task.stepsAfterLoop - 1) * step
   }
 
+  // An MCP server whose tool names collide with the workspace's never shadows them: its names are namespaced.
+  const extra = deps.extraTools ? await deps.extraTools.forCaller(context.caller) : NO_EXTRA_TOOLS
   const end = await runModelLoop<'finished' | 'stuck'>({
     ...modelServices(deps),
     messages,
@@ -503,7 +519,7 @@ async function runLoop(
     limits: { maxToolCalls: limits.maxSteps, maxTokens: limits.maxTokens, deadline },
     metering: { meter: deps.meter, caller: context.caller },
     tools: {
-      definitions: DEVELOP_TOOLS,
+      definitions: [...DEVELOP_TOOLS, ...extra.definitions],
       callId: (index) => `call_${context.taskId}_${messages.length}_${index}`,
       refuse(call) {
         times = guard.see(call.name, call.arguments)
@@ -518,9 +534,11 @@ async function runLoop(
           pace.totalFor(steps, msAfter(steps), loopStepsAhead(steps, limits.maxSteps - steps) + task.stepsAfterLoop),
         )
         const args = parseArguments(call.arguments)
-        const outcome: ToolOutcome = args
-          ? await runDevelopTool(toolContext, call.name, args)
-          : { answer: 'Refused: the arguments are not a JSON object', summary: 'refused: arguments not JSON', refused: true }
+        const outcome: ToolOutcome = !args
+          ? { answer: 'Refused: the arguments are not a JSON object', summary: 'refused: arguments not JSON', refused: true }
+          : extra.has(call.name)
+            ? await extraOutcome(extra, call.name, args, toolContext)
+            : await runDevelopTool(toolContext, call.name, args)
         context.signal.throwIfAborted()
         if (outcome.command) {
           const { command, result, fromRoot } = outcome.command
