@@ -298,6 +298,15 @@ const accountVariables = {
   },
   LOGIN_MAX_FAILURES: { doc: 'Failed logins per account or address before it is locked', parse: integer(1, 1000), fallback: 5 },
   LOGIN_LOCK_SECONDS: { doc: 'How long a locked account or address waits', parse: integer(1, 86_400), fallback: 900 },
+  PASSWORD_RESET_TTL_SECONDS: {
+    doc: 'How long a password reset link (admin users reset-password, POST /auth/password/forgot) works; it also stops working once used or when the password changes',
+    parse: integer(60, 7 * 86_400),
+    fallback: 3600,
+  },
+  PASSWORD_RESET_WEBHOOK_URL: {
+    doc: 'Where POST /auth/password/forgot sends reset links: a JSON POST (type, email, resetUrl, expiresAt) to a mail relay of yours; unset, that route answers 503 not_configured and only operators make links',
+    parse: url('http:', 'https:'),
+  },
 } satisfies Variables
 
 const planVariables = {
@@ -520,6 +529,7 @@ const accounts = defineSettings({
       admin: v.ADMIN_EMAIL && v.ADMIN_PASSWORD ? { email: v.ADMIN_EMAIL, password: v.ADMIN_PASSWORD } : undefined,
       allowRegistration: v.ALLOW_REGISTRATION,
       login: { maxFailures: v.LOGIN_MAX_FAILURES, lockSeconds: v.LOGIN_LOCK_SECONDS },
+      passwordReset: { ttlSeconds: v.PASSWORD_RESET_TTL_SECONDS, webhookUrl: v.PASSWORD_RESET_WEBHOOK_URL },
     }
   },
 })

@@ -24,7 +24,7 @@ import { DELETED_USER } from './tables.ts'
 export interface AccountDeletionOptions {
   db: Database
   accounts: AccountStore
-  access: Pick<AccessService, 'endSessionsOf'>
+  access: Pick<AccessService, 'endSessionsOf' | 'endApiKeysOf'>
   chat: Pick<ChatService, 'deleteChatsOf'>
   integrations: Pick<IntegrationsService, 'disconnectAll'>
   imports: Pick<ImportService, 'deleteOrganisation'>
@@ -70,6 +70,8 @@ export function createAccountDeletion(options: AccountDeletionOptions) {
   async function removeUserData(user: User, removed: Removed): Promise<void> {
     // First: their tokens are refused and their agent connections close, so nothing new arrives meanwhile.
     add(removed, { sessions: await options.access.endSessionsOf(user.id) })
+    // Their API keys too, in every process at once: the rows go with the user's below.
+    await options.access.endApiKeysOf(user.id)
     const caller: Caller = { userId: user.id, orgId: user.orgId }
     const tasks = await options.agents.recent(caller, options.maxTasks ?? 1000)
     for (const task of tasks) {

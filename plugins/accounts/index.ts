@@ -1,11 +1,13 @@
 /**
  * Accounts' face: GET and DELETE /api/org (the caller's organisation, owners only) and DELETE /api/users/{userId}
  * (an owner deletes a member of their organisation; anyone deletes their own account), and the deletion service the
- * operator commands use too. What deletion removes, anonymises and keeps is in docs/accounts.mdx.
+ * operator commands use too. What deletion removes, anonymises and keeps is in docs/accounts.mdx. Also the caller's
+ * password (change, reset, the reset page) and personal API keys (docs/authentication.mdx).
  */
 import { Elysia } from 'elysia'
 import type { AccessService } from '../../src/auth/access-service.ts'
 import type { AccountStore } from '../../src/auth/account-store.ts'
+import type { PasswordResets } from '../../src/auth/password-reset.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl, authenticateRequest, openApiExtension } from '../../src/auth/plugin.ts'
 import { AppError } from '../../src/errors.ts'
@@ -13,9 +15,13 @@ import { guard } from '../../src/guards.ts'
 import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
+import type { ApiKeyService } from './api-keys.ts'
 import type { AccountDeletion, DeletionRequest } from './deletion.ts'
+import { keyRoutes } from './key-routes.ts'
+import { passwordRoutes } from './password-routes.ts'
 import { deletionReport, organizationDeletionBody, organizationView, userParams } from './schemas.ts'
 
+export { createApiKeyService, type ApiKeyService } from './api-keys.ts'
 export { createAccountDeletion, type AccountDeletion, type AccountDeletionOptions, type DeletionReport } from './deletion.ts'
 export { DELETED_USER, PERSONAL_TABLES } from './tables.ts'
 
@@ -25,6 +31,8 @@ export interface AccountsPluginOptions {
   access: AccessService
   plans: PlanDirectory
   rateLimits: RateLimitingOptions
+  apiKeys: ApiKeyService
+  resets: PasswordResets
 }
 
 const byCaller = (request: Request, userId: string): DeletionRequest => {
@@ -59,6 +67,8 @@ export function accountsPlugin(options: AccountsPluginOptions) {
     .use(accessControl(options))
     .use(ownerOnly(access))
     .use(rateLimiting(options.rateLimits))
+    .use(passwordRoutes(options))
+    .use(keyRoutes(options))
     .get(
       '/api/org',
       async ({ principal }) => {

@@ -51,5 +51,7 @@ export const me = t.Object({
   role,
   scopes: t.Array(scope),
   plan: t.String(),
-  source: t.Union([t.Literal('local'), t.Literal('external')]),
+  source: t.Union([t.Literal('local'), t.Literal('external'), t.Literal('api_key')], {
+    description: "local: a token this service issued; external: the identity provider's; api_key: a personal API key",
+  }),
 })

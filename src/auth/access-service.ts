@@ -2,6 +2,7 @@ import { decodeJwt } from 'jose'
 import { AppError } from '../errors.ts'
 import type { Logger } from '../log.ts'
 import type { AccountStore, User } from './account-store.ts'
+import { isApiKey, parseApiKey, secretMatches, type ApiKeyStore } from './api-keys.ts'
 import type { AccessTokens } from './access-tokens.ts'
 import { revokedSessionsInProcess, type RevokedSessions } from './revoked-sessions.ts'
 import { invalidToken } from './token-errors.ts'
@@ -13,8 +14,12 @@ export interface Principal {
   orgId: string
   role: Role
   scopes: readonly Scope[]
-  /** `local` for tokens this service issued, `external` for the identity provider's. */
-  source: 'local' | 'external'
+  /** `local` for tokens this service issued, `external` for the identity provider's, `api_key` for a personal API key. */
+  source: 'local' | 'external' | 'api_key'
+  /** The sign-in (refresh-token family) a local access token belongs to. */
+  sessionId?: string
+  /** The personal API key the request was made with. */
+  apiKeyId?: string
 }
 
 export interface ExternalIdentity {
@@ -62,6 +67,8 @@ export interface AccessServiceDeps {
   external?: ExternalIdentityPolicy
   /** Signed-out sessions, shared between processes; in-process only when not given. */
   revoked?: RevokedSessions
+  /** Personal API keys; without them a key is refused like any unknown token. */
+  apiKeys?: ApiKeyStore
   now?: () => number
 }
 
@@ -99,10 +106,22 @@ const CLOCK_MARGIN_MS = 60_000
 
 interface VerifiedToken {
   principal: Principal
+  /** Until when (s) the cached verification holds. */
   exp: number
-  /** The sign-in the token belongs to, when it is one of ours. */
+  /** The sign-in the token belongs to, when it is one of ours (`key:<id>` for an API key). */
   sessionId?: string
+  /** When the credential itself expires (ms), when that is later than `exp`: an API key, rechecked more often. */
+  expiresAt?: number
 }
+
+/** What the revoked-sessions list calls an API key, so a revocation reaches every process as a logout does. */
+export const apiKeySession = (keyId: string) => `key:${keyId}`
+
+// A key's verification is cached this long: its owner's role, a deletion or a revocation are read again after it.
+const API_KEY_RECHECK_MS = 30_000
+
+export const sessionRequired = () =>
+  new AppError('session_required', 'This route manages the account itself: call it with a signed-in access token, not an API key')
 
 const signedOut = () => invalidToken('token revoked')
 
@@ -219,11 +238,59 @@ export function createAccessService(deps: AccessServiceDeps) {
   /**
    * Signs the user out everywhere: every session of theirs ended as a logout ends one, so their access tokens are
    * refused in every process and their open agent connections close. Answers how many sessions there were.
+   * `except` keeps one session (the caller's, after a password change).
    */
-  async function endSessionsOf(userId: string): Promise<number> {
-    const families = await accounts.sessionFamiliesOf(userId)
+  async function endSessionsOf(userId: string, options: { except?: string } = {}): Promise<number> {
+    const families = (await accounts.sessionFamiliesOf(userId)).filter((familyId) => familyId !== options.except)
     for (const familyId of families) await endSession(familyId)
     return families.length
+  }
+
+  /**
+   * Refuses an API key everywhere at once, as a logout refuses a session's access tokens: what a revocation (its row
+   * already marked) and a deletion call, so a key verified before in another process stops there too.
+   */
+  async function endApiKey(keyId: string, expiresAt: number): Promise<void> {
+    await revoked.revoke(apiKeySession(keyId), Math.max(expiresAt, now()) + CLOCK_MARGIN_MS)
+  }
+
+  /** Refuses every live API key of the user (their deletion): answers how many there were. */
+  async function endApiKeysOf(userId: string): Promise<number> {
+    const live = (await deps.apiKeys?.liveOf(userId, now())) ?? []
+    for (const key of live) await endApiKey(key.id, key.expiresAt)
+    return live.length
+  }
+
+  /**
+   * Sets a new password, only if the stored one is still `user.passwordHash` (of two changes racing, one wins), and
+   * ends every session of the user but `keep`. False when the password changed meanwhile.
+   */
+  async function replacePassword(user: User, newPassword: string, keep?: string): Promise<boolean> {
+    if (!user.passwordHash) return false
+    if (!(await accounts.replacePassword(user.id, user.passwordHash, await hashPassword(newPassword)))) return false
+    await endSessionsOf(user.id, { except: keep })
+    logger.info('password changed', { userId: user.id, keptSession: keep !== undefined })
+    return true
+  }
+
+  /**
+   * The signed-in caller changes their password: the current one must be right (a wrong one counts toward the
+   * account's and the address's sign-in lock, as a failed login does), and every other session of theirs ends.
+   */
+  async function changePassword(principal: Principal, currentPassword: string, newPassword: string, clientIp: string): Promise<void> {
+    if (principal.source === 'api_key') throw sessionRequired()
+    const user = await accounts.userById(principal.userId)
+    if (!user) throw invalidToken('unknown user')
+    if (!user.passwordHash) throw new AppError('forbidden', 'This account signs in through the identity provider: its password is changed there')
+    const subjects = [`email:${user.email}`, `ip:${clientIp}`]
+    await assertNotLocked(subjects)
+    if (!(await Bun.password.verify(currentPassword, user.passwordHash))) {
+      for (const s of subjects) await recordFailure(s)
+      throw new AppError('wrong_password', 'currentPassword is not the password of this account')
+    }
+    for (const s of subjects) await accounts.clearLoginFailures(s)
+    if (!(await replacePassword(user, newPassword, principal.sessionId)))
+      throw new AppError('conflict', 'The password was changed by another request meanwhile; sign in again')
   }
 
   async function createAccount(input: { email: string; password: string; role: Role; orgId?: string; orgName?: string; plan?: string }) {
@@ -299,13 +366,45 @@ export function createAccessService(deps: AccessServiceDeps) {
     return cached.sessionId !== undefined && revoked.has(cached.sessionId) ? undefined : cached.principal
   }
 
-  /** Verifies a bearer token (ours or the identity provider's) and answers who it speaks for. */
+  /**
+   * Who an API key speaks for: its owner as they are now, with the key's scopes their role still grants. An unknown
+   * id and a wrong secret are refused alike, after the same constant-time comparison.
+   */
+  async function principalFromApiKey(token: string): Promise<VerifiedToken> {
+    const parsed = parseApiKey(token)
+    if (!parsed || !deps.apiKeys) throw invalidToken('unknown API key')
+    const key = await deps.apiKeys.forVerification(parsed.id)
+    const matches = secretMatches(parsed.secret, key?.secretHash)
+    // The owner gone (deleted with their keys, or between the two) reads as an unknown key.
+    if (!key || !matches || !isRole(key.ownerRole)) throw invalidToken('unknown API key')
+    const t = now()
+    if (key.revokedAt !== null || revoked.has(apiKeySession(key.id))) throw invalidToken('API key revoked')
+    if (key.expiresAt <= t) throw invalidToken('API key expired')
+    deps.apiKeys.touch(key.id, t).catch((err) => logger.warn('API key: recording its use failed', { err }))
+    const role = key.ownerRole
+    return {
+      principal: {
+        userId: key.userId,
+        orgId: key.orgId,
+        role,
+        scopes: grantedScopes(role, key.scopes),
+        source: 'api_key',
+        apiKeyId: key.id,
+      },
+      exp: Math.floor(Math.min(key.expiresAt, t + API_KEY_RECHECK_MS) / 1000),
+      sessionId: apiKeySession(key.id),
+      expiresAt: key.expiresAt,
+    }
+  }
+
+  /** Verifies a bearer token (ours, the identity provider's, or an API key) and answers who it speaks for. */
   async function authenticate(token: string): Promise<Principal> {
     const cached = principals.get(token)
     if (cached && cached.exp * 1000 > now()) {
-      if (cached.sessionId !== undefined && revoked.has(cached.sessionId)) throw signedOut()
+      if (cached.sessionId !== undefined && revoked.has(cached.sessionId)) throw cached.principal.apiKeyId ? invalidToken('API key revoked') : signedOut()
       return cached.principal
     }
+    if (isApiKey(token)) return remember(token, await principalFromApiKey(token))
 
     let issuer: unknown
     try {
@@ -319,7 +418,14 @@ export function createAccessService(deps: AccessServiceDeps) {
       if (!isRole(claims.role)) throw invalidToken('malformed token')
       if (claims.sid !== undefined && revoked.has(claims.sid)) throw signedOut()
       entry = {
-        principal: { userId: claims.sub, orgId: claims.org, role: claims.role, scopes: grantedScopes(claims.role, claims.scope), source: 'local' },
+        principal: {
+          userId: claims.sub,
+          orgId: claims.org,
+          role: claims.role,
+          scopes: grantedScopes(claims.role, claims.scope),
+          source: 'local',
+          ...(claims.sid === undefined ? {} : { sessionId: claims.sid }),
+        },
         exp: claims.exp,
         sessionId: claims.sid,
       }
@@ -328,6 +434,10 @@ export function createAccessService(deps: AccessServiceDeps) {
     } else {
       throw invalidToken('token from an unknown issuer')
     }
+    return remember(token, entry)
+  }
+
+  function remember(token: string, entry: VerifiedToken): Principal {
     if (principals.size >= PRINCIPAL_CACHE) principals.delete(principals.keys().next().value!)
     principals.set(token, entry)
     return entry.principal
@@ -356,7 +466,7 @@ export function createAccessService(deps: AccessServiceDeps) {
    */
   function grantOf(token: string): { sessionId?: string; expiresAt: number } | undefined {
     const entry = principals.get(token)
-    return entry && { ...(entry.sessionId === undefined ? {} : { sessionId: entry.sessionId }), expiresAt: entry.exp * 1000 }
+    return entry && { ...(entry.sessionId === undefined ? {} : { sessionId: entry.sessionId }), expiresAt: entry.expiresAt ?? entry.exp * 1000 }
   }
 
   /** Whether the sign-in session was ended (a logout, a refresh token used twice), here or in another process. */
@@ -370,6 +480,10 @@ export function createAccessService(deps: AccessServiceDeps) {
     refresh,
     logout,
     endSessionsOf,
+    endApiKey,
+    endApiKeysOf,
+    changePassword,
+    replacePassword,
     register,
     authenticate,
     knownPrincipal,

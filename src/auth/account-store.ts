@@ -173,6 +173,12 @@ export class AccountStore {
     await this.db.sql`UPDATE users SET password_hash = ${passwordHash} WHERE id = ${userId}`
   }
 
+  /** Sets a new password hash if the stored one is still `expected`; false when it changed meanwhile. */
+  async replacePassword(userId: string, expected: string, passwordHash: string): Promise<boolean> {
+    const rows = await this.db.sql`UPDATE users SET password_hash = ${passwordHash} WHERE id = ${userId} AND password_hash = ${expected} RETURNING id`
+    return rows.length > 0
+  }
+
   async insertRefreshToken(input: { familyId: string; userId: string; tokenHash: string; expiresAt: number }): Promise<void> {
     const row = {
       id: Bun.randomUUIDv7(),

@@ -2,7 +2,7 @@ import { Elysia } from 'elysia'
 import { AppError } from '../errors.ts'
 import { guard } from '../guards.ts'
 import { requestMeta } from '../request-pipeline.ts'
-import type { AccessService, Principal } from './access-service.ts'
+import { sessionRequired, type AccessService, type Principal } from './access-service.ts'
 import { bearerFrom } from './bearer.ts'
 import type { PlanDirectory } from './plans.ts'
 import type { Scope } from './roles.ts'
@@ -66,8 +66,9 @@ export interface AccessControlOptions {
 
 /**
  * Guards as route options: `{ auth: 'chat:write' }` (a valid token with that scope; `'any'` for
- * any valid token) and `{ plan: 'enterprise' }`. Both land in the OpenAPI document, and both run
- * before the body, query and params are parsed or validated (src/guards.ts).
+ * any valid token), `{ session: true }` (a signed-in session's token, not an API key: routes that manage the
+ * account itself) and `{ plan: 'enterprise' }`. They land in the OpenAPI document, and run before the body,
+ * query and params are parsed or validated (src/guards.ts).
  */
 export function accessControl({ access, plans }: AccessControlOptions) {
   return new Elysia({ name: 'access-control' }).macro({
@@ -89,6 +90,16 @@ export function accessControl({ access, plans }: AccessControlOptions) {
         transform: authorise.early,
         resolve: authorise,
       }
+    },
+    session: (required: boolean) => {
+      const refuseKeys = (principal: Principal) => {
+        if (required && principal.source === 'api_key') throw sessionRequired()
+      }
+      const check = guard(({ request }: { request: Request }) => {
+        const principal = requestPrincipal(access, request)
+        return principal instanceof Promise ? principal.then(refuseKeys) : refuseKeys(principal)
+      })
+      return { detail: openApiExtension({ 'x-requires-session': required }), transform: check.early, beforeHandle: check }
     },
     plan: (required: 'enterprise') => {
       const checkPlan = guard(async ({ request }: { request: Request }) => {

@@ -79,7 +79,7 @@ export function createApp(deps: Dependencies) {
     .use(healthPlugin({ db: deps.db, lifecycle: deps.lifecycle, checks: deps.readinessChecks }))
     .use(metricsPlugin({ metrics: deps.metrics, token: config.metrics.token }))
     .use(authPlugin({ ...guardServices, allowRegistration: config.allowRegistration, publicBaseUrl: config.publicBaseUrl }))
-    .use(accountsPlugin({ deletion: deps.deletion, accounts: deps.accounts, ...guardServices }))
+    .use(accountsPlugin({ deletion: deps.deletion, accounts: deps.accounts, apiKeys: deps.apiKeys, resets: deps.passwordResets, ...guardServices }))
     .use(usagePlugin({ db: deps.db, meter: deps.meter, ...guardServices }))
     .use(webSearchPlugin({ webSearch: deps.webSearch, ...guardServices }))
     .use(codeSearchPlugin({ codeIndex: deps.codeIndex, meter: deps.meter, ...guardServices }))

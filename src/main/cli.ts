@@ -23,6 +23,7 @@ const USAGE = `Operator commands:
   users create --email EMAIL --password PASSWORD --role ROLE [--org ORG_ID | --org-name NAME]
   users set-role (--user USER_ID | --email EMAIL) --role ROLE
   users delete (--user USER_ID | --email EMAIL)   (signs them out and deletes their data)
+  users reset-password (--user USER_ID | --email EMAIL)   (prints a one-time link that sets a new password)
   audit verify          (exit 1 when the audit log's hash chain is broken)
   backup FILE           (a consistent copy of DATA_DIR and the embedded database, safe while the service runs)
   restore FILE          (into an empty DATA_DIR; with DATABASE_URL, after pg_restore)
@@ -131,6 +132,15 @@ export async function runCli(args: string[], deps: Dependencies, out: (line: str
         const user = values.user ? await accounts.userById(values.user) : await accounts.userByEmail(need(values.email, 'email').toLowerCase())
         if (!user) throw new UsageError('no such user')
         printRemoved(out, await deps.deletion.deleteUser(user.id, { actor: 'system' }))
+        return 0
+      }
+      case 'users reset-password': {
+        const user = values.user ? await accounts.userById(values.user) : await accounts.userByEmail(need(values.email, 'email').toLowerCase())
+        if (!user) throw new UsageError('no such user')
+        if (!user.passwordHash) throw new UsageError(`${user.email} signs in through the identity provider: there is no password here to reset`)
+        const link = deps.passwordResets.linkFor(user)
+        out(link.url)
+        out(`works once, until ${new Date(link.expiresAt).toISOString()}, for ${user.email}; setting the password signs them out everywhere`)
         return 0
       }
       case 'orgs delete': {

@@ -1,6 +1,8 @@
 import { AccountStore } from '../auth/account-store.ts'
 import { createAccessService, type AccessService, type ExternalVerifier } from '../auth/access-service.ts'
 import { createAccessTokens } from '../auth/access-tokens.ts'
+import { ApiKeyStore } from '../auth/api-keys.ts'
+import { createPasswordResets, type PasswordResets } from '../auth/password-reset.ts'
 import { createExternalTokenVerifier } from '../auth/external-tokens.ts'
 import { revokedSessionsInDatabase, revokedSessionsInRedis } from '../auth/revoked-sessions.ts'
 import { createPlanDirectory, type PlanDirectory } from '../auth/plans.ts'
@@ -57,7 +59,7 @@ import { createLifecycle, type Lifecycle } from '../lifecycle.ts'
 import pkg from '../../package.json' with { type: 'json' }
 import { createSetupService, type SetupService } from '../../plugins/setup/index.ts'
 import { createMcpToolsService, type McpToolsService } from '../../plugins/mcp-tools/index.ts'
-import { createAccountDeletion, type AccountDeletion } from '../../plugins/accounts/index.ts'
+import { createAccountDeletion, createApiKeyService, type AccountDeletion, type ApiKeyService } from '../../plugins/accounts/index.ts'
 
 /** Everything the plugins are built from. Tests build their own with fakes. */
 export interface Dependencies {
@@ -104,6 +106,10 @@ export interface Dependencies {
   readonly deletion: AccountDeletion
   /** The organisation's remote MCP servers: /api/mcp-servers, and the tools chat and develop tasks offer from them. */
   readonly mcpServers: McpToolsService
+  /** Personal API keys as their owners manage them: POST, GET /api/keys, DELETE /api/keys/:keyId. */
+  readonly apiKeys: ApiKeyService
+  /** Password reset links: admin users reset-password, POST /auth/password/reset and /auth/password/forgot. */
+  readonly passwordResets: PasswordResets
   /** Readiness checks beyond the database, by name; each rejects when unhealthy. */
   readonly readinessChecks: Record<string, () => Promise<unknown>>
   /** Prometheus metrics; undefined unless METRICS_TOKEN or METRICS_PORT is set. */
@@ -171,6 +177,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     defaultPlan: config.plans.ids[0]!,
     login: config.login,
     revoked,
+    apiKeys: new ApiKeyStore(db),
     external: oidc && {
       ...oidc,
       verifier: overrides.externalVerifier ?? createExternalTokenVerifier({ issuer: oidc.issuer, audience: oidc.audience }),
@@ -300,6 +307,31 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
       : createMemoryStreamLog({ ttlSeconds: chatConfig.streamTtlSeconds }),
   })
 
+  const apiKeys = createApiKeyService({ keys: new ApiKeyStore(db), access, audit: payments, logger })
+  const resetWebhook = config.passwordReset.webhookUrl
+  const resetHttp = createHttpClient({ timeoutMs: 10_000 })
+  const passwordResets = createPasswordResets({
+    accounts,
+    access,
+    logger,
+    secret: config.secrets.jwtSecret,
+    publicBaseUrl: config.publicBaseUrl,
+    ttlSeconds: config.passwordReset.ttlSeconds,
+    deliver:
+      resetWebhook === undefined
+        ? undefined
+        : async (message) => {
+            const response = await resetHttp.request(resetWebhook, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify(message),
+              upstream: 'password reset webhook',
+            })
+            await response.body?.cancel()
+            if (!response.ok) throw new Error(`the password reset webhook answered ${response.status}`)
+          },
+  })
+
   const deletion = createAccountDeletion({
     db,
     accounts,
@@ -379,6 +411,8 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     setup,
     deletion,
     mcpServers,
+    apiKeys,
+    passwordResets,
     readinessChecks,
     metrics,
     tracing,
