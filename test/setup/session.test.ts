@@ -18,7 +18,7 @@ describe('the setup form and the session cookie', () => {
   })
   afterAll(() => t.close())
 
-  test('a wrong code from the setup page's own form sets no cookie', async () => {
+  test("a wrong code from the setup page's own form sets no cookie", async () => {
     const wrong = await t.request('/setup', withHeaders(form({ code: 'AAAA-AAAA-AAAA-AAAA', ...OWNER }), OWN_PAGE))
     expect(wrong.status).toBe(403)
     expect(wrong.headers.get('set-cookie')).toBeNull()
