@@ -55,12 +55,12 @@ export async function migrate(db: Database, migrations: readonly Migration[], lo
 
   // A recorded version stays recorded, so one read spares a start the locked transaction of each applied migration.
   const recorded = new Set<number>((await db.sql`SELECT version FROM schema_migrations`).map((row: { version: unknown }) => Number(row.version)))
-  const known = new Set(sorted.map((m) => m.version))
-  const unknown = [...recorded].filter((v) => !known.has(v)).sort((a, b) => a - b)
-  if (unknown.length > 0) {
-    const newest = sorted.at(-1)?.version ?? 0
+  // Versions past the newest this release has: a newer release migrated the database.
+  const newest = sorted.at(-1)?.version ?? 0
+  const newer = [...recorded].filter((v) => v > newest).sort((a, b) => a - b)
+  if (newer.length > 0) {
     throw new MigrationError(
-      unknown.at(-1)!,
+      newer.at(-1)!,
       'unknown',
       `is recorded in the database, but this release knows migrations up to ${newest}: the database was upgraded by a newer release. Run that release, or restore the backup taken before the upgrade (docs/upgrading.mdx)`,
     )
