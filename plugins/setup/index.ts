@@ -44,7 +44,9 @@ function html(body: string, status: number, csp = PAGE_CSP, extra: Record<string
       'content-type': 'text/html; charset=utf-8',
       'content-security-policy': csp,
       'cache-control': 'no-store',
-      'referrer-policy': 'no-referrer',
+      // Not no-referrer: under it a form post's Origin is `null`, and the setup form's Origin is what lets it set the
+      // session cookie. same-origin still sends nothing to other sites.
+      'referrer-policy': 'same-origin',
       ...extra,
     },
   })

@@ -62,6 +62,9 @@ describe.skipIf(!available)('the playground in a browser', () => {
     })
     const response = await page.goto(`${origin}/playground`)
     expect(response!.status()).toBe(200)
+    // The page asks for the browser's session first (POST /auth/refresh); a first visit has none, a 401 the browser reports.
+    await page.locator('body[data-session="signed-out"]').waitFor()
+    expect(problems.splice(0)).toEqual(['Failed to load resource: the server responded with a status of 401 (Unauthorized)'])
   })
 
   afterAll(async () => {

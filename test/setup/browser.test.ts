@@ -1,6 +1,7 @@
 /**
  * The first run as an operator meets it: the service started the way `npm start` starts it, with no
- * configuration, prints a setup code; Chromium opens the logged URL, fills the form, and signs in.
+ * configuration, prints a setup code; Chromium opens the logged URL, fills the form, and is signed in from then
+ * on: the page after setup and the playground find the session without the password being typed again.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chromiumAvailable, launchChromium } from '../chromium.ts'
@@ -53,7 +54,7 @@ describe.skipIf(!available)('first run of a real process, in a browser', () => {
     expect(await page.locator('h1').textContent()).toBe('Create the first owner')
   })
 
-  test('the form at the logged URL creates the owner, and the next page signs in with it', async () => {
+  test('the form at the logged URL creates the owner, and the next page says this browser is signed in', async () => {
     await page.goto(String(codeLine.setupUrl))
     await page.getByLabel('Setup code').fill(String(codeLine.setupCode))
     await page.getByLabel('Email').fill(OWNER.email)
@@ -63,15 +64,24 @@ describe.skipIf(!available)('first run of a real process, in a browser', () => {
     await page.waitForURL(/\/setup\/done$/)
     expect(await page.locator('h1').textContent()).toBe('The first owner is created')
 
-    const check = page.locator('#sign-in-check')
-    await check.getByLabel('Email').fill(OWNER.email)
-    await check.getByLabel('Password').fill(OWNER.password)
-    await check.getByRole('button', { name: 'Sign in' }).click()
-    const result = page.locator('#sign-in-result[data-state]')
+    const result = page.locator('#session-check[data-state]')
     await result.waitFor()
     expect(await result.getAttribute('data-state')).toBe('signed-in')
-    expect(await result.textContent()).toContain(`Signed in as ${OWNER.email}, owner of organisation`)
+    expect(await result.textContent()).toContain(`This browser is signed in as ${OWNER.email}, owner of organisation`)
+    expect(await page.locator('input[type="password"]').count()).toBe(0)
     await service.waitForLog((line) => line.msg === 'first owner created' && line.via === 'setup')
+  })
+
+  test('the playground then opens signed in: the password was typed once, at setup', async () => {
+    await page.getByRole('link', { name: 'Playground' }).first().click()
+    await page.waitForURL(/\/playground$/)
+    await page.locator('body[data-session]').waitFor()
+    expect(await page.locator('body').getAttribute('data-session')).toBe('signed-in')
+    expect(await page.locator('#who').textContent()).toBe(`Signed in as ${OWNER.email}`)
+    expect(await page.evaluate(() => document.cookie)).toBe('')
+    await page.reload()
+    await page.locator('body[data-session]').waitFor()
+    expect(await page.locator('body').getAttribute('data-session')).toBe('signed-in')
   })
 
   test('afterwards /setup is closed, in the browser too', async () => {

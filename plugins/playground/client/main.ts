@@ -1,8 +1,8 @@
-/** The playground page: sign in, then try chat, enhanced chat and an agent task. */
+/** The playground page: sign in (or find the session the browser has), then try chat, enhanced chat and an agent task. */
 import { agentPanel } from './agent.ts'
 import { chatPanel } from './chat.ts'
 import { byId } from './dom.ts'
-import { signIn, signOut } from './session.ts'
+import { onSessionEnd, resume, signIn, signOut } from './session.ts'
 
 const signInForm = byId<HTMLFormElement>('sign-in')
 const signInError = byId('sign-in-error')
@@ -24,6 +24,14 @@ function showWorkspace(email?: string) {
   workspace.hidden = email === undefined
   who.textContent = email ? `Signed in as ${email}` : ''
   byId('sign-out').hidden = email === undefined
+  document.body.dataset.session = email === undefined ? 'signed-out' : 'signed-in'
+}
+
+function closeWorkspace() {
+  agent.disconnect()
+  chat.reset()
+  enhanced.reset()
+  showWorkspace()
 }
 
 signInForm.addEventListener('submit', async (event) => {
@@ -40,12 +48,15 @@ signInForm.addEventListener('submit', async (event) => {
 })
 
 byId('sign-out').addEventListener('click', async () => {
-  agent.disconnect()
-  chat.reset()
-  enhanced.reset()
   await signOut()
-  showWorkspace()
+  closeWorkspace()
 })
+
+// Signed out elsewhere (another tab, an operator) or the session expired: back to the sign-in form.
+onSessionEnd(closeWorkspace)
+
+// A reload, or the page after setup: the browser's session cookie signs the page in without a password.
+resume().then((session) => showWorkspace(session?.email))
 
 // Tabs: each button shows its panel.
 const tabs = [...document.querySelectorAll<HTMLButtonElement>('[role="tab"]')]
