@@ -25,6 +25,8 @@ export interface SessionCookies {
   wanted(request: Request): boolean
   /** Refuses (403) a cookie-mode request that does not come from a page of this service. */
   assertSameOrigin(request: Request): void
+  /** Whether the request comes from a page of this service (its Origin, and its fetch metadata where sent). */
+  fromOwnPage(request: Request): boolean
   /** The refresh token the cookie carries, if any. */
   read(request: Request): string | undefined
   /** Set-Cookie for a refresh token that lives `maxAgeSeconds`. */
@@ -64,13 +66,14 @@ export function sessionCookies(publicBaseUrl: string): SessionCookies {
     return true
   }
 
-  function assertSameOrigin(request: Request): void {
+  /** Why the request is not from a page of this origin, or undefined when it is. */
+  function notOwnPage(request: Request): string | undefined {
     // Fetch metadata, where the browser sends it, must agree: only a page of this very origin.
     const site = request.headers.get('sec-fetch-site')
-    if (site !== null && site !== 'same-origin') throw refused(`the request came from a ${site} page`)
+    if (site !== null && site !== 'same-origin') return `the request came from a ${site} page`
     const origin = request.headers.get('origin')
-    if (origin === null) throw refused('the request has no Origin header')
-    if (origin === ownOrigin) return
+    if (origin === null) return 'the request has no Origin header'
+    if (origin === ownOrigin) return undefined
     // A page the service serves under another name than PUBLIC_BASE_URL (127.0.0.1, say) is on the host it calls.
     let host: string | undefined
     try {
@@ -78,7 +81,12 @@ export function sessionCookies(publicBaseUrl: string): SessionCookies {
     } catch {
       // `null` (a sandboxed page, a file) is no origin of ours
     }
-    if (host === undefined || host !== request.headers.get('host')?.toLowerCase()) throw refused(`Origin ${origin.slice(0, 200)} is not this service`)
+    return host !== undefined && host === request.headers.get('host')?.toLowerCase() ? undefined : `Origin ${origin.slice(0, 200)} is not this service`
+  }
+
+  function assertSameOrigin(request: Request): void {
+    const why = notOwnPage(request)
+    if (why !== undefined) throw refused(why)
   }
 
   function read(request: Request): string | undefined {
@@ -97,7 +105,15 @@ export function sessionCookies(publicBaseUrl: string): SessionCookies {
     return { tokens, setCookie: cookie(refreshToken, pair.refreshExpiresIn) }
   }
 
-  return { wanted, assertSameOrigin, read, set: cookie, clear: () => cookie('', 0), split }
+  return {
+    wanted,
+    assertSameOrigin,
+    fromOwnPage: (request: Request) => notOwnPage(request) === undefined,
+    read,
+    set: cookie,
+    clear: () => cookie('', 0),
+    split,
+  }
 }
 
 const sessionHeader = {
