@@ -163,6 +163,23 @@ function writeLoad(service: RunningService, token: string) {
   }
 }
 
+/**
+ * What a restored service must hold: every user of `before` signs in with their password (the restored secrets
+ * and hashes), the admin's chats include `chats` and those of `before`, the first with its answer, and the imported
+ * index answers without an import.
+ */
+async function expectRestored(service: RunningService, before: Written, chats: string[]): Promise<void> {
+  const token = await signIn(service, ADMIN.email, ADMIN.password)
+  for (const user of before.users) await signIn(service, user.email, user.password)
+  const read = async (path: string) => (await fetch(`${service.url}${path}`, { headers: { authorization: `Bearer ${token}` } })).json()
+  const listed = (await read('/api/chats')) as { chats: { id: string }[] }
+  const ids = new Set(listed.chats.map((c) => c.id))
+  for (const id of [...chats, ...before.chats]) expect(ids.has(id)).toBe(true)
+  const first = (await read(`/api/chat/${chats[0]}`)) as { messages: { role: string }[] }
+  expect(first.messages.map((m) => m.role)).toEqual(['user', 'assistant'])
+  expect(await search(service, token, 'frobnicateWidget')).toContain('src/widgets.ts')
+}
+
 describe('admin backup and restore, embedded database', () => {
   test('a backup taken under write load restores into an empty DATA_DIR with every user, chat, audit entry and imported index', async () => {
     const source = tempDir('backup-source-')
@@ -205,20 +222,7 @@ describe('admin backup and restore, embedded database', () => {
       expect(entries).toBeGreaterThanOrEqual(before.webhooks + 1)
 
       service = await startService(fromSource([]), restoredEnv)
-      // The restored secrets sign the restored users in, and their passwords still match.
-      const restoredToken = await signIn(service, ADMIN.email, ADMIN.password)
-      for (const user of before.users) await signIn(service, user.email, user.password)
-      const listed = (await (await fetch(`${service.url}/api/chats`, { headers: { authorization: `Bearer ${restoredToken}` } })).json()) as {
-        chats: { id: string }[]
-      }
-      const ids = new Set(listed.chats.map((c) => c.id))
-      for (const id of [...firstChats, ...before.chats]) expect(ids.has(id)).toBe(true)
-      const first = (await (await fetch(`${service.url}/api/chat/${firstChats[0]}`, { headers: { authorization: `Bearer ${restoredToken}` } })).json()) as {
-        messages: { role: string }[]
-      }
-      expect(first.messages.map((m) => m.role)).toEqual(['user', 'assistant'])
-      // The imported index answers without re-importing.
-      expect(await search(service, restoredToken, 'frobnicateWidget')).toContain('src/widgets.ts')
+      await expectRestored(service, before, firstChats)
     } finally {
       await service?.stop()
       source.remove()
@@ -337,45 +341,31 @@ describe('a restore refuses an archive that is not a backup it wrote, and writes
     files: 0,
     bytes: 0,
   })
+  const afterManifest = (entry: Parameters<typeof rawArchive>[1][number]) => [{ path: 'backup.json', body: manifest }, entry]
   const cases: { name: string; entries: Parameters<typeof rawArchive>[1]; message: string }[] = [
     {
       name: 'a path climbing out',
-      entries: [
-        { path: 'backup.json', body: manifest },
-        { path: '../escaped.txt', body: 'x' },
-      ],
+      entries: afterManifest({ path: '../escaped.txt', body: 'x' }),
       message: 'not a path a backup holds',
     },
     {
       name: 'an absolute path',
-      entries: [
-        { path: 'backup.json', body: manifest },
-        { path: '/tmp/absolute.txt', body: 'x' },
-      ],
+      entries: afterManifest({ path: '/tmp/absolute.txt', body: 'x' }),
       message: 'not a path a backup holds',
     },
     {
       name: 'a symbolic link where a snapshot goes',
-      entries: [
-        { path: 'backup.json', body: manifest },
-        { path: 'code-index/org/1-abc.snapshot', type: 'SymbolicLink', linkpath: '/etc/passwd' },
-      ],
+      entries: afterManifest({ path: 'code-index/org/1-abc.snapshot', type: 'SymbolicLink', linkpath: '/etc/passwd' }),
       message: 'not a regular file',
     },
     {
       name: 'a hard link to a file outside',
-      entries: [
-        { path: 'backup.json', body: manifest },
-        { path: 'secrets.json', type: 'Link', linkpath: '/etc/passwd' },
-      ],
+      entries: afterManifest({ path: 'secrets.json', type: 'Link', linkpath: '/etc/passwd' }),
       message: 'not a regular file',
     },
     {
       name: 'a file a backup never holds',
-      entries: [
-        { path: 'backup.json', body: manifest },
-        { path: 'imports/org/repo/tree/.bashrc', body: 'x' },
-      ],
+      entries: afterManifest({ path: 'imports/org/repo/tree/.bashrc', body: 'x' }),
       message: 'not a path a backup holds',
     },
     { name: 'no manifest', entries: [{ path: 'service.db', body: 'x' }], message: 'holds no backup.json' },
@@ -481,14 +471,7 @@ describe.skipIf(!postgresUrl)('admin backup and restore with PostgreSQL (pg_dump
       expect(Number(/intact: (\d+) entries/.exec(verified.stdout)?.[1])).toBeGreaterThanOrEqual(before.webhooks + 1)
 
       service = await startService(fromSource([]), restoredEnv)
-      const restoredToken = await signIn(service, ADMIN.email, ADMIN.password)
-      for (const user of before.users) await signIn(service, user.email, user.password)
-      const listed = (await (await fetch(`${service.url}/api/chats`, { headers: { authorization: `Bearer ${restoredToken}` } })).json()) as {
-        chats: { id: string }[]
-      }
-      const ids = new Set(listed.chats.map((c) => c.id))
-      for (const id of [firstChat, ...before.chats]) expect(ids.has(id)).toBe(true)
-      expect(await search(service, restoredToken, 'frobnicateWidget')).toContain('src/widgets.ts')
+      await expectRestored(service, before, [firstChat])
     } finally {
       await service?.stop()
       await sourceDb.drop()
