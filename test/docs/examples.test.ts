@@ -164,9 +164,16 @@ async function send(exchange: Exchange): Promise<Response> {
 
 const camel = (name: string) => name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())
 
-/** Top-level values of an answer, and its `x-` headers (x-chat-id becomes chatId), for later examples. */
+/**
+ * Top-level values of an answer, its `x-` headers (x-chat-id becomes chatId) and the cookies it sets (refresh_token
+ * becomes refreshTokenCookie), for later examples.
+ */
 function remember(headers: Headers, body: unknown) {
   for (const [name, value] of headers) if (name.startsWith('x-')) values[camel(name.slice(2))] = value
+  for (const cookie of headers.getSetCookie()) {
+    const [, name, value] = /^([^=;\s]+)=([^;]*)/.exec(cookie) ?? []
+    if (name && value) values[`${camel(name.replace(/_/g, '-'))}Cookie`] = value
+  }
   if (body && typeof body === 'object' && !Array.isArray(body))
     for (const [key, value] of Object.entries(body)) if (typeof value === 'string' || typeof value === 'number') values[key] = String(value)
 }
