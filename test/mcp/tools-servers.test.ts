@@ -26,13 +26,13 @@ forEachMcpBackend((backend) => {
 
     test('anonymous callers are refused with 401, before anything of the body is read', async () => {
       const anonymous = h.apiAs()
-      expect((await anonymous.GET('/api/mcp-servers')).response.status).toBe(401)
+      expect((await anonymous.GET('/api/mcp-servers', {})).response.status).toBe(401)
       expect((await anonymous.POST('/api/mcp-servers', { body: { name: 'x', url: h.open.url } })).response.status).toBe(401)
     })
 
     test('a member may list but not add, change or remove servers (403)', async () => {
       const member = h.apiAs((await h.member()).token)
-      expect((await member.GET('/api/mcp-servers')).response.status).toBe(200)
+      expect((await member.GET('/api/mcp-servers', {})).response.status).toBe(200)
       const added = await member.POST('/api/mcp-servers', { body: { name: 'nope', url: h.open.url } })
       expect(added.response.status).toBe(403)
       expect(added.error.code).toBe('forbidden')
@@ -52,7 +52,7 @@ forEachMcpBackend((backend) => {
         expect(response.status).toBe(400)
         expect(error.code).toBe('mcp_server_url_refused')
       }
-      const listed = await h.api.GET('/api/mcp-servers')
+      const listed = await h.api.GET('/api/mcp-servers', {})
       expect(listed.data.servers.find((s: { name: string }) => s.name === 'private')).toBeUndefined()
     })
 
@@ -121,7 +121,7 @@ forEachMcpBackend((backend) => {
       const memberView = (await h.apiAs(member.token).GET('/api/mcp-servers/{id}', { params: { path: { id: server.id } } })).data
       expect(memberView.connection.connected).toBe(false)
       const memberTools = await h.t.deps.mcpServers.tools.forCaller({ userId: member.userId, orgId: (await h.t.deps.accounts.userById(member.userId))!.orgId })
-      expect(memberTools.definitions.map((d) => d.function.name)).not.toContain('mcp__guarded__whoami')
+      expect(memberTools.definitions.map((d) => (d as { function: { name: string } }).function.name)).not.toContain('mcp__guarded__whoami')
       const forged = await memberTools.call('mcp__guarded__whoami', {}, AbortSignal.timeout(5000))
       expect(forged.isError).toBe(true)
       expect(h.oauth.calls.filter((c) => c.tool === 'whoami')).toHaveLength(0)
