@@ -6,7 +6,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import pkg from '../../package.json' with { type: 'json' }
 import { AppError } from '../../src/errors.ts'
-import { guardUrl, type GuardOptions, type HttpClient } from '../../src/http.ts'
+import { guardUrl, parseHostAddress, type GuardOptions, type HttpClient, type HttpRequestInit } from '../../src/http.ts'
 import { lazily } from '../../src/lazy.ts'
 
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>
@@ -42,15 +42,17 @@ export function parseServerUrl(input: string): URL {
  * Refuses a URL that is not http(s), is plain http to a host outside the allow list, or resolves to a loopback,
  * private, link-local, unspecified, reserved or metadata address (every spelling), unless its host is allow-listed.
  */
-export async function guardServerUrl(url: URL, policy: RemotePolicy, label = 'MCP server URL'): Promise<void> {
+export async function guardServerUrl(url: URL, policy: RemotePolicy, label = 'MCP server URL'): Promise<string> {
+  let address: string
   try {
-    await guardUrl(url, { allowHosts: [...policy.allowHosts], lookup: policy.lookup, label })
+    address = (await guardUrl(url, { allowHosts: [...policy.allowHosts], lookup: policy.lookup, label })).address
   } catch (error) {
     if (error instanceof AppError && error.code === 'bad_request') throw refused(error.message)
     throw error
   }
   if (url.protocol === 'http:' && !isAllowlisted(url, policy))
     throw refused(`${label} must use https (plain http is allowed only for hosts in MCP_TOOLS_ALLOW_HOSTS)`)
+  return address
 }
 
 /** A response whose body errors once more than `max` bytes have been read. */
@@ -77,8 +79,23 @@ export function guardedFetch(http: HttpClient, policy: RemotePolicy): GuardedFet
   const state: { unauthorized?: string } = {}
   const fetchFn = async (input: string | URL, init: RequestInit = {}) => {
     const url = parseServerUrl(String(input))
-    await guardServerUrl(url, policy)
-    const response = await http.request(url, { ...init, redirect: 'manual', retries: 0, timeoutMs: policy.timeoutMs, upstream: 'MCP server' })
+    // Connects to the address the check resolved, so a second lookup cannot answer differently (DNS rebinding).
+    const address = await guardServerUrl(url, policy)
+    const direct = new URL(url)
+    direct.hostname = address.includes(':') ? `[${address}]` : address
+    const headers = new Headers(init.headers)
+    headers.set('host', url.host)
+    const named = parseHostAddress(url.hostname) === undefined
+    const response = await http.request(direct, {
+      ...init,
+      headers,
+      // The certificate is checked against the server's name, not the pinned address.
+      ...(url.protocol === 'https:' && named && { tls: { serverName: url.hostname } }),
+      redirect: 'manual',
+      retries: 0,
+      timeoutMs: policy.timeoutMs,
+      upstream: 'MCP server',
+    } as HttpRequestInit)
     if (response.status === 401) state.unauthorized = response.headers.get('www-authenticate') ?? ''
     if (response.status >= 300 && response.status < 400) {
       await response.body?.cancel()
