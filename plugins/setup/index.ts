@@ -131,7 +131,10 @@ export function setupPlugin(options: SetupPluginOptions) {
         body: setupBody,
         response: {
           201: tokenPair,
-          303: t.Void({ description: 'Form posts: to /setup/done, which says what to do next (Location header)' }),
+          303: t.Void({
+            description:
+              'Form posts: to /setup/done, which says what to do next (Location header); a post from the setup page itself (its Origin) also sets the session cookie (Set-Cookie)',
+          }),
           400: problem,
           403: problem,
           409: problem,
@@ -157,7 +160,10 @@ export function setupPlugin(options: SetupPluginOptions) {
         return html(setupDonePage(baseUrl), 200, SESSION_PAGE_CSP)
       },
       {
-        response: { 200: htmlPage('What to do after setup, with a sign-in check'), 303: t.Void({ description: 'Setup is still open: to /setup' }) },
+        response: {
+          200: htmlPage('What to do after setup, and whom this browser is signed in as'),
+          303: t.Void({ description: 'Setup is still open: to /setup' }),
+        },
         detail: { summary: 'The page after setup', hide: true },
       },
     )

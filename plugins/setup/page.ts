@@ -1,6 +1,6 @@
 /**
  * The landing page and the setup pages: plain HTML in the documentation site's look, one hashed stylesheet,
- * and no script except the hashed sign-in check of the page after setup. Forms post to this origin only.
+ * and no script except the hashed session check of the page after setup. Forms post to this origin only.
  */
 
 export const SITE_NAME = 'Real-time AI development platform'

@@ -12,6 +12,13 @@ import { ADMIN, makeApp, type TestApp } from '../helpers.ts'
 
 const available = chromiumAvailable('browser test of the playground session')
 
+/** What the page's script can reach (the tests are type-checked without the DOM library). */
+interface PageGlobals {
+  document: { cookie: string }
+  localStorage: { length: number }
+  sessionStorage: { length: number }
+}
+
 /** What a page on another origin can get out of /auth/refresh with the browser's cookies. */
 interface Attempt {
   name: string
@@ -87,7 +94,10 @@ describe.skipIf(!available)('the playground session in a browser', () => {
     const cookie = await sessionCookie()
     expect(cookie).toMatchObject({ path: '/auth', httpOnly: true, sameSite: 'Strict', secure: false })
     expect(cookie!.value).toStartWith('rt_')
-    const seen = await page.evaluate(() => ({ cookie: document.cookie, local: localStorage.length, session: sessionStorage.length }))
+    const seen = await page.evaluate(() => {
+      const window = globalThis as unknown as PageGlobals
+      return { cookie: window.document.cookie, local: window.localStorage.length, session: window.sessionStorage.length }
+    })
     expect(seen).toEqual({ cookie: '', local: 0, session: 0 })
     expect(await page.content()).not.toContain(cookie!.value)
   })

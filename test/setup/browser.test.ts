@@ -78,7 +78,7 @@ describe.skipIf(!available)('first run of a real process, in a browser', () => {
     await page.locator('body[data-session]').waitFor()
     expect(await page.locator('body').getAttribute('data-session')).toBe('signed-in')
     expect(await page.locator('#who').textContent()).toBe(`Signed in as ${OWNER.email}`)
-    expect(await page.evaluate(() => document.cookie)).toBe('')
+    expect(await page.evaluate(() => (globalThis as unknown as { document: { cookie: string } }).document.cookie)).toBe('')
     await page.reload()
     await page.locator('body[data-session]').waitFor()
     expect(await page.locator('body').getAttribute('data-session')).toBe('signed-in')
