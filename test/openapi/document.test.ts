@@ -38,7 +38,9 @@ describe('the OpenAPI document', () => {
     expect(bodies.length).toBeGreaterThan(10)
     for (const { method, path, operation: op } of bodies) {
       const types = Object.keys(op.requestBody.content)
-      const expected = path === '/setup' ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json']
+      // The setup page and the password reset page post forms.
+      const forms = path === '/setup' || path === '/auth/password/reset'
+      const expected = forms ? ['application/json', 'application/x-www-form-urlencoded'] : ['application/json']
       expect({ route: `${method} ${path}`, types }).toEqual({ route: `${method} ${path}`, types: expected })
       expect(op.requestBody.content['application/json'].schema, `${method} ${path}`).toBeObject()
     }
