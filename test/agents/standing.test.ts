@@ -92,3 +92,33 @@ describe('an open agent connection whose account is deleted through the API', ()
     ownerClient.close()
   })
 })
+
+describe('an open agent connection opened with a personal API key', () => {
+  let h: AgentHarness
+  beforeAll(async () => {
+    h = await agentHarness()
+  })
+  afterAll(() => h.close())
+
+  test('revoking the key closes the connections opened with it (4401); one opened with a session token stays', async () => {
+    const member = await userWithRole(h.t, 'member')
+    const created = await fetch(`${h.url}/api/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${member.token}` },
+      body: JSON.stringify({ name: 'agent script', scopes: ['agents:run'] }),
+    })
+    expect(created.status).toBe(201)
+    const { id, key } = (await created.json()) as { id: string; key: string }
+    const withKey = await h.connect(key)
+    const withSession = await h.connect(member.token)
+    withKey.send({ type: 'ping', id: 'k' })
+    expect(await withKey.next((m) => m.type === 'pong')).toMatchObject({ id: 'k' })
+
+    const revoked = await fetch(`${h.url}/api/keys/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${member.token}` } })
+    expect(revoked.status).toBe(204)
+    expect(await withKey.closed).toEqual({ code: 4401, reason: expect.stringContaining('signed out') })
+    withSession.send({ type: 'ping', id: 's' })
+    expect(await withSession.next((m) => m.type === 'pong')).toMatchObject({ id: 's' })
+    withSession.close()
+  })
+})
