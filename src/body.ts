@@ -120,3 +120,58 @@ function keepConvertibleToText(root: unknown): void {
     for (const key in value) pending.push((value as Record<string, unknown>)[key])
   }
 }
+
+const MULTIPART_TYPE = /^multipart\/form-data\b/i
+
+export function isMultipartContentType(contentType: string | null | undefined): boolean {
+  return !!contentType && MULTIPART_TYPE.test(contentType)
+}
+
+/** Marks the parser a route declares to take multipart/form-data (see `multipartBody`). */
+export const TAKES_MULTIPART = Symbol('takes multipart/form-data')
+
+/**
+ * A route's parser for multipart/form-data bodies of at most `limitBytes`, counted as they arrive, so an
+ * oversized upload is refused (413, `tooLarge(limitBytes)`, or `refuse` when given) without being read whole; a
+ * file part over `maxFileBytes` is refused the same way (before the schema's own size check). Fields become
+ * an object; a repeated field becomes an array, which the route's schema then refuses. Declared as the
+ * route's `parse`; the request pipeline leaves multipart bodies of such routes to it, after the route's guards.
+ */
+export function multipartBody(limitBytes: number, refuse: (limitBytes: number) => AppError = tooLarge, maxFileBytes = limitBytes) {
+  const parse = async ({ request }: { request: Request }): Promise<Record<string, unknown> | undefined> => {
+    // The header itself: Elysia's `contentType` may lack the boundary parameter.
+    const contentType = request.headers.get('content-type')
+    if (!isMultipartContentType(contentType)) return undefined
+    const declared = request.headers.get('content-length')
+    if (declared !== null && Number(declared) > limitBytes) throw refuse(limitBytes)
+    let total = 0
+    const counted = request.body?.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          total += chunk.byteLength
+          if (total > limitBytes) controller.error(refuse(limitBytes))
+          else controller.enqueue(chunk)
+        },
+      }),
+    )
+    // Entries are strings or Files; typed loosely, as the DOM and undici FormData types disagree.
+    let form: { entries(): Iterable<[string, unknown]> }
+    try {
+      form = await new Response(counted ?? '', { headers: { 'content-type': contentType! } }).formData()
+    } catch (err) {
+      if (total > limitBytes) throw refuse(limitBytes)
+      throw new AppError('bad_request', 'The multipart/form-data body could not be read', {
+        errors: [{ field: 'body', message: (err as Error).message }],
+        cause: err,
+      })
+    }
+    const fields: Record<string, unknown> = {}
+    for (const [name, value] of form.entries()) {
+      if (value instanceof Blob && value.size > maxFileBytes) throw refuse(limitBytes)
+      const previous = fields[name]
+      fields[name] = previous === undefined ? value : Array.isArray(previous) ? [...previous, value] : [previous, value]
+    }
+    return fields
+  }
+  return Object.assign(parse, { [TAKES_MULTIPART]: true as const })
+}

@@ -1,5 +1,5 @@
 import { Elysia, ValidationError } from 'elysia'
-import { isFormContentType, isJsonContentType, parseFormBody, parseJsonBody, readBodyText } from './body.ts'
+import { isFormContentType, isJsonContentType, isMultipartContentType, parseFormBody, parseJsonBody, readBodyText, TAKES_MULTIPART } from './body.ts'
 import { AppError, problemResponse } from './errors.ts'
 import { holdUntilGuarded, routePattern, type GuardContext, type RouteGuards } from './guards.ts'
 import type { Lifecycle } from './lifecycle.ts'
@@ -105,10 +105,13 @@ export function clientAddress(peer: string | undefined, forwardedFor: string | n
 export class RouteIndex {
   private patterns: { regex: RegExp; methods: Set<string> }[] = []
   private formRoutes = new Set<string>()
+  private multipartRoutes = new Set<string>()
 
   load(routes: readonly { method: string; path: string; hooks?: { parse?: unknown } }[]): void {
     // A route takes application/x-www-form-urlencoded only when it says so: `parse: ['json', 'urlencoded']`.
     this.formRoutes = new Set(routes.filter((r) => declaresParser(r.hooks?.parse, 'urlencoded')).map((r) => `${r.method} ${r.path}`))
+    // A route takes multipart/form-data only when its parser is `multipartBody(limit)`, which reads it with its own cap.
+    this.multipartRoutes = new Set(routes.filter((r) => declaresMultipart(r.hooks?.parse)).map((r) => `${r.method} ${r.path}`))
     const byPath = new Map<string, Set<string>>()
     // OPTIONS routes are the CORS preflight's catch-all (`/*`), answered before routing: they say nothing of a path.
     for (const r of routes.filter((route) => route.method !== 'OPTIONS')) {
@@ -125,12 +128,24 @@ export class RouteIndex {
     return this.formRoutes.has(`${method} ${route}`)
   }
 
+  takesMultipart(method: string, route: string): boolean {
+    return this.multipartRoutes.has(`${method} ${route}`)
+  }
+
   allowed(pathname: string): string[] {
     const methods = new Set<string>()
     for (const p of this.patterns) if (p.regex.test(pathname)) for (const m of p.methods) methods.add(m)
     if (methods.has('GET')) methods.add('HEAD')
     return [...methods].filter((m) => m !== 'WS' && m !== 'ALL').sort()
   }
+}
+
+function declaresMultipart(parse: unknown): boolean {
+  const listed = Array.isArray(parse) ? parse : parse ? [parse] : []
+  return listed.some((p) => {
+    const fn = (p as { fn?: unknown })?.fn ?? p
+    return typeof fn === 'function' && TAKES_MULTIPART in fn
+  })
 }
 
 function declaresParser(parse: unknown, name: string): boolean {
@@ -312,13 +327,19 @@ export function requestPipeline(options: RequestPipelineOptions) {
         if (guarded) await guarded
         if (!request.body) return null
         if (!isJsonContentType(contentType)) {
+          // Left to the route's own parser (`multipartBody`), which counts the bytes against the route's limit.
+          if (isMultipartContentType(contentType) && routeIndex.takesMultipart(request.method, route)) return undefined
           const takesForm = routeIndex.takesForm(request.method, route)
           // An HTML form posted to a route that declares it takes one (a page that works without script).
           if (takesForm && isFormContentType(contentType)) return parseFormBody(await readBodyText(request, bodyLimitBytes))
           // An empty body with no content type is simply no body.
           const text = await readBodyText(request, bodyLimitBytes)
           if (text === '' && !contentType) return null
-          const expected = takesForm ? 'application/json or application/x-www-form-urlencoded' : 'application/json'
+          const expected = routeIndex.takesMultipart(request.method, route)
+            ? 'multipart/form-data'
+            : takesForm
+              ? 'application/json or application/x-www-form-urlencoded'
+              : 'application/json'
           throw new AppError('unsupported_media_type', `Content-Type must be ${expected}, got "${contentType || 'none'}"`, {
             errors: [{ field: 'content-type', message: `expected ${expected}` }],
           })
