@@ -2,7 +2,7 @@
  * One chat turn: the answer to the latest message, written as UI message stream chunks.
  * Commands first (`!search`, `!image`); otherwise the model in a bounded tool loop. The first answer
  * streams at once while its leading tokens are measured for confidence; an unsure one is withdrawn
- * (`reset-step`) and replaced by one grounded on a web search.
+ * (`reset-step`, for a client that reads it) and replaced by one grounded on a web search.
  */
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { commandHelp, parseCommand } from './commands.ts'
@@ -46,7 +46,7 @@ export interface Turn {
   maxOutputTokens?: number
   maxSteps?: number
   searchAugmentation?: boolean
-  /** `keep` leaves an unsure streamed draft in place instead of withdrawing it (clients without `reset-step`). */
+  /** `replace` withdraws an unsure streamed draft with `reset-step` (clients that read it); default `keep` leaves it in place. */
   unsureDraft?: 'replace' | 'keep'
   /** Server tools offered to the model; default all available. */
   serverTools?: readonly ServerToolName[]
@@ -173,7 +173,7 @@ async function modelLoop(scope: TurnScope): Promise<FinishReason> {
 /**
  * A step of the loop between `start-step` and `finish-step`. With `augment`, its text streams as it comes while
  * the first `confidenceTokens` tokens are measured; an unsure verdict withdraws what was streamed of this step
- * (the AI SDK's `reset-step`) and stops the call, so that a search-grounded answer replaces it.
+ * (the AI SDK's `reset-step`, when the turn asks for it) and stops the call, so that a search-grounded answer replaces it.
  */
 function stepView(scope: TurnScope, augment: boolean, stop: () => void): StepView {
   const { emit, settings, turn } = scope
@@ -199,8 +199,9 @@ function stepView(scope: TurnScope, augment: boolean, stop: () => void): StepVie
           : 'no log-probabilities and no hedging in the answer')
     if (unsure) {
       shown.streamEnd()
-      // The draft already on screen goes; the decision, the search and the grounded answer take its place.
-      if (turn.unsureDraft !== 'keep') emit({ type: 'reset-step' })
+      // For a client that reads `reset-step`, the draft already on screen goes; the decision, the search and the
+      // grounded answer take its place. Other clients keep it, followed by them.
+      if (turn.unsureDraft === 'replace') emit({ type: 'reset-step' })
     }
     emit({
       type: 'data-search-decision',

@@ -90,10 +90,13 @@ describe('search augmentation', () => {
     expect(h.model.completions.at(-1)!.logprobs).toBe(true)
   })
 
-  test('below the threshold it says so, withdraws the streamed draft, searches, and answers again grounded on the results', async () => {
+  test('below the threshold it says so, withdraws the streamed draft for a client that reads reset-step, searches, and answers again grounded on the results', async () => {
     h.model.queue = [{ text: 'Maybe it is Lyon or so.', logprobs: unsure }, { text: 'It is Paris [1].' }]
     const searches = h.search.calls
-    const response = await h.post({ id: 'chat-unsure', messages: [{ role: 'user', content: 'capital of France?' }] })
+    const response = await h.post(
+      { id: 'chat-unsure', messages: [{ role: 'user', content: 'capital of France?' }] },
+      { headers: { 'x-ui-stream-features': 'reset-step' } },
+    )
     const events = await readEvents(response)
     const all = chunks(events)
     const decisionAt = all.findIndex((c) => c.type === 'data-search-decision')
@@ -191,7 +194,7 @@ describe('search augmentation', () => {
 
   test('without log-probabilities a hedging answer triggers the search, a plain one does not', async () => {
     h.model.queue = [{ text: "I'm not sure, perhaps Lyon." }, { text: 'Paris [1].' }]
-    let events = await readEvents(await h.post({ messages: [{ role: 'user', content: 'capital?' }] }))
+    let events = await readEvents(await h.post({ messages: [{ role: 'user', content: 'capital?' }], options: { unsureDraft: 'replace' } }))
     expect(chunks(events).find((c) => c.type === 'data-search-decision')!.data).toMatchObject({ decision: 'search', method: 'hedging', confidence: null })
     // The hedge was streamed, then withdrawn as soon as it appeared.
     expect(textOf(events)).toBe("I'm not sure, Paris [1].")
@@ -202,13 +205,29 @@ describe('search augmentation', () => {
     expect(textOf(events)).toBe('Paris is the capital of France.')
   })
 
-  test('a client without reset-step can keep the unsure draft, followed by the decision and the grounded answer', async () => {
+  test('by default the unsure draft is kept, followed by the decision and the grounded answer', async () => {
     h.model.queue = [{ text: 'Maybe it is Lyon or so.', logprobs: unsure }, { text: 'It is Paris [1].' }]
-    const events = await readEvents(await h.post({ messages: [{ role: 'user', content: 'capital of France?' }], options: { unsureDraft: 'keep' } }))
+    const events = await readEvents(await h.post({ messages: [{ role: 'user', content: 'capital of France?' }] }))
     expect(chunks(events).some((c) => c.type === 'reset-step')).toBe(false)
     const shown = await clientMessage(events)
     expect(textParts(shown)).toEqual(['Maybe it ', 'It is Paris [1].'])
     expect(shown.parts.map((p) => p.type).slice(0, 4)).toEqual(['step-start', 'text', 'data-search-decision', 'tool-web_search'])
+  })
+
+  test('the request option keep wins over the header, and the header is read case-insensitively among other features', async () => {
+    h.model.queue = [{ text: 'Maybe it is Lyon or so.', logprobs: unsure }, { text: 'It is Paris [1].' }]
+    const kept = await readEvents(
+      await h.post(
+        { messages: [{ role: 'user', content: 'capital?' }], options: { unsureDraft: 'keep' } },
+        { headers: { 'x-ui-stream-features': 'reset-step' } },
+      ),
+    )
+    expect(chunks(kept).some((c) => c.type === 'reset-step')).toBe(false)
+    h.model.queue = [{ text: 'Maybe it is Lyon or so.', logprobs: unsure }, { text: 'It is Paris [1].' }]
+    const replaced = await readEvents(
+      await h.post({ messages: [{ role: 'user', content: 'capital?' }] }, { headers: { 'X-UI-Stream-Features': 'other, Reset-Step' } }),
+    )
+    expect(chunks(replaced).some((c) => c.type === 'reset-step')).toBe(true)
   })
 
   test('the client can turn augmentation off for a request', async () => {

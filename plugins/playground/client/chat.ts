@@ -5,6 +5,7 @@
  */
 import { AbstractChat, DefaultChatTransport, type ChatState, type ChatStatus, type UIMessage } from 'ai'
 import { byId, el, externalLink, shortJson } from './dom.ts'
+import { markdown } from './markdown.ts'
 import { accessToken } from './session.ts'
 
 type Part = UIMessage['parts'][number]
@@ -64,7 +65,11 @@ class RedrawingState implements ChatState<UIMessage> {
 class PanelChat extends AbstractChat<UIMessage> {
   constructor(api: string, redraw: () => void) {
     super({
-      transport: new DefaultChatTransport<UIMessage>({ api, headers: () => ({ authorization: `Bearer ${accessToken()}` }) }),
+      // The page's `ai` 7 reader understands `reset-step`: an unsure draft is withdrawn rather than kept.
+      transport: new DefaultChatTransport<UIMessage>({
+        api,
+        headers: () => ({ authorization: `Bearer ${accessToken()}`, 'x-ui-stream-features': 'reset-step' }),
+      }),
       state: new RedrawingState(redraw),
     })
   }
@@ -131,10 +136,13 @@ function check(part: Part): HTMLElement {
   )
 }
 
-function renderPart(part: Part): HTMLElement | undefined {
+function renderPart(part: Part, role: UIMessage['role']): HTMLElement | undefined {
   switch (part.type) {
     case 'text':
-      return el('div', { class: 'part text', 'data-part': 'text' }, part.text)
+      // The model's answer is Markdown (sanitised); what the user typed is shown as typed.
+      return role === 'user'
+        ? el('div', { class: 'part text', 'data-part': 'text' }, part.text)
+        : markdown(part.text, { class: 'part text', 'data-part': 'text' })
     case 'reasoning':
       return el('details', { class: 'part reasoning', 'data-part': 'reasoning' }, el('summary', {}, 'Reasoning'), el('div', {}, part.text))
     case 'file':
@@ -165,7 +173,7 @@ function renderMessage(message: UIMessage): HTMLElement {
     'article',
     { class: 'message', 'data-role': message.role },
     el('div', { class: 'role' }, message.role === 'user' ? 'You' : 'Assistant'),
-    ...message.parts.map(renderPart),
+    ...message.parts.map((part) => renderPart(part, message.role)),
     sources.length > 0 &&
       el(
         'div',
