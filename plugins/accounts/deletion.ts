@@ -15,6 +15,7 @@ import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { AgentService, Workspaces } from '../agents/index.ts'
 import type { ChatService } from '../chat/index.ts'
 import type { CodeIndex } from '../code-search/index.ts'
+import type { FilesService } from '../files/index.ts'
 import type { ImportService } from '../imports/index.ts'
 import type { IntegrationsService } from '../integrations/index.ts'
 import type { McpToolsService } from '../mcp-tools/index.ts'
@@ -34,6 +35,8 @@ export interface AccountDeletionOptions {
   workspaces: Pick<Workspaces, 'remove'>
   /** The organisation's MCP servers and each user's tokens for them. */
   mcpServers?: Pick<McpToolsService, 'deleteUser' | 'deleteOrganisation'>
+  /** Uploaded files: a user's uploads, or all of the organisation's. */
+  files?: Pick<FilesService, 'deleteUser' | 'deleteOrganisation'>
   meter: Pick<UsageMeter, 'flush'>
   logger: Logger
   /** Agent tasks looked at per user (their task log keeps at most AGENT_MAX_TASKS_KEPT_PER_USER). Default 1000. */
@@ -86,6 +89,7 @@ export function createAccountDeletion(options: AccountDeletionOptions) {
     const integrations = await options.integrations.disconnectAll(user.id)
     add(removed, { integrationConnections: integrations.connections, integrationRevocations: integrations.revoked, oauthFlows: integrations.flows })
     if (options.mcpServers) add(removed, await options.mcpServers.deleteUser(user.id))
+    if (options.files) add(removed, await options.files.deleteUser(user.id))
   }
 
   /** The user's rows in the account tables; usage and imports they started stay with the organisation, anonymised. */
@@ -181,6 +185,7 @@ export function createAccountDeletion(options: AccountDeletionOptions) {
       for (const member of members) await removeUserData(member, removed)
       add(removed, await options.imports.deleteOrganisation(orgId))
       if (options.mcpServers) add(removed, await options.mcpServers.deleteOrganisation(orgId))
+      if (options.files) add(removed, await options.files.deleteOrganisation(orgId))
       await options.codeIndex.removeOrganisation?.(orgId)
       add(removed, await options.payments.deleteOrganisationBilling(orgId))
       for (const member of members) await removeUserRows(member, removed)

@@ -30,6 +30,7 @@ export const PERSONAL_TABLES = {
   mcp_servers: 'deleted',
   mcp_connections: 'deleted',
   mcp_oauth_states: 'deleted',
+  files: 'deleted',
   audit_log: 'kept',
 } as const satisfies Record<string, RowFate>
 

@@ -44,6 +44,15 @@ export interface ChatServiceOptions {
   maxGenerationMs: number
   /** Cancels reach the process running a generation through it; in process only when unset. */
   cancels?: CancelChannel
+  /** Files that messages name by id (`file:<id>`): checked and read for the model; without it such parts are ignored. */
+  attachments?: Attachments
+}
+
+/** Resolves the files a history names into what the model reads, and records the chats that hold them. */
+export interface Attachments {
+  /** 404 for a file of another organisation among the messages from `from` on; answers the history the model reads. */
+  resolveAttachments(caller: Caller, history: readonly UiMessage[], from: number): Promise<{ history: UiMessage[]; fileIds: string[] }>
+  linkToChat(chatId: string, fileIds: readonly string[]): Promise<void>
 }
 
 export type { Caller }
@@ -111,11 +120,14 @@ export function createChatService(options: ChatServiceOptions) {
       // Read before anything is stored or metered: with the stream log unreachable the request fails here, leaving nothing behind.
       const previous = await hub.active(chatId)
       const from = firstChange(stored, history)
+      // Files named by id are checked (and read) before anything is stored: another organisation's file is a 404.
+      const attached = options.attachments ? await options.attachments.resolveAttachments(caller, history, from) : undefined
       await store.save({ id: chatId, orgId: caller.orgId, userId: caller.userId, title: chat?.title ?? titleFor(history) }, from, history.slice(from), {
         fresh: request.id === undefined,
       })
+      if (attached?.fileIds.length) await options.attachments!.linkToChat(chatId, attached.fileIds)
       options.meter?.record({ ...caller, kind: 'chat_request' })
-      const turn: Turn = { ...request.turn, messageId: newMessageId(), orgId: caller.orgId, userId: caller.userId, history }
+      const turn: Turn = { ...request.turn, messageId: newMessageId(), orgId: caller.orgId, userId: caller.userId, history: attached?.history ?? history }
       const meta = { chatId, userId: caller.userId, messageId: turn.messageId, position: history.length }
       const started = await hub.start(
         meta,

@@ -20,6 +20,7 @@ import { importsPlugin } from '../../plugins/imports/index.ts'
 import { agentsPlugin, workspaceRoutes } from '../../plugins/agents/index.ts'
 import { mcpPlugin } from '../../plugins/mcp/index.ts'
 import { mcpToolsPlugin } from '../../plugins/mcp-tools/index.ts'
+import { filesPlugin } from '../../plugins/files/index.ts'
 import { setupPlugin } from '../../plugins/setup/index.ts'
 import { playgroundPlugin } from '../../plugins/playground/index.ts'
 import { accountsPlugin } from '../../plugins/accounts/index.ts'
@@ -93,6 +94,7 @@ export function createApp(deps: Dependencies) {
       }),
     )
     .use(chatPlugin({ chat: deps.chat, ...guardServices, drain: streamDrain }))
+    .use(filesPlugin({ files: deps.files, settings: config.files, ...guardServices }))
     .use(
       enhancedChatPlugin({
         chat: deps.chat,

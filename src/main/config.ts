@@ -8,6 +8,7 @@ import { chatSettings } from '../../plugins/chat/index.ts'
 import { codeSearchSettings } from '../../plugins/code-search/index.ts'
 import { docsSettings } from '../../plugins/docs/index.ts'
 import { enhancedChatSettings } from '../../plugins/enhanced-chat/index.ts'
+import { filesSettings } from '../../plugins/files/index.ts'
 import { importsSettings } from '../../plugins/imports/index.ts'
 import { integrationsSettings } from '../../plugins/integrations/index.ts'
 import { mcpSettings } from '../../plugins/mcp/index.ts'
@@ -34,6 +35,7 @@ export const PLUGIN_SETTINGS = [
   docsSettings,
   mcpSettings,
   mcpToolsSettings,
+  filesSettings,
 ] as const
 
 export type Config = ConfigOf<typeof PLUGIN_SETTINGS>

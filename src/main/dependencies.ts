@@ -59,6 +59,7 @@ import { createLifecycle, type Lifecycle } from '../lifecycle.ts'
 import pkg from '../../package.json' with { type: 'json' }
 import { createSetupService, type SetupService } from '../../plugins/setup/index.ts'
 import { createMcpToolsService, type McpToolsService } from '../../plugins/mcp-tools/index.ts'
+import { createFilesService, type FilesService } from '../../plugins/files/index.ts'
 import { createAccountDeletion, createApiKeyService, type AccountDeletion, type ApiKeyService } from '../../plugins/accounts/index.ts'
 
 /** Everything the plugins are built from. Tests build their own with fakes. */
@@ -106,6 +107,8 @@ export interface Dependencies {
   readonly deletion: AccountDeletion
   /** The organisation's remote MCP servers: /api/mcp-servers, and the tools chat and develop tasks offer from them. */
   readonly mcpServers: McpToolsService
+  /** Uploaded files: /api/files, and the files chat messages name by id. */
+  readonly files: FilesService
   /** Personal API keys as their owners manage them: POST, GET /api/keys, DELETE /api/keys/:keyId. */
   readonly apiKeys: ApiKeyService
   /** Password reset links: admin users reset-password, POST /auth/password/reset and /auth/password/forgot. */
@@ -283,6 +286,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     rateLimit: agentRateLimit,
     extraTools: mcpServers.tools,
   })
+  const files = createFilesService({ db, logger, settings: config.files })
   // Built on the agents: its run_agent tool starts tasks and follows them.
   const chat = createChatService({
     db,
@@ -293,6 +297,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     codeIndex,
     agents: createAgentRunner({ agents, rateLimit: agentRateLimit }),
     extraTools: mcpServers.tools,
+    attachments: files,
     meter,
     settings: chatConfig,
     maxGenerationMs: chatConfig.generationTimeoutSeconds * 1000,
@@ -344,6 +349,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     agents,
     workspaces,
     mcpServers,
+    files,
     meter,
     logger,
     maxTasks: config.agents.maxTasksKeptPerUser,
@@ -411,6 +417,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     setup,
     deletion,
     mcpServers,
+    files,
     apiKeys,
     passwordResets,
     readinessChecks,
