@@ -25,7 +25,8 @@ describe('Eden Treaty from outside src/', () => {
     const run = await typecheck(scratch.path, [CLIENT], FRONT_END)
     expect(run.output.trim()).toBe('')
     expect(run.exitCode).toBe(0)
-  })
+    // tsc over the app's whole type graph: seconds alone, over half a minute on a loaded two-core machine.
+  }, 120_000)
 
   test('a call the routes do not allow fails to compile', async () => {
     const wrong = scratch.write(
@@ -42,7 +43,7 @@ describe('Eden Treaty from outside src/', () => {
     expect(run.exitCode).not.toBe(0)
     expect(run.output).toContain("Type 'string' is not assignable to type 'number'")
     expect(run.output).toContain("Property 'nowhere' does not exist")
-  })
+  }, 120_000)
 
   test('the same calls work against the app', async () => {
     const anonymous = connect(t.app)
