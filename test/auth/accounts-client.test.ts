@@ -105,7 +105,8 @@ describe('API keys and passwords through a generated openapi-fetch client, again
     expect(checked.output.trim()).toBe('')
     const flows = (await import(join(scratch.path, 'flows.ts'))) as { connect(baseUrl: string): Flows }
     api = flows.connect(service.url)
-  })
+    // A process start, openapi-typescript and tsc: over half a minute on a loaded two-core machine.
+  }, 120_000)
   afterAll(async () => {
     await service?.stop()
     await webhook.close()

@@ -86,7 +86,7 @@ describe('a client generated with openapi-typescript', () => {
     expect(run.output.trim()).toBe('')
     expect(run.exitCode).toBe(0)
     expect(callsOfEveryOperation().match(/=> client\./g)!.length).toBe(operationsOf(openapi).length)
-  })
+  }, 120_000)
 
   test('tsc fails a call to an operation the document does not have', async () => {
     scratch.write(
