@@ -158,6 +158,16 @@ describe('the OpenAPI document', () => {
     expect(res.headers.get('content-type')).toContain('text/html')
     const html = await res.text()
     expect(html).toContain('src="/swagger/explorer.js"')
-    expect(html).toContain('"url":"swagger/json"')
+    // Scalar's configuration sits in an attribute of an empty script element: nothing inline runs.
+    const attribute = html.match(/<script id="api-reference" data-configuration="([^"]*)"><\/script>/)
+    const configuration = JSON.parse(attribute![1]!.replaceAll('&#34;', '"'))
+    expect(configuration).toMatchObject({
+      url: 'swagger/json',
+      agent: { disabled: true },
+      mcp: { disabled: true },
+      showDeveloperTools: 'never',
+      telemetry: false,
+    })
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>[^<]+<\/script>/)
   })
 })
