@@ -2,11 +2,13 @@ import { Elysia, t } from 'elysia'
 import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
+import { AppError } from '../../src/errors.ts'
 import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { SseOptions } from '../../src/sse.ts'
 import { UI_MESSAGE_STREAM_DOC, uiMessageStreamResponse } from '../../src/llm/ui-stream.ts'
-import { cancelAnswer, chatDetail, chatIdParams, chatList, chatRequest, type ChatRequest } from './schemas.ts'
+import { decodeChatCursor, encodeChatCursor } from './list-cursor.ts'
+import { cancelAnswer, chatDetail, chatIdParams, chatList, chatListQuery, chatRename, chatRequest, chatSummary, type ChatRequest } from './schemas.ts'
 import type { ChatService } from './service.ts'
 import { parseEventId } from './stream-log.ts'
 import { unsureDraftFor } from './stream-features.ts'
@@ -39,9 +41,25 @@ export function turnOptions(body: Pick<ChatRequest, 'model' | 'options' | 'tools
   }
 }
 
+const summary = (c: { id: string; title: string; createdAt: number; updatedAt: number; active: boolean }) => ({
+  id: c.id,
+  title: c.title,
+  createdAt: c.createdAt,
+  updatedAt: c.updatedAt,
+  active: c.active,
+})
+
+/** Chats per page: 1-100, default 50. */
+function pageSize(limit: number | undefined): number {
+  if (limit === undefined) return 50
+  if (limit >= 1 && limit <= 100) return limit
+  throw new AppError('validation_failed', 'limit: must be from 1 to 100', { errors: [{ field: 'limit', message: 'must be from 1 to 100' }] })
+}
+
 /**
  * POST /api/chat streams the answer; GET /api/chat/:id/stream resumes it (Last-Event-ID for what was
- * missed, none for a replay from the start); POST /api/chat/:id/cancel stops it from any process.
+ * missed, none for a replay from the start); POST /api/chat/:id/cancel stops it from any process. GET /api/chats
+ * lists the caller's chats in pages; GET, PATCH and DELETE /api/chat/:id read, rename and delete one.
  */
 export function chatPlugin(options: ChatPluginOptions) {
   const { chat } = options
@@ -93,12 +111,13 @@ export function chatPlugin(options: ChatPluginOptions) {
         params: chatIdParams,
         auth: 'chat:write',
         rateLimit: 'default',
-        response: { 204: t.Void(), 401: problem, 403: problem, 429: problem },
+        response: { 204: t.Void(), 401: problem, 403: problem, 404: problem, 429: problem },
         detail: {
           summary: "Resume the chat's active answer stream",
           description:
             'Without Last-Event-ID: the active generation replayed from its first event. With Last-Event-ID (`<generationId>:<seq>`): only the events after it. ' +
-            "204 with no body when there is nothing to resume: no generation running, or a chat id that is unknown or another user's (as the AI SDK's `useChat({ resume: true })` expects).",
+            "204 with no body when there is nothing to resume: no generation running, or a chat id that is unknown or another user's (as the AI SDK's `useChat({ resume: true })` expects). " +
+            'A chat of the caller that was deleted answers 404.',
           responses: UI_MESSAGE_STREAM_DOC,
         },
       },
@@ -119,15 +138,23 @@ export function chatPlugin(options: ChatPluginOptions) {
     )
     .get(
       '/api/chats',
-      async ({ principal }) => {
-        const chats = await chat.chats(principal, 100)
-        return { chats: chats.map((c) => ({ id: c.id, title: c.title, createdAt: c.createdAt, updatedAt: c.updatedAt, active: c.active })) }
+      async ({ query, principal }) => {
+        const limit = pageSize(query.limit)
+        const after = query.cursor === undefined ? undefined : decodeChatCursor(query.cursor)
+        const page = await chat.chats(principal, { limit, after, q: query.q })
+        const last = page.chats.at(-1)
+        return { chats: page.chats.map(summary), nextCursor: page.more && last ? encodeChatCursor(last) : null }
       },
       {
+        query: chatListQuery,
         auth: 'chat:write',
         rateLimit: 'default',
-        response: { 200: chatList, 401: problem, 403: problem, 429: problem },
-        detail: { summary: "The caller's chats, most recent first (up to 100)" },
+        response: { 200: chatList, 401: problem, 403: problem, 422: problem, 429: problem },
+        detail: {
+          summary: "The caller's chats, most recent first, in pages, optionally those whose title contains `q`",
+          description:
+            'Ordered by updatedAt, then id, both descending. A chat created while paging appears on no later page, and none is listed twice or skipped; a chat that gets a new message moves to the front. Deleted chats are not listed.',
+        },
       },
     )
     .get(
@@ -142,6 +169,32 @@ export function chatPlugin(options: ChatPluginOptions) {
         rateLimit: 'default',
         response: { 200: chatDetail, 401: problem, 403: problem, 404: problem, 429: problem },
         detail: { summary: 'One chat with its messages (UI message parts, as streamed)' },
+      },
+    )
+    .patch('/api/chat/:id', async ({ params, body, principal }) => summary(await chat.rename(principal, params.id, body.title)), {
+      params: chatIdParams,
+      body: chatRename,
+      auth: 'chat:write',
+      rateLimit: 'default',
+      response: { 200: chatSummary, 401: problem, 403: problem, 404: problem, 422: problem, 429: problem },
+      detail: { summary: 'Rename a chat', description: "Its updatedAt stays: renaming does not move it in the list. Another user's chat is 404." },
+    })
+    .delete(
+      '/api/chat/:id',
+      async ({ params, principal, set }) => {
+        await chat.deleteChat(principal, params.id)
+        set.status = 204
+      },
+      {
+        params: chatIdParams,
+        auth: 'chat:write',
+        rateLimit: 'default',
+        response: { 204: t.Void(), 401: problem, 403: problem, 404: problem, 429: problem },
+        detail: {
+          summary: 'Delete a chat, its messages, its stored streams and its files',
+          description:
+            "A running generation is stopped first, on whichever server process runs it. The chat is gone at once from the list, reads, resumes and new messages (404); its id stays taken. Another user's chat is 404.",
+        },
       },
     )
 }

@@ -92,5 +92,24 @@ export const chatSummary = t.Object({
 })
 
 export const chatDetail = t.Object({ ...chatSummary.properties, messages: t.Array(storedMessage) })
-export const chatList = t.Object({ chats: t.Array(chatSummary) })
+export const chatList = t.Object({
+  chats: t.Array(chatSummary),
+  nextCursor: t.Union([t.String(), t.Null()], { description: 'Pass as cursor for the next (older) page; null on the last page' }),
+})
+
+export const chatListQuery = t.Object(
+  {
+    // The 1-100 bounds are checked by the route: Elysia's query coercion reports a broken bound without the field's name.
+    limit: t.Optional(t.Integer({ description: 'Chats per page, 1-100. Default 50' })),
+    cursor: t.Optional(t.String({ minLength: 1, maxLength: 400, description: 'nextCursor of the previous page' })),
+    q: t.Optional(
+      t.String({ minLength: 1, maxLength: 200, description: 'Only chats whose title contains this text, whatever the case; `%` and `_` are plain characters' }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const chatRename = strictObject({
+  title: t.String({ minLength: 1, maxLength: 200, pattern: '\\S', description: 'The new title, 1-200 characters, not only spaces' }),
+})
 export const cancelAnswer = t.Object({ cancelled: t.Boolean(), generationId: t.Optional(t.String()) })

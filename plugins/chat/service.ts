@@ -19,7 +19,7 @@ import type { WebSearchService } from '../web-search/index.ts'
 import { createGenerationHub } from './generations.ts'
 import { firstChange, mergeHistory, titleFor } from './history.ts'
 import type { ChatRequest } from './schemas.ts'
-import { ChatStore, type Chat } from './store.ts'
+import { ChatStore, type Chat, type ChatListKey } from './store.ts'
 import type { GenerationMeta, StreamLog } from './stream-log.ts'
 import { runTurn, type ChatSettings, type Turn, type TurnServices } from './turn.ts'
 import type { AgentRunner } from './tools.ts'
@@ -57,6 +57,13 @@ export interface Attachments {
 
 export type { Caller }
 
+/**
+ * Called once a chat is deleted (by its owner, or with their account), after its messages and stored stream
+ * went: what other parts of the service keep for the chat (files attached to it) goes here. The composition
+ * root registers them with `ChatService.onChatDeleted`.
+ */
+export type ChatDeletedHook = (chat: Pick<Chat, 'id' | 'orgId' | 'userId'>) => Promise<unknown>
+
 const notFound = () => new AppError('not_found', 'No chat with this id')
 
 export function newChatId(): string {
@@ -90,11 +97,24 @@ export function createChatService(options: ChatServiceOptions) {
     extraTools: options.extraTools,
   })
 
-  /** The caller's chat, or 404 for a chat that does not exist or is someone else's. */
+  /** The caller's chat, or 404 for a chat that does not exist, is deleted or is someone else's. */
   async function ownChat(caller: Caller, chatId: string): Promise<Chat> {
     const chat = await store.chat(chatId)
-    if (!chat || chat.userId !== caller.userId) throw notFound()
+    if (!chat || chat.userId !== caller.userId || chat.deletedAt !== undefined) throw notFound()
     return chat
+  }
+
+  const deletedHooks: ChatDeletedHook[] = []
+
+  /** Runs every hook; one failing is logged and does not keep the others from running or undo the deletion. */
+  async function chatDeleted(chat: Pick<Chat, 'id' | 'orgId' | 'userId'>): Promise<void> {
+    for (const hook of deletedHooks) await hook(chat).catch((err) => options.logger.error('chat deleted: a hook failed', { err, chatId: chat.id }))
+  }
+
+  /** Stops the chat's running generation (in whichever process), then forgets its stored streams. */
+  async function stopAndForget(chatId: string): Promise<void> {
+    await hub.stop(chatId)
+    await options.log.forget(chatId)
   }
 
   return {
@@ -114,7 +134,8 @@ export function createChatService(options: ChatServiceOptions) {
       // A chat id made here is new: there is nothing to look up.
       const chatId = request.id ?? newChatId()
       const chat = request.id === undefined ? undefined : await store.chat(chatId)
-      if (chat && chat.userId !== caller.userId) throw notFound()
+      // A deleted chat's id stays taken: continuing it is a 404, as for someone else's.
+      if (chat && (chat.userId !== caller.userId || chat.deletedAt !== undefined)) throw notFound()
       const stored = chat ? await store.messages(chatId) : []
       const history = mergeHistory(stored, request.messages)
       // Read before anything is stored or metered: with the stream log unreachable the request fails here, leaving nothing behind.
@@ -143,11 +164,41 @@ export function createChatService(options: ChatServiceOptions) {
 
     ownChat,
 
-    /** The caller's chats, most recent first, each saying whether a generation is running for it. */
-    async chats(caller: Caller, limit: number): Promise<(Chat & { active: boolean })[]> {
-      const chats = await store.chats(caller.userId, limit)
+    /**
+     * One page of the caller's chats, most recent first (by updatedAt, then id), from after `after`, each saying
+     * whether a generation is running for it; `more` when a next page has any. `q`: titles containing it.
+     */
+    async chats(caller: Caller, page: { limit: number; after?: ChatListKey; q?: string }): Promise<{ chats: (Chat & { active: boolean })[]; more: boolean }> {
+      const found = await store.chats(caller.userId, { ...page, limit: page.limit + 1 })
+      const chats = found.slice(0, page.limit)
       const active = await Promise.all(chats.map((c) => hub.active(c.id)))
-      return chats.map((c, i) => ({ ...c, active: !!active[i] }))
+      return { chats: chats.map((c, i) => ({ ...c, active: !!active[i] })), more: found.length > page.limit }
+    },
+
+    /** Renames the caller's chat; 404 for one that is unknown, deleted or someone else's. */
+    async rename(caller: Caller, chatId: string, title: string): Promise<Chat & { active: boolean }> {
+      const renamed = await store.rename(chatId, caller.userId, title)
+      if (!renamed) throw notFound()
+      return { ...renamed, active: !!(await hub.active(chatId)) }
+    },
+
+    /**
+     * Deletes the caller's chat (404 for one that is unknown, deleted or someone else's). It is gone for every
+     * read at once: the row is marked deleted and its messages deleted in one transaction. Then its running
+     * generation is stopped, wherever it runs, its stored streams are forgotten, what the generation stored while
+     * ending is deleted, and the deletion hooks run (files attached to the chat).
+     */
+    async deleteChat(caller: Caller, chatId: string): Promise<void> {
+      const chat = await store.markDeleted(chatId, caller.userId)
+      if (!chat) throw notFound()
+      await stopAndForget(chatId)
+      await store.purgeMessages(chatId)
+      await chatDeleted(chat)
+    },
+
+    /** Registers what runs once a chat is deleted (see ChatDeletedHook). */
+    onChatDeleted(hook: ChatDeletedHook): void {
+      deletedHooks.push(hook)
     },
 
     /** The caller's chat with its messages, or 404. */
@@ -172,6 +223,8 @@ export function createChatService(options: ChatServiceOptions) {
     ): Promise<{ meta: GenerationMeta; afterSeq: number } | undefined> {
       const chat = await store.chat(chatId)
       if (!chat || chat.userId !== caller.userId) return undefined
+      // The owner of a deleted chat is told it is gone (an AI SDK client then shows an error, not an empty answer).
+      if (chat.deletedAt !== undefined) throw notFound()
       if (lastEvent) {
         const named = await hub.meta(lastEvent.generationId)
         if (named && named.chatId === chatId) return { meta: named, afterSeq: lastEvent.seq }
@@ -192,12 +245,11 @@ export function createChatService(options: ChatServiceOptions) {
      * first so nothing is written after (an account's deletion). Answers how many chats were deleted.
      */
     async deleteChatsOf(userId: string): Promise<{ chats: number; messages: number }> {
-      const chatIds = await store.chatIdsOf(userId)
-      for (const chatId of chatIds) {
-        await hub.stop(chatId)
-        await options.log.forget(chatId)
-      }
-      return store.deleteChats(chatIds)
+      const chats = await store.chatsOf(userId)
+      for (const chat of chats) await stopAndForget(chat.id)
+      const removed = await store.deleteChats(chats.map((c) => c.id))
+      for (const chat of chats) await chatDeleted(chat)
+      return removed
     },
 
     /** Generations running in this process. */

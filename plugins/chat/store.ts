@@ -10,7 +10,18 @@ export interface Chat {
   title: string
   createdAt: number
   updatedAt: number
+  /** Set once the chat is deleted: it is gone for every read, and its id stays taken. */
+  deletedAt?: number
 }
+
+/** Where a page of the list starts: after the chat with this sort key (newest first). */
+export interface ChatListKey {
+  updatedAt: number
+  id: string
+}
+
+/** `%`, `_` and the escape character itself match only themselves in a LIKE pattern with `ESCAPE '!'`. */
+export const likeLiteral = (text: string) => text.replace(/[!%_]/g, (c) => `!${c}`)
 
 const chatFrom = (r: SqlRow): Chat => ({
   id: r.id,
@@ -19,6 +30,7 @@ const chatFrom = (r: SqlRow): Chat => ({
   title: r.title,
   createdAt: toNumber(r.created_at),
   updatedAt: toNumber(r.updated_at),
+  ...(r.deleted_at === null || r.deleted_at === undefined ? {} : { deletedAt: toNumber(r.deleted_at) }),
 })
 
 const messageFrom = (r: SqlRow): UiMessage => ({
@@ -79,13 +91,56 @@ export class ChatStore {
     return row ? chatFrom(row) : undefined
   }
 
-  async chats(userId: string, limit: number): Promise<Chat[]> {
-    const rows = await this.db.sql`SELECT * FROM chats WHERE user_id = ${userId} ORDER BY updated_at DESC LIMIT ${limit}`
+  /**
+   * The user's chats that are not deleted, newest first by (updated_at, id), from after `after`; `q` keeps those
+   * whose title contains it, whatever the case (on SQLite, the case of ASCII letters only).
+   */
+  async chats(userId: string, page: { limit: number; after?: ChatListKey; q?: string }): Promise<Chat[]> {
+    const afterAt = page.after?.updatedAt ?? null
+    const afterId = page.after?.id ?? null
+    const pattern = page.q === undefined ? null : `%${likeLiteral(page.q.toLowerCase())}%`
+    const rows = await this.db.sql`
+      SELECT * FROM chats
+      WHERE user_id = ${userId} AND deleted_at IS NULL
+        AND (CAST(${afterAt} AS BIGINT) IS NULL OR updated_at < ${afterAt} OR (updated_at = ${afterAt} AND id < ${afterId}))
+        AND (CAST(${pattern} AS TEXT) IS NULL OR LOWER(title) LIKE ${pattern} ESCAPE '!')
+      ORDER BY updated_at DESC, id DESC
+      LIMIT ${page.limit}`
     return rows.map(chatFrom)
   }
 
-  async chatIdsOf(userId: string): Promise<string[]> {
-    return (await this.db.sql`SELECT id FROM chats WHERE user_id = ${userId}`).map((r: SqlRow) => String(r.id))
+  /** Renames the user's chat unless it is deleted; answers it renamed, or nothing. */
+  async rename(chatId: string, userId: string, title: string): Promise<Chat | undefined> {
+    const [row] = await this.db.sql`UPDATE chats SET title = ${title}
+      WHERE id = ${chatId} AND user_id = ${userId} AND deleted_at IS NULL RETURNING *`
+    return row ? chatFrom(row) : undefined
+  }
+
+  /**
+   * Marks the user's chat deleted and deletes its messages, in one transaction; the title goes too, the row stays
+   * as a tombstone. Answers the chat as it was, or nothing when it is not theirs or is deleted already.
+   */
+  async markDeleted(chatId: string, userId: string): Promise<Chat | undefined> {
+    const now = Date.now()
+    return this.db.sql.begin(async (tx) => {
+      const [before] = await tx`SELECT * FROM chats WHERE id = ${chatId} AND user_id = ${userId} AND deleted_at IS NULL`
+      if (!before) return undefined
+      const [marked] = await tx`UPDATE chats SET deleted_at = ${now}, title = ${''} WHERE id = ${chatId} AND deleted_at IS NULL RETURNING id`
+      if (!marked) return undefined
+      await tx`DELETE FROM chat_messages WHERE chat_id = ${chatId}`
+      return chatFrom(before)
+    })
+  }
+
+  /** Deletes what reached a deleted chat after its deletion (an answer stored by a generation still ending). */
+  async purgeMessages(chatId: string): Promise<void> {
+    await this.db.sql`DELETE FROM chat_messages WHERE chat_id = ${chatId}`
+  }
+
+  /** Every chat of the user, deleted ones included (an account's deletion removes them all). */
+  async chatsOf(userId: string): Promise<Pick<Chat, 'id' | 'orgId' | 'userId'>[]> {
+    const rows = await this.db.sql`SELECT id, org_id, user_id FROM chats WHERE user_id = ${userId}`
+    return rows.map((r: SqlRow) => ({ id: String(r.id), orgId: String(r.org_id), userId: String(r.user_id) }))
   }
 
   /** Deletes the chats and their messages; answers how many of each went. */
@@ -130,6 +185,9 @@ export class ChatStore {
     await this.db.sql.begin(async (tx) => {
       const [present] = await tx`SELECT 1 AS present FROM chat_messages WHERE chat_id = ${chatId} AND id = ${message.id}`
       if (present) return
+      // A deleted chat takes no answer.
+      const [live] = await tx`SELECT 1 AS live FROM chats WHERE id = ${chatId} AND deleted_at IS NULL`
+      if (!live) return
       const [last] = await tx`SELECT MAX(position) AS position FROM chat_messages WHERE chat_id = ${chatId}`
       const at = Math.max(position, last?.position === null || last?.position === undefined ? 0 : toNumber(last.position) + 1)
       // Either unique key (position, or id) taken by a racing process means the answer is stored already.
@@ -145,13 +203,12 @@ export class ChatStore {
       // A newer request may have rewritten the history meanwhile; the answer then lands after it.
       await tx`DELETE FROM chat_messages WHERE chat_id = ${chatId} AND id = ${message.id}`
       const row = messageRow(chatId, position, message, now)
-      // The position is worked out in the INSERT: one statement fewer than reading the last position first.
-      const after =
-        this.db.dialect === 'postgres'
-          ? tx`GREATEST(${position}::integer, COALESCE(MAX(position) + 1, 0))`
-          : tx`MAX(${position}, COALESCE(MAX(position) + 1, 0))`
+      // The position is worked out in the INSERT: one statement fewer than reading the last position first. A
+      // deleted chat takes no answer: its row selects nothing.
+      const last = tx`(SELECT COALESCE(MAX(position) + 1, 0) FROM chat_messages WHERE chat_id = ${chatId})`
+      const after = this.db.dialect === 'postgres' ? tx`GREATEST(${position}::integer, ${last})` : tx`MAX(${position}, ${last})`
       await tx`INSERT INTO chat_messages (chat_id, position, id, role, parts, metadata, created_at)
-        SELECT ${row.chat_id}, ${after}, ${row.id}, ${row.role}, ${row.parts}, ${row.metadata}, ${row.created_at} FROM chat_messages WHERE chat_id = ${chatId}`
+        SELECT ${row.chat_id}, ${after}, ${row.id}, ${row.role}, ${row.parts}, ${row.metadata}, ${row.created_at} FROM chats WHERE id = ${chatId} AND deleted_at IS NULL`
       await tx`UPDATE chats SET updated_at = ${now} WHERE id = ${chatId}`
     })
   }

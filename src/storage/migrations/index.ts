@@ -13,6 +13,7 @@ import setup from './009_setup.sql' with { type: 'text' }
 import endedSessions from './010_ended_sessions.sql' with { type: 'text' }
 import apiKeys from './011_api_keys.sql' with { type: 'text' }
 import mcpServers from './012_mcp_servers.sql' with { type: 'text' }
+import chatManagement from './013_chat_management.sql' with { type: 'text' }
 import files from './014_files.sql' with { type: 'text' }
 
 // Imported as text so `bun build --compile` embeds them in the executable.
@@ -29,5 +30,6 @@ export const migrations: readonly Migration[] = [
   { version: 10, name: 'ended_sessions', sql: endedSessions },
   { version: 11, name: 'api_keys', sql: apiKeys },
   { version: 12, name: 'mcp_servers', sql: mcpServers },
+  { version: 13, name: 'chat_management', sql: chatManagement },
   { version: 14, name: 'files', sql: files },
 ]
