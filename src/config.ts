@@ -2,6 +2,7 @@ import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, 
 import { join, resolve } from 'node:path'
 import { PRIVILEGED_SCOPES, ROLES, SCOPES, isRole, isScope, type Role, type Scope } from './auth/roles.ts'
 import { ROUTE_CLASSES } from './rate-limit/route-classes.ts'
+import { parseModelProviders } from './llm/model-catalogue.ts'
 
 /**
  * The only reader of the environment. Settings come in slices: the core's below, and one per domain plugin
@@ -332,6 +333,10 @@ const planVariables = {
 const modelProviderVariables = {
   OPENAI_API_KEY: { doc: 'Key for the OpenAI-compatible model provider', parse: text },
   OPENAI_BASE_URL: { doc: 'Base URL of an OpenAI-compatible provider (OpenAI, vLLM, llama.cpp, Ollama)', parse: url('http:', 'https:') },
+  MODEL_PROVIDERS: {
+    doc: 'More model providers, a JSON array of {name, kind: openai-compatible|anthropic|google, baseUrl?, apiKeyEnv or apiKey, models: [...]}; their models are offered as <name>/<model> (docs/chat.mdx)',
+    parse: parseModelProviders,
+  },
 } satisfies Variables
 
 const sandboxVariables = {
@@ -382,8 +387,11 @@ export interface Settings<V extends Variables, R extends object> {
    * unparsed: documented with the slice's own, by name, meaning and the library's default (JSON; none when unset).
    */
   readonly passThrough?: Readonly<Record<string, { doc: string; fallback?: unknown }>>
-  /** The slice's part of `Config`, from its own values and the core's; cross-checks go to `report`, never throw. */
-  readonly build: (values: Values<V> & CoreValues, report: Report) => R
+  /**
+   * The slice's part of `Config`, from its own values and the core's; cross-checks go to `report`, never throw.
+   * `env` is there for a setting that names other variables (MODEL_PROVIDERS' apiKeyEnv).
+   */
+  readonly build: (values: Values<V> & CoreValues, report: Report, env: Env) => R
 }
 
 /**
@@ -563,7 +571,8 @@ const modelProvider = defineSettings({
   title: 'Model provider',
   variables: modelProviderVariables,
   build: (v, report) => {
-    if (!v.OPENAI_API_KEY && !v.OPENAI_BASE_URL) report.unconfigured('model provider (OPENAI_API_KEY or OPENAI_BASE_URL)')
+    if (!v.OPENAI_API_KEY && !v.OPENAI_BASE_URL && !v.MODEL_PROVIDERS?.length)
+      report.unconfigured('model provider (OPENAI_API_KEY, OPENAI_BASE_URL or MODEL_PROVIDERS)')
     return {}
   },
 })
@@ -639,7 +648,7 @@ export function loadSettings<const S extends readonly AnySettings[]>(plugins: S,
       }
     }
   const report: Report = { problem: (text) => problems.push(text), unconfigured: (part) => unconfigured.push(part) }
-  const parts = slices.map((slice) => slice.build(values as CoreValues, report))
+  const parts = slices.map((slice) => slice.build(values as CoreValues, report, env))
   if (problems.length > 0) throw new ConfigError(problems)
 
   const core = values as CoreValues

@@ -13,9 +13,12 @@ import type { ChatService } from './service.ts'
 import { parseEventId } from './stream-log.ts'
 import { unsureDraftFor } from './stream-features.ts'
 import type { Turn } from './turn.ts'
+import type { Models } from '../../src/llm/models.ts'
 
 export interface ChatPluginOptions {
   chat: ChatService
+  /** Which model a request uses: the one it names when offered (else 422), else its organisation's default. */
+  models: Pick<Models, 'modelFor'>
   access: AccessService
   plans: PlanDirectory
   rateLimits: RateLimitingOptions
@@ -78,7 +81,8 @@ export function chatPlugin(options: ChatPluginOptions) {
     .post(
       '/api/chat',
       async ({ body, principal, request }) => {
-        const turn = { ...turnOptions(body, request.headers), mayRunAgents: principal.scopes.includes('agents:run') }
+        const model = await options.models.modelFor(principal.orgId, body.model)
+        const turn = { ...turnOptions(body, request.headers), model, mayRunAgents: principal.scopes.includes('agents:run') }
         const { chatId, generationId } = await chat.startTurn(principal, { id: body.id, messages: body.messages, turn })
         return follow(generationId, chatId, 0, request.signal)
       },

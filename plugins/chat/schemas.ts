@@ -58,7 +58,13 @@ export const chatRequest = strictObject({
   messages: t.Array(chatMessage, { minItems: 1, maxItems: 1000 }),
   trigger: t.Optional(oneOf(['submit-message', 'regenerate-message'])),
   messageId: t.Optional(t.String({ maxLength: 200 })),
-  model: t.Optional(t.String({ minLength: 1, maxLength: 200, description: 'Default CHAT_MODEL' })),
+  model: t.Optional(
+    t.String({
+      minLength: 1,
+      maxLength: 200,
+      description: "One of GET /api/models; another is 422. Default the organisation's default model, else CHAT_MODEL",
+    }),
+  ),
   options: t.Optional(chatOptions),
   tools: t.Optional(
     t.Array(clientTool, {

@@ -1,10 +1,14 @@
-/** Chat's slice of the configuration; the model provider it calls is the core's (OPENAI_API_KEY, OPENAI_BASE_URL). */
+/** Chat's slice of the configuration; the model providers it calls are the core's (OPENAI_API_KEY, OPENAI_BASE_URL, MODEL_PROVIDERS). */
 import { boolean, decimal, defineSettings, integer, text } from '../../src/config.ts'
 
 export const chatSettings = defineSettings({
   title: 'Chat',
   variables: {
-    CHAT_MODEL: { doc: 'Model used when a chat request names none', parse: text, fallback: 'gpt-4o-mini' },
+    CHAT_MODEL: {
+      doc: 'Model used when a chat request names none and the organisation chose no default: a plain name (OPENAI_* provider) or <provider>/<model> of MODEL_PROVIDERS',
+      parse: text,
+      fallback: 'gpt-4o-mini',
+    },
     CHAT_IMAGE_MODEL: { doc: 'Model the `!image` command and the generate_image tool use', parse: text, fallback: 'gpt-image-1' },
     CHAT_IMAGE_MAX_BYTES: {
       doc: 'Largest generated image streamed back as a data URL, in bytes',
@@ -28,10 +32,16 @@ export const chatSettings = defineSettings({
     },
     CHAT_STREAM_TTL_SECONDS: { doc: "How long a generation's event log stays resumable after it ends", parse: integer(10, 7 * 86_400), fallback: 900 },
   },
-  build: (v) => ({
+  build: (v, report, env) => ({
     chat: {
-      /** Undefined when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set: chat answers 503 not_configured. */
+      /** Undefined when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. */
       provider: v.OPENAI_API_KEY || v.OPENAI_BASE_URL ? { apiKey: v.OPENAI_API_KEY, baseUrl: v.OPENAI_BASE_URL } : undefined,
+      /** MODEL_PROVIDERS with each key resolved; with none of these and no `provider`, chat answers 503 not_configured. */
+      providers: (v.MODEL_PROVIDERS ?? []).map(({ apiKeyEnv, ...listing }) => {
+        const apiKey = listing.apiKey ?? (apiKeyEnv ? env[apiKeyEnv] : undefined)
+        if (apiKeyEnv && !apiKey) report.problem(`MODEL_PROVIDERS ${listing.name}: its key variable ${apiKeyEnv} is not set`)
+        return { ...listing, apiKey }
+      }),
       model: v.CHAT_MODEL,
       imageModel: v.CHAT_IMAGE_MODEL,
       imageMaxBytes: v.CHAT_IMAGE_MAX_BYTES,

@@ -61,10 +61,11 @@ export function enhancedChatPlugin(options: EnhancedChatPluginOptions) {
           maxAttempts: Math.min(o.maxAttempts ?? limits.maxAttempts, limits.maxAttempts),
           tests: body.tests,
         }
-        const model = { provider: models.provider(), model: models.model, meter: options.meter }
+        const chosen = await models.modelFor(principal.orgId, body.model)
+        const model = { provider: models.provider(), model: chosen, meter: options.meter }
         const { chatId, generationId } = await chat.startTurn(
           principal,
-          { id: body.id, messages: body.messages, turn: { model: body.model, temperature: o.temperature } },
+          { id: body.id, messages: body.messages, turn: { model: chosen, temperature: o.temperature } },
           (turn, emit, signal) => runEnhancedTurn(model, checker, settings, turn, emit, signal),
         )
         const frames = chat.follow(generationId, 0, request.signal)

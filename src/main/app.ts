@@ -20,6 +20,7 @@ import { importsPlugin } from '../../plugins/imports/index.ts'
 import { agentsPlugin, workspaceRoutes } from '../../plugins/agents/index.ts'
 import { mcpPlugin } from '../../plugins/mcp/index.ts'
 import { mcpToolsPlugin } from '../../plugins/mcp-tools/index.ts'
+import { modelsPlugin } from '../../plugins/models/index.ts'
 import { filesPlugin } from '../../plugins/files/index.ts'
 import { setupPlugin } from '../../plugins/setup/index.ts'
 import { playgroundPlugin } from '../../plugins/playground/index.ts'
@@ -93,7 +94,8 @@ export function createApp(deps: Dependencies) {
         stateTtlSeconds: config.integrations.stateTtlSeconds,
       }),
     )
-    .use(chatPlugin({ chat: deps.chat, ...guardServices, drain: streamDrain }))
+    .use(chatPlugin({ chat: deps.chat, models: deps.models, ...guardServices, drain: streamDrain }))
+    .use(modelsPlugin({ models: deps.models, ...guardServices }))
     .use(filesPlugin({ files: deps.files, settings: config.files, ...guardServices }))
     .use(
       enhancedChatPlugin({

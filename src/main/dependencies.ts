@@ -30,7 +30,9 @@ import { createIntegrationsService, providersFromConfig, type IntegrationsServic
 import { createPublisher, type Publisher } from '../../plugins/publish/index.ts'
 import { createSecretBox } from '../secret-box.ts'
 import { createModels, type Models } from '../llm/models.ts'
-import { createOpenAiProvider, preloadOpenAiSdk, type ModelProvider } from '../llm/provider.ts'
+import { preloadOpenAiSdk, type ModelProvider } from '../llm/provider.ts'
+import { buildModelCatalogue } from '../llm/model-providers.ts'
+import { orgModelDefaults } from '../../plugins/models/index.ts'
 import { createChatService, type ChatService } from '../../plugins/chat/index.ts'
 import { createMemoryStreamLog, createRedisStreamLog } from '../../plugins/chat/index.ts'
 import { createSandbox, type Sandbox } from '../sandbox/index.ts'
@@ -215,18 +217,11 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
     statusCacheTtlSeconds: config.integrations.statusCacheTtlSeconds,
   })
   const chatConfig = config.chat
-  const modelProvider = observed(
-    overrides.modelProvider ??
-      (chatConfig.provider &&
-        createOpenAiProvider({
-          apiKey: chatConfig.provider.apiKey,
-          baseUrl: chatConfig.provider.baseUrl,
-          timeoutMs: chatConfig.upstreamTimeoutMs,
-          idleMs: chatConfig.upstreamIdleMs,
-        })),
-  )
+  // Every configured provider behind one that routes each call by its model id (GET /api/models lists them).
+  const catalogue = buildModelCatalogue(chatConfig, createHttpClient({ timeoutMs: chatConfig.upstreamTimeoutMs }), overrides.modelProvider)
+  const modelProvider = observed(catalogue?.provider)
   const codeIndex = codeIndexFromConfig(config, { db, logger, modelProvider, meter })
-  const models = createModels(modelProvider, chatConfig.model)
+  const models = createModels(modelProvider, catalogue?.defaultModel ?? chatConfig.model, { catalogue: catalogue?.models, orgDefaults: orgModelDefaults(db) })
   const warmUps: { part: string; load: () => Promise<void> }[] = []
   if (chatConfig.provider && !overrides.modelProvider) warmUps.push({ part: 'model provider', load: preloadOpenAiSdk })
   const sandbox = sandboxOnDemand(config, logger)

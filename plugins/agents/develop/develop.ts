@@ -513,6 +513,8 @@ async function runLoop(
   const extra = deps.extraTools ? await deps.extraTools.forCaller(context.caller) : NO_EXTRA_TOOLS
   const end = await runModelLoop<'finished' | 'stuck'>({
     ...modelServices(deps),
+    // The organisation's default model, as chat uses when a request names none.
+    model: await deps.models.defaultFor(context.caller.orgId),
     messages,
     signal: context.signal,
     request: { temperature: 0 },

@@ -15,6 +15,7 @@ import apiKeys from './011_api_keys.sql' with { type: 'text' }
 import mcpServers from './012_mcp_servers.sql' with { type: 'text' }
 import chatManagement from './013_chat_management.sql' with { type: 'text' }
 import files from './014_files.sql' with { type: 'text' }
+import orgModel from './015_org_model.sql' with { type: 'text' }
 
 // Imported as text so `bun build --compile` embeds them in the executable.
 export const migrations: readonly Migration[] = [
@@ -32,4 +33,5 @@ export const migrations: readonly Migration[] = [
   { version: 12, name: 'mcp_servers', sql: mcpServers },
   { version: 13, name: 'chat_management', sql: chatManagement },
   { version: 14, name: 'files', sql: files },
+  { version: 15, name: 'org_model', sql: orgModel },
 ]
