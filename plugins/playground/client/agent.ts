@@ -1,10 +1,32 @@
 /**
- * The agent panel: a `debug` task over GET /ws/agent (messages as GET /api/agents/protocol describes them),
- * drawn as a progress bar with the time left, the task's log, its result, and a Cancel button. The access
- * token goes as the subprotocol pair ['bearer', token], since a browser cannot set Authorization here.
+ * The agent panel: a `debug`, `develop` or `build_site` task over GET /ws/agent (messages as GET /api/agents/protocol
+ * describes them), drawn as a progress bar with the time left, the task's log, its result (./results.ts) labelled
+ * by its outcome, and a Cancel button. The access token goes as the subprotocol pair ['bearer', token], since a
+ * browser cannot set Authorization here.
  */
-import { byId, el, shortJson } from './dom.ts'
+import { byId, el } from './dom.ts'
+import { OUTCOME_LABEL, outcomeOf, taskResult } from './results.ts'
 import { accessToken } from './session.ts'
+
+/** The commands the panel runs, each with the form fields it reads (a fieldset `data-command` of the form). */
+type Command = 'debug' | 'develop' | 'build_site'
+
+/** The command's params from its fieldset: empty fields are left out; checks are one command line a line. */
+function paramsOf(command: Command, fields: HTMLFieldSetElement): Record<string, unknown> {
+  const params: Record<string, unknown> = {}
+  for (const field of fields.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>('input, textarea')) {
+    if (field instanceof HTMLInputElement && field.type === 'checkbox') {
+      if (field.checked) params[field.name] = true
+    } else if (field.name === 'checks') {
+      const checks = field.value
+        .split('\n')
+        .map((line) => line.trim())
+        .filter(Boolean)
+      if (checks.length > 0) params.checks = checks
+    } else if (field.value.trim()) params[field.name] = command === 'debug' ? field.value : field.value.trim()
+  }
+  return params
+}
 
 // biome-ignore lint/suspicious/noExplicitAny: the page shows whatever fields a server message has
 type ServerMessage = { type: string; [field: string]: any }
@@ -19,9 +41,23 @@ export function agentPanel() {
   const status = panel.querySelector<HTMLElement>('.status')!
   const log = panel.querySelector<HTMLElement>('.log')!
   const result = panel.querySelector<HTMLElement>('.result')!
+  const commandField = form.querySelector<HTMLSelectElement>('[name="command"]')!
+  const fieldsets = [...form.querySelectorAll<HTMLFieldSetElement>('fieldset[data-command]')]
+
+  const chosen = () => commandField.value as Command
+  const showFields = () => {
+    for (const fields of fieldsets) {
+      fields.hidden = fields.dataset.command !== chosen()
+      fields.disabled = fields.hidden
+    }
+    run.textContent = `Run ${chosen().replace('_', ' ')} task`
+  }
+  commandField.addEventListener('change', showFields)
+  showFields()
 
   let socket: WebSocket | undefined
   let taskId: string | undefined
+  let taskCommand: Command = 'debug'
   let counter = 0
 
   const showStatus = (state: string, text: string) => {
@@ -54,12 +90,15 @@ export function agentPanel() {
       case 'cancelling':
         showStatus('cancelling', 'Cancelling…')
         break
-      case 'result':
+      case 'result': {
+        // The task ended with a result; whether it did what was asked is in the output.
+        const outcome = outcomeOf(message.output)
         bar.value = 100
-        showStatus('succeeded', 'Succeeded')
-        result.replaceChildren(...debugResult(message.output))
+        showStatus(outcome, OUTCOME_LABEL[outcome])
+        result.replaceChildren(...taskResult(taskCommand, message.output))
         finish()
         break
+      }
       case 'error':
         // With a status it ends the task; without, it answers one message (a refused command, say).
         showStatus(message.status ?? 'error', `${message.status === 'cancelled' ? 'Cancelled' : 'Failed'}: ${message.message} (${message.code})`)
@@ -91,11 +130,8 @@ export function agentPanel() {
 
   form.addEventListener('submit', async (event) => {
     event.preventDefault()
-    const params: Record<string, string> = {}
-    for (const name of ['code', 'error', 'tests']) {
-      const value = (form.elements.namedItem(name) as HTMLTextAreaElement).value
-      if (value.trim()) params[name] = value
-    }
+    const command = chosen()
+    const params = paramsOf(command, fieldsets.find((fields) => fields.dataset.command === command)!)
     run.disabled = true
     bar.value = 0
     progressText.textContent = ''
@@ -114,6 +150,7 @@ export function agentPanel() {
           // A refusal (an error with our id) was already shown by onMessage.
           if (message.type === 'ack') {
             taskId = message.taskId
+            taskCommand = command
             cancel.disabled = false
             onMessage(message)
           }
@@ -121,7 +158,7 @@ export function agentPanel() {
         }
         ws.addEventListener('message', listen)
       })
-      ws.send(JSON.stringify({ type: 'agent_command', id, command: 'debug', params }))
+      ws.send(JSON.stringify({ type: 'agent_command', id, command, params }))
       await acked
     } catch (err) {
       showStatus('error', (err as Error).message)
@@ -142,17 +179,4 @@ export function agentPanel() {
       socket = undefined
     },
   }
-}
-
-/** A debug task's output: whether the fix passed, the fixed program and the explanation. */
-// biome-ignore lint/suspicious/noExplicitAny: a task's output, shown field by field as far as it has them
-function debugResult(output: any): HTMLElement[] {
-  if (!output || typeof output !== 'object' || !('passed' in output)) return [el('pre', {}, shortJson(output, 4000))]
-  const checks = (output.checks ?? []) as { step: number; attempt: number; verdict: string }[]
-  return [
-    el('p', { 'data-passed': String(output.passed) }, el('strong', {}, output.passed ? 'The fix passed its checks' : 'No fix passed its checks')),
-    checks.length > 0 && el('ul', {}, ...checks.map((c) => el('li', {}, `Step ${c.step}, attempt ${c.attempt}: ${c.verdict}`))),
-    output.fix && el('pre', { class: 'fix' }, output.fix.code),
-    el('details', {}, el('summary', {}, 'Explanation'), el('div', { class: 'text' }, output.explanation ?? '')),
-  ].filter((node): node is HTMLElement => Boolean(node))
 }

@@ -1,4 +1,7 @@
-/** Small DOM helpers: elements are built from text, never from HTML strings, so nothing streamed is parsed as markup. */
+/**
+ * Small DOM helpers: elements are built from text, never from HTML strings, so nothing streamed is parsed as markup.
+ * The one exception is a model's Markdown, rendered and sanitised in ./markdown.ts.
+ */
 
 type Child = Node | string | null | undefined | false
 
