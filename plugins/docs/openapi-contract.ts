@@ -14,6 +14,7 @@
  * Pure: the same input gives the same document.
  */
 import { OptionalKind, type TSchema } from '@sinclair/typebox'
+import { TAKES_MULTIPART } from '../../src/body.ts'
 import { problem } from '../../src/schemas.ts'
 import { MAX_HEADER_BYTES, MAX_URL_BYTES } from '../../src/request-pipeline.ts'
 
@@ -125,7 +126,8 @@ function completeOperation(operation: Json, route: RouteEntry): void {
   }
   for (const [status, response] of Object.entries(responses)) responses[status] = asProblem(status, response)
 
-  if (hooks.body !== undefined) operation.requestBody = requestBody(hooks.body as TSchema, operation.requestBody, takesForm(hooks.parse))
+  if (hooks.body !== undefined)
+    operation.requestBody = requestBody(hooks.body as TSchema, operation.requestBody, takesMultipart(hooks.parse) ? 'multipart' : takesForm(hooks.parse))
   // A body sent with any method but GET and HEAD is read (and can be refused), whether or not the route wants one.
   if (hooks.body !== undefined || !['GET', 'HEAD'].includes(route.method)) {
     responses['400'] ??= ref('BadRequest')
@@ -168,11 +170,34 @@ function asProblem(status: string, response: Json): Json {
 }
 
 /** Only the media types the request pipeline parses, with the route's body schema. */
-function requestBody(body: TSchema, generated: Json | undefined, form: boolean): Json {
+function requestBody(body: TSchema, generated: Json | undefined, form: boolean | 'multipart'): Json {
   const schema = Object.values((generated?.content ?? {}) as Record<string, Json>)[0]?.schema ?? plain(body)
-  const content: Json = { 'application/json': { schema } }
-  if (form) content['application/x-www-form-urlencoded'] = { schema }
+  // An upload route (`multipartBody`) takes multipart/form-data only; its file parts are binary strings.
+  const content: Json = form === 'multipart' ? { 'multipart/form-data': { schema: binaryFiles(schema) } } : { 'application/json': { schema } }
+  if (form === true) content['application/x-www-form-urlencoded'] = { schema }
   return { ...(generated?.description ? { description: generated.description } : {}), required: !(OptionalKind in body), content }
+}
+
+/** A route whose parser is `multipartBody` takes multipart/form-data (src/body.ts). */
+function takesMultipart(parse: unknown): boolean {
+  const listed = Array.isArray(parse) ? parse : parse ? [parse] : []
+  return listed.some((p) => {
+    const fn = (p as { fn?: unknown })?.fn ?? p
+    return typeof fn === 'function' && TAKES_MULTIPART in fn
+  })
+}
+
+/** Each file property as OpenAPI 3.0 writes a file in multipart/form-data: a string of format binary. */
+function binaryFiles(schema: Json): Json {
+  const properties = Object.fromEntries(
+    Object.entries((schema.properties ?? {}) as Record<string, Json>).map(([name, property]) => {
+      const isFile = property.format === 'binary' || property.type === 'File' || property.type === 'file' || property.anyOf !== undefined
+      // Elysia's own file keywords (maxSize, minSize, extension) are not OpenAPI: the route's description states the limits.
+      const { anyOf: _any, default: _default, maxSize: _max, minSize: _min, extension: _extension, ...rest } = property
+      return [name, isFile ? { ...rest, type: 'string', format: 'binary' } : property]
+    }),
+  )
+  return { ...schema, properties }
 }
 
 /** A route that names the `urlencoded` parser also takes HTML forms (src/request-pipeline.ts). */
