@@ -26,5 +26,7 @@ export function decodeChatCursor(cursor: string): ChatListKey {
   const [updatedAt, id] = key as unknown[]
   if (typeof updatedAt !== 'number' || !Number.isSafeInteger(updatedAt) || updatedAt < 0) throw refused()
   if (typeof id !== 'string' || !CHAT_ID.test(id)) throw refused()
+  // Only the exact text handed out: base64url decoding skips stray characters, which would let an edited cursor pass.
+  if (encodeChatCursor({ updatedAt, id }) !== cursor) throw refused()
   return { updatedAt, id }
 }

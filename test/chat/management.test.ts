@@ -179,6 +179,8 @@ for (const backend of backends) {
       const b64 = (text: string) => Buffer.from(text).toString('base64url')
       const cursors = [
         `${first.nextCursor}x`,
+        `${first.nextCursor}A`,
+        `${first.nextCursor}==`,
         first.nextCursor.slice(0, -2),
         '!!!',
         '%27%20OR%201%3D1',
