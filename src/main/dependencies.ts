@@ -307,6 +307,9 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
       : createMemoryStreamLog({ ttlSeconds: chatConfig.streamTtlSeconds }),
   })
 
+  // A deleted chat takes with it the files attached to it that no other chat holds.
+  chat.onChatDeleted((deleted) => files.deleteForChat(deleted.id))
+
   const apiKeys = createApiKeyService({ keys: new ApiKeyStore(db), access, audit: payments, logger })
   const resetWebhook = config.passwordReset.webhookUrl
   const resetHttp = createHttpClient({ timeoutMs: 10_000 })
