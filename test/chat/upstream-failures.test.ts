@@ -68,7 +68,7 @@ test('with no provider configured chat answers 503 not_configured naming the var
   expect(res.status).toBe(503)
   const body = await res.json()
   expect(body.code).toBe('not_configured')
-  expect(body.variables).toEqual(['OPENAI_API_KEY', 'OPENAI_BASE_URL'])
+  expect(body.variables).toEqual(['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'MODEL_PROVIDERS'])
   expect((await t.request('/auth/me', { headers: { authorization: `Bearer ${accessToken}` } })).status).toBe(200)
   await t.close()
 })
