@@ -20,7 +20,7 @@ test('100 concurrent chats each get their own complete answer', async () => {
     }),
   )
   for (const [i, text] of answers.entries()) expect(text).toBe(Array.from({ length: 20 }, (_, k) => `q${i}-${k} `).join(''))
-  const list = await fetch(`${h.url}/api/chats`, { headers: h.headers }).then((r) => r.json())
+  const list = await fetch(`${h.url}/api/chats?limit=100`, { headers: h.headers }).then((r) => r.json())
   expect(list.chats).toHaveLength(100)
   expect(h.t.deps.chat.runningCount).toBe(0)
   await h.close()
