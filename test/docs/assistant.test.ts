@@ -175,7 +175,7 @@ describe('without a model provider', async () => {
       expect.objectContaining({
         level: 'warn',
         msg: 'documentation assistant left out of the menu: no chat model provider is configured',
-        missing: 'OPENAI_API_KEY or OPENAI_BASE_URL',
+        missing: 'OPENAI_API_KEY or OPENAI_BASE_URL or MODEL_PROVIDERS',
       }),
     )
   })

@@ -103,7 +103,7 @@ describe('documentation site of the service', async () => {
     expect(menuEntry(html, 'devin-mcp')['data-copy-text']).toBe('devin mcp add -s user real-time-ai-development-platform https://api.example.com/mcp')
     // No model provider is configured here, so the assistant is left out of the menu.
     expect(html).not.toContain('data-option="assistant"')
-    expect(t.logs).toContainEqual(expect.objectContaining({ option: 'assistant', missing: 'OPENAI_API_KEY or OPENAI_BASE_URL' }))
+    expect(t.logs).toContainEqual(expect.objectContaining({ option: 'assistant', missing: 'OPENAI_API_KEY or OPENAI_BASE_URL or MODEL_PROVIDERS' }))
   })
 
   test('error problem types link to their row of the errors page', async () => {
