@@ -132,6 +132,7 @@ export function sniff(bytes: Uint8Array, declared?: string, fileName?: string): 
 export function cleanFileName(name: string | undefined): string {
   const lastSegment = (name ?? '').split(/[\\/]/).pop() ?? ''
   const cleaned = lastSegment
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: controls are what this removes
     .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, '')
     .trim()
     .replace(/^\.+$/, '')
