@@ -90,6 +90,10 @@ forEachBackend((backend) => {
       await store.addAnswerOnce('chat_gone', 1, { id: 'a1', role: 'assistant', parts: [] })
       await store.appendAnswer('chat_gone', 1, { id: 'a2', role: 'assistant', parts: [] })
       expect(await store.messages('chat_gone')).toEqual([])
+      // An account's deletion takes the tombstone too.
+      expect((await store.chatsOf(USER)).map((c) => c.id).sort()).toEqual(['chat_gone', 'chat_keep'])
+      await store.deleteChats(['chat_gone', 'chat_keep'])
+      expect(await store.chat('chat_gone')).toBeUndefined()
       await close()
     })
 
