@@ -49,7 +49,7 @@ export function parseModelProviders(raw: string): ModelProviderListing[] {
       throw new Error(`${name}: apiKeyEnv must name an environment variable (A-Z, 0-9, _)`)
     if (apiKey !== undefined && apiKeyEnv !== undefined) throw new Error(`${name}: give apiKey or apiKeyEnv, not both`)
     if (kind !== 'openai-compatible' && apiKey === undefined && apiKeyEnv === undefined)
-      throw new Error(`${name}: a ${kind} provider needs apiKeyEnv (or apiKey)`)
+      throw new Error(`${name}: a provider of kind ${kind} needs apiKeyEnv (or apiKey)`)
     if (!Array.isArray(models) || !models.length || !models.every((m) => typeof m === 'string' && m.length > 0 && m.length <= 150))
       throw new Error(`${name}: models must be a non-empty array of model names`)
     return { name, kind: kind as ProviderKind, baseUrl, apiKey, apiKeyEnv, models } as ModelProviderListing

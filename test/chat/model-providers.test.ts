@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic.ts'
 import { startFakeGoogle, type FakeGoogle } from '../fakes/google.ts'
-import { bearer, userWithRole } from '../helpers.ts'
+import { loadConfig } from '../../src/main/config.ts'
+import { bearer, tempDir, userWithRole } from '../helpers.ts'
 import { chatHarness, chunks, readEvents, textOf, type ChatHarness } from './helpers.ts'
 
 const ANTHROPIC_KEY = 'sk-ant-fake-0123456789abcdef'
@@ -200,4 +201,35 @@ test('an upstream failure is the stable error chunk, and no provider key appears
   expect(logs).not.toContain(ANTHROPIC_KEY)
   expect(logs).not.toContain(GOOGLE_KEY)
   expect(logs).not.toContain('sk-ant-fake')
+})
+
+test('a refused key is an upstream_error naming the provider and where to fix it, never the key sent', async () => {
+  const wrongKey = 'sk-ant-wrong-key-987654321'
+  const refused = await chatHarness({
+    MODEL_PROVIDERS: JSON.stringify([{ name: 'claude', kind: 'anthropic', baseUrl: anthropic.baseUrl, apiKey: wrongKey, models: ['c'] }]),
+    CHAT_MODEL: 'claude/c',
+  })
+  try {
+    const events = await readEvents(await refused.post({ messages: [{ role: 'user', content: 'hi' }] }))
+    const error = chunks(events).find((c) => c.type === 'error')!
+    expect(error.errorText).toStartWith('upstream_error: The model provider claude answered 401')
+    expect(error.errorText).toContain('check the key of claude in MODEL_PROVIDERS')
+    expect(JSON.stringify(events)).not.toContain(wrongKey)
+    expect(JSON.stringify(refused.t.logs)).not.toContain(wrongKey)
+  } finally {
+    await refused.close()
+  }
+})
+
+test('a bad MODEL_PROVIDERS, or a key variable left unset, stops start-up with the problem named', () => {
+  const load =
+    (list: unknown, env: Record<string, string> = {}) =>
+    () =>
+      loadConfig({ DATA_DIR: tempDir().path, MODEL_PROVIDERS: JSON.stringify(list), ...env })
+  expect(load([{ name: 'x', kind: 'mistral', models: ['m'] }])).toThrow('kind must be one of openai-compatible, anthropic, google')
+  expect(load([{ name: 'x', kind: 'anthropic', models: ['m'] }])).toThrow('a provider of kind anthropic needs apiKeyEnv (or apiKey)')
+  expect(load([{ name: 'x', kind: 'google', apiKeyEnv: 'UNSET_KEY_VARIABLE', models: ['m'] }])).toThrow('its key variable UNSET_KEY_VARIABLE is not set')
+  expect(load([{ name: 'x', kind: 'openai-compatible', models: ['m'] }])).toThrow('an openai-compatible provider needs its baseUrl')
+  expect(load([{ name: 'Bad Name', kind: 'google', apiKey: 'k', models: [] }])).toThrow('name must be')
+  expect(load([{ name: 'x', kind: 'google', apiKeyEnv: 'SET_KEY', models: ['m'] }], { SET_KEY: 'k' })).not.toThrow()
 })
