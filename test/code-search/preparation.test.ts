@@ -47,6 +47,8 @@ async function answers(index: CodeIndex, orgId: string) {
   return found
 }
 
+// Each indexes a corpus of real code twice (on a Worker and here): seconds alone, over 20 s on a loaded two-core machine.
+const SLOW_MS = 120_000
 describe('indexing prepared on a Worker', () => {
   const files = realFiles()
   const indexes: CodeIndex[] = []
@@ -63,51 +65,63 @@ describe('indexing prepared on a Worker', () => {
     expect(files.reduce((sum, f) => sum + f.content.length, 0)).toBeGreaterThan(5 * 256 * 1024)
   })
 
-  test('chunks, terms and vectors from the Worker rank exactly as those made on the event loop', async () => {
-    const here = make({ prepareInWorkerFrom: Infinity })
-    const worker = make({ prepareInWorkerFrom: 0 })
-    // On the Worker because the call says how large it is.
-    const sized = make({ prepareInWorkerFrom: 500_000 })
-    const totalBytes = files.reduce((sum, f) => sum + Buffer.byteLength(f.content), 0)
-    const input = (index: CodeIndex) => index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files, totalBytes })
-    const counts = [await input(here), await input(worker), await input(sized)]
-    expect(counts[0]!.chunks).toBeGreaterThan(500)
-    expect(counts[1]).toEqual(counts[0]!)
-    expect(counts[2]).toEqual(counts[0]!)
-    const expected = await answers(here, 'org')
-    expect((expected[0] as string[]).length).toBeGreaterThan(0)
-    expect(await answers(worker, 'org')).toEqual(expected)
-    expect(await answers(sized, 'org')).toEqual(expected)
-  })
+  test(
+    'chunks, terms and vectors from the Worker rank exactly as those made on the event loop',
+    async () => {
+      const here = make({ prepareInWorkerFrom: Infinity })
+      const worker = make({ prepareInWorkerFrom: 0 })
+      // On the Worker because the call says how large it is.
+      const sized = make({ prepareInWorkerFrom: 500_000 })
+      const totalBytes = files.reduce((sum, f) => sum + Buffer.byteLength(f.content), 0)
+      const input = (index: CodeIndex) => index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files, totalBytes })
+      const counts = [await input(here), await input(worker), await input(sized)]
+      expect(counts[0]!.chunks).toBeGreaterThan(500)
+      expect(counts[1]).toEqual(counts[0]!)
+      expect(counts[2]).toEqual(counts[0]!)
+      const expected = await answers(here, 'org')
+      expect((expected[0] as string[]).length).toBeGreaterThan(0)
+      expect(await answers(worker, 'org')).toEqual(expected)
+      expect(await answers(sized, 'org')).toEqual(expected)
+    },
+    SLOW_MS,
+  )
 
-  test('a second import through the same Worker replaces the first, its term numbers still right', async () => {
-    const here = make({ prepareInWorkerFrom: Infinity })
-    const worker = make({ prepareInWorkerFrom: 0 })
-    const changed = files.map((f, i) =>
-      i % 3 === 0 ? { ...f, content: `${f.content}\nexport function addedHelper${i}(zebraCount: number) { return zebraCount }\n` } : f,
-    )
-    for (const index of [here, worker]) {
-      await index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files })
-      await index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files: changed })
-    }
-    expect(await answers(worker, 'org')).toEqual(await answers(here, 'org'))
-    const zebra = await worker.search({ orgId: 'org' }, { query: 'zebra count helper', mode: 'text', limit: 50 })
-    expect(zebra.length).toBeGreaterThan(10)
-  })
+  test(
+    'a second import through the same Worker replaces the first, its term numbers still right',
+    async () => {
+      const here = make({ prepareInWorkerFrom: Infinity })
+      const worker = make({ prepareInWorkerFrom: 0 })
+      const changed = files.map((f, i) =>
+        i % 3 === 0 ? { ...f, content: `${f.content}\nexport function addedHelper${i}(zebraCount: number) { return zebraCount }\n` } : f,
+      )
+      for (const index of [here, worker]) {
+        await index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files })
+        await index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files: changed })
+      }
+      expect(await answers(worker, 'org')).toEqual(await answers(here, 'org'))
+      const zebra = await worker.search({ orgId: 'org' }, { query: 'zebra count helper', mode: 'text', limit: 50 })
+      expect(zebra.length).toBeGreaterThan(10)
+    },
+    SLOW_MS,
+  )
 
-  test('when the Worker cannot prepare a batch, the import goes on here, in order, and says so once', async () => {
-    const here = make({ prepareInWorkerFrom: Infinity })
-    const logger = memoryLogger('warn')
-    // A function cannot be sent to a Worker: every batch is refused as it is posted.
-    const refused = make({ prepareInWorkerFrom: 0, logger, chunker: { maxLines: 60, refuse: () => 0 } as ChunkerOptions })
-    // The same path twice: the later copy must win, as it does when everything runs here.
-    const twice = [...files, { ...files[0]!, content: 'export function onlyInTheLaterCopy(quokka: number) { return quokka }\n' }]
-    for (const index of [here, refused]) await index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files: twice })
-    expect(await answers(refused, 'org')).toEqual(await answers(here, 'org'))
-    expect((await refused.search({ orgId: 'org' }, { query: 'quokka', mode: 'text' }))[0]?.path).toBe(files[0]!.path)
-    const warnings = logger.lines.filter((line) => String(line.msg).includes('chunk preparation worker failed'))
-    expect(warnings).toHaveLength(1)
-  })
+  test(
+    'when the Worker cannot prepare a batch, the import goes on here, in order, and says so once',
+    async () => {
+      const here = make({ prepareInWorkerFrom: Infinity })
+      const logger = memoryLogger('warn')
+      // A function cannot be sent to a Worker: every batch is refused as it is posted.
+      const refused = make({ prepareInWorkerFrom: 0, logger, chunker: { maxLines: 60, refuse: () => 0 } as ChunkerOptions })
+      // The same path twice: the later copy must win, as it does when everything runs here.
+      const twice = [...files, { ...files[0]!, content: 'export function onlyInTheLaterCopy(quokka: number) { return quokka }\n' }]
+      for (const index of [here, refused]) await index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files: twice })
+      expect(await answers(refused, 'org')).toEqual(await answers(here, 'org'))
+      expect((await refused.search({ orgId: 'org' }, { query: 'quokka', mode: 'text' }))[0]?.path).toBe(files[0]!.path)
+      const warnings = logger.lines.filter((line) => String(line.msg).includes('chunk preparation worker failed'))
+      expect(warnings).toHaveLength(1)
+    },
+    SLOW_MS,
+  )
 
   test('a small import whose only batch the Worker cannot prepare is indexed here, every file of it', async () => {
     const refused = make({ prepareInWorkerFrom: 0, logger: memoryLogger('error'), chunker: { maxLines: 60, refuse: () => 0 } as ChunkerOptions })
@@ -121,22 +135,26 @@ describe('indexing prepared on a Worker', () => {
       expect((await refused.search({ orgId: 'org' }, { query: animal, mode: 'text' }))[0]?.path).toBe(`src/${animal}.ts`)
   })
 
-  test('a snapshot saved from Worker-prepared chunks loads with the same answers', async () => {
-    const dir = tempDir('code-index-prepared-')
-    const db = await openDatabase({ sqliteFile: join(dir.path, 'service.db') })
-    try {
-      await migrate(db, migrations)
-      const store = () => createFileSnapshotStore({ db, dir: join(dir.path, 'indexes') })
-      const writer = make({ prepareInWorkerFrom: 0, snapshots: store(), refreshIntervalMs: 0 })
-      await writer.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files, commit: 'c1' })
-      const expected = await answers(writer, 'org')
-      await writer.close()
-      const reader = make({ snapshots: store(), refreshIntervalMs: 0 })
-      expect(await reader.indexedCommit!('org', 'repo')).toBe('c1')
-      expect(await answers(reader, 'org')).toEqual(expected)
-    } finally {
-      await db.close()
-      dir.remove()
-    }
-  })
+  test(
+    'a snapshot saved from Worker-prepared chunks loads with the same answers',
+    async () => {
+      const dir = tempDir('code-index-prepared-')
+      const db = await openDatabase({ sqliteFile: join(dir.path, 'service.db') })
+      try {
+        await migrate(db, migrations)
+        const store = () => createFileSnapshotStore({ db, dir: join(dir.path, 'indexes') })
+        const writer = make({ prepareInWorkerFrom: 0, snapshots: store(), refreshIntervalMs: 0 })
+        await writer.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files, commit: 'c1' })
+        const expected = await answers(writer, 'org')
+        await writer.close()
+        const reader = make({ snapshots: store(), refreshIntervalMs: 0 })
+        expect(await reader.indexedCommit!('org', 'repo')).toBe('c1')
+        expect(await answers(reader, 'org')).toEqual(expected)
+      } finally {
+        await db.close()
+        dir.remove()
+      }
+    },
+    SLOW_MS,
+  )
 })
