@@ -73,7 +73,8 @@ describe('the service serves each page as a PDF', async () => {
       const right = Math.max(...pdf.pages.flat().map((item) => item.transform[4]! + item.width))
       expect(right, slug).toBeLessThanOrEqual(RIGHT_EDGE)
     }
-  })
+    // Every page drawn and parsed again (33 pages): seconds alone, over 30 s on a loaded two-core machine.
+  }, 120_000)
 
   test('unknown pages and paths that try to leave the documentation are 404', async () => {
     for (const path of [
