@@ -1,7 +1,8 @@
 /**
  * A develop task with push from the playground, in Chromium: the branch is pushed to the git server with the
  * signed-in user's GitHub connection (fakes for the OAuth provider and the code-host API), and the result links
- * the pull request the code host opened.
+ * the pull request the code host opened. A build_site task from the same page: the site is written, checked and
+ * published, and the result links the address the Pages API reports.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser, Page } from 'playwright-core'
@@ -109,5 +110,29 @@ describe.skipIf(!available)('a pull request from the playground', () => {
     expect(await link.getAttribute('target')).toBe('_blank')
     expect(await page.locator('#agent .result .branch').textContent()).toBe('fix/sum')
     expect(await page.locator('#agent .result pre.diff').textContent()).toContain('+export const sum = (a: number, b: number) => a + b')
+  })
+
+  test('a build_site result shows its summary as Markdown and links the published site, opened outside the page', async () => {
+    api.pagesDomains.set(defaultAccount.login.toLowerCase(), 'sites.example.org')
+    git.createRepository(`${defaultAccount.login}/bakery`, { 'README.md': '# Bakery\n' })
+    api.addRepository(defaultAccount.login, 'bakery', { access: { [defaultAccount.login]: 'admin' } })
+    model.queue = [
+      call('write_file', { path: 'index.html', content: '<!doctype html><title>Bakery</title><h1>Bakery</h1><a href="menu.html">Menu</a>' }),
+      call('write_file', { path: 'menu.html', content: '<!doctype html><title>Menu</title><ul><li>Bread</ul><a href="index.html">Home</a>' }),
+      call('finish', { summary: 'A **two-page** bakery site.' }),
+    ]
+    await page.getByRole('tab', { name: 'Agent task' }).click()
+    await page.selectOption('#agent [name="command"]', 'build_site')
+    const fields = page.locator('#agent fieldset[data-command="build_site"]')
+    await fields.locator('[name="instruction"]').fill('A site for my bakery')
+    await fields.locator('[name="repository"]').fill(`${defaultAccount.login}/bakery`)
+    await page.click('#agent [data-action="run"]')
+    await page.locator('#agent [data-action="run"]:enabled').waitFor({ timeout: 90_000 })
+    expect(await page.locator('#agent .status').textContent()).toBe('Succeeded')
+    expect(await page.locator('#agent .result strong', { hasText: 'two-page' }).count()).toBe(1)
+    const site = page.locator('#agent .result a', { hasText: 'https://sites.example.org/bakery/' })
+    expect(await site.getAttribute('href')).toBe('https://sites.example.org/bakery/')
+    expect(await site.getAttribute('rel')).toBe('noopener noreferrer')
+    expect(await site.getAttribute('target')).toBe('_blank')
   })
 })
