@@ -5,12 +5,9 @@
  * link comes from the operator command, run as its own process against the same DATA_DIR.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
-import openapiTS, { type OpenAPI3 } from 'openapi-typescript'
-import { OPENAPI_JSON_PATH } from '../../plugins/docs/index.ts'
 import { startResetWebhook } from '../fakes/reset-webhook.ts'
 import { tempDir } from '../helpers.ts'
-import { scratchDir, typecheck } from '../openapi/support.ts'
+import { scratchDir, typedClient } from '../openapi/support.ts'
 import { fromSource, runToEnd, startService, type RunningService } from '../operators/processes.ts'
 
 const OWNER = { email: 'owner@example.com', password: 'owner-password-1234' }
@@ -98,13 +95,7 @@ describe('API keys and passwords through a generated openapi-fetch client, again
 
   beforeAll(async () => {
     service = await startService(fromSource([]), env)
-    const document = await (await fetch(service.url + OPENAPI_JSON_PATH)).json()
-    scratch.write('api.ts', await openapiTS(document as OpenAPI3))
-    scratch.write('flows.ts', FLOWS)
-    const checked = await typecheck(scratch.path, ['flows.ts'])
-    expect(checked.output.trim()).toBe('')
-    const flows = (await import(join(scratch.path, 'flows.ts'))) as { connect(baseUrl: string): Flows }
-    api = flows.connect(service.url)
+    api = await typedClient<Flows>(service.url, scratch, FLOWS)
     // A process start, openapi-typescript and tsc: over half a minute on a loaded two-core machine.
   }, 120_000)
   afterAll(async () => {

@@ -5,12 +5,9 @@
  * lacks fails the test.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
-import openapiTS, { type OpenAPI3 } from 'openapi-typescript'
-import { OPENAPI_JSON_PATH } from '../../plugins/docs/index.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { tempDir } from '../helpers.ts'
-import { scratchDir, typecheck } from '../openapi/support.ts'
+import { scratchDir, typedClient } from '../openapi/support.ts'
 import { fromSource, startService, type RunningService } from '../operators/processes.ts'
 
 const OWNER = { email: 'owner@example.com', password: 'owner-password-1234' }
@@ -88,13 +85,7 @@ describe('chats listed, renamed and deleted through a generated openapi-fetch cl
       RATE_LIMIT_BURST: '100000',
       RATE_LIMIT_CHAT_PER_MINUTE: '100000',
     })
-    const document = await (await fetch(service.url + OPENAPI_JSON_PATH)).json()
-    scratch.write('api.ts', await openapiTS(document as OpenAPI3))
-    scratch.write('flows.ts', FLOWS)
-    const checked = await typecheck(scratch.path, ['flows.ts'])
-    expect(checked.output.trim()).toBe('')
-    const flows = (await import(join(scratch.path, 'flows.ts'))) as { connect(baseUrl: string): Flows }
-    api = flows.connect(service.url)
+    api = await typedClient<Flows>(service.url, scratch, FLOWS)
     token = await api.signIn(OWNER.email, OWNER.password)
   }, 120_000)
   afterAll(async () => {

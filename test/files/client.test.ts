@@ -5,12 +5,9 @@
  * and deleted; hostile uploads are refused with their codes.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
-import openapiTS, { type OpenAPI3 } from 'openapi-typescript'
-import { OPENAPI_JSON_PATH } from '../../plugins/docs/index.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { tempDir } from '../helpers.ts'
-import { scratchDir, typecheck } from '../openapi/support.ts'
+import { scratchDir, typedClient } from '../openapi/support.ts'
 import { fromSource, startService, type RunningService } from '../operators/processes.ts'
 
 const OWNER = { email: 'owner@example.com', password: 'owner-password-1234' }
@@ -82,13 +79,7 @@ describe('files through a generated openapi-fetch client, against a running serv
       CHAT_SEARCH_AUGMENTATION: 'false',
       FILES_MAX_BYTES: String(64 * 1024),
     })
-    const document = await (await fetch(service.url + OPENAPI_JSON_PATH)).json()
-    scratch.write('api.ts', await openapiTS(document as OpenAPI3))
-    scratch.write('flows.ts', FLOWS)
-    const checked = await typecheck(scratch.path, ['flows.ts'])
-    expect(checked.output.trim()).toBe('')
-    const flows = (await import(join(scratch.path, 'flows.ts'))) as { connect(baseUrl: string): Flows }
-    api = flows.connect(service.url)
+    api = await typedClient<Flows>(service.url, scratch, FLOWS)
     token = await api.signIn(OWNER.email, OWNER.password)
   }, 120_000)
   afterAll(async () => {
