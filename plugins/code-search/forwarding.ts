@@ -8,6 +8,7 @@
  * cannot use it to skip its rate limit. An owner that does not answer is taken over and the search served here.
  */
 import { timingSafeEqual } from 'node:crypto'
+import { networkInterfaces } from 'node:os'
 import type { Logger } from '../../src/log.ts'
 import type { IndexOwnership } from './ownership.ts'
 
@@ -42,6 +43,16 @@ export interface SearchForwarding {
   signedByPeer(headers: Headers): boolean
 }
 
+/**
+ * Listening on every interface: the machine's first external IPv4 address, which other containers of a network
+ * and this host itself reach; the loopback one when there is none.
+ */
+function machineAddress(): string {
+  for (const addresses of Object.values(networkInterfaces()))
+    for (const address of addresses ?? []) if (address.family === 'IPv4' && !address.internal) return address.address
+  return '127.0.0.1'
+}
+
 export function createSearchForwarding(options: SearchForwardingOptions): SearchForwarding {
   const { ownership, secret, logger } = options
   const timeoutMs = options.timeoutMs ?? 15_000
@@ -49,8 +60,8 @@ export function createSearchForwarding(options: SearchForwardingOptions): Search
 
   return {
     listening(hostname, port) {
-      // Listening on every interface: the loopback one is reachable from this host.
-      const host = hostname === '0.0.0.0' || hostname === '::' || hostname === '' ? '127.0.0.1' : hostname.includes(':') ? `[${hostname}]` : hostname
+      const everywhere = hostname === '0.0.0.0' || hostname === '::' || hostname === ''
+      const host = everywhere ? machineAddress() : hostname.includes(':') ? `[${hostname}]` : hostname
       ownership.advertise(options.advertiseUrl ?? `http://${host}:${port}`)
     },
     async forward(orgId, authorization, body) {

@@ -42,7 +42,7 @@ export const codeSearchSettings = defineSettings({
       fallback: 0,
     },
     CODE_SEARCH_ADVERTISE_URL: {
-      doc: 'With REDIS_URL: the base URL other processes of the deployment reach this one at (http://10.0.0.5:3000), where they send searches of the organisations whose code index this process owns; default http://HOST:PORT as listening, 127.0.0.1 when HOST is 0.0.0.0 or ::, which suits processes on one host',
+      doc: "With REDIS_URL: the base URL other processes of the deployment reach this one at (http://10.0.0.5:3000), where they send searches of the organisations whose code index this process owns; default http://HOST:PORT as listening, with the machine's first external IPv4 address (else 127.0.0.1) when HOST is 0.0.0.0 or ::, which suits processes on one host and containers on one network",
       parse: url('http:', 'https:'),
     },
   },
