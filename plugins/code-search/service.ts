@@ -126,7 +126,10 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   return {
     indexFiles: (input) => changing(input.orgId, () => indexFiles(indexing, input)),
     removeRepository: (orgId, repositoryId) => changing(orgId, () => removeRepository(indexing, orgId, repositoryId)),
-    removeOrganisation: (orgId) => lifecycle.removeOrganisation(orgId),
+    async removeOrganisation(orgId) {
+      await lifecycle.removeOrganisation(orgId)
+      await ownership?.release(orgId)
+    },
     indexedCommit: (orgId, repositoryId) => indexedCommit(indexing, orgId, repositoryId),
     meaningLearnt: (orgId) => lifecycle.meaningLearnt(orgId),
     search: createSearch({
