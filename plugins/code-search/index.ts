@@ -2,9 +2,11 @@ import { Elysia } from 'elysia'
 import type { AccessService } from '../../src/auth/access-service.ts'
 import type { PlanDirectory } from '../../src/auth/plans.ts'
 import { accessControl } from '../../src/auth/plugin.ts'
+import { AppError } from '../../src/errors.ts'
 import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
+import { FORWARDED_SEARCH_PATH } from './forwarding.ts'
 import { codeSearchAnswer, codeSearchBody } from './schemas.ts'
 import type { CodeIndex } from './types.ts'
 export { codeSearchSettings } from './settings.ts'
@@ -33,22 +35,31 @@ export const SEARCH_CACHE_SECONDS = 300
 
 /**
  * POST /api/search: semantic search over the organisation's imported repositories. The organisation is
- * the caller's, from the token; no field of the body can widen it.
+ * the caller's, from the token; no field of the body can widen it. With several processes, the search is
+ * answered by the process that owns the organisation's index (forwarding.ts), which authorises the caller again.
  */
 export function codeSearchPlugin(options: CodeSearchPluginOptions) {
   const { codeIndex, meter } = options
-  return new Elysia({ name: 'code-search', detail: { tags: ['code search'] } })
+  const forwarding = codeIndex.forwarding
+  const searchHere = async (principal: { orgId: string; userId: string }, body: typeof codeSearchBody.static, set: { headers: Record<string, unknown> }) => {
+    const mode = body.mode ?? 'hybrid'
+    const results = await codeIndex.search({ orgId: principal.orgId, userId: principal.userId }, { ...body, mode })
+    // private: the answer went through one user's authorisation and must not sit in a shared cache.
+    set.headers['cache-control'] = `private, max-age=${SEARCH_CACHE_SECONDS}`
+    return { query: body.query, mode, results }
+  }
+  const plugin = new Elysia({ name: 'code-search', detail: { tags: ['code search'] } })
     .use(accessControl(options))
     .use(rateLimiting(options.rateLimits))
     .post(
       '/api/search',
-      async ({ body, principal, set }) => {
-        const mode = body.mode ?? 'hybrid'
-        const results = await codeIndex.search({ orgId: principal.orgId, userId: principal.userId }, { ...body, mode })
+      async ({ body, principal, set, request }) => {
+        const forwarded = await forwarding?.forward(principal.orgId, request.headers.get('authorization'), body)
+        if (forwarded && !forwarded.ok) return forwarded as never
+        const answer = forwarded ?? (await searchHere(principal, body, set))
         meter?.record({ orgId: principal.orgId, userId: principal.userId, kind: 'search' })
-        // private: the answer went through one user's authorisation and must not sit in a shared cache.
-        set.headers['cache-control'] = `private, max-age=${SEARCH_CACHE_SECONDS}`
-        return { query: body.query, mode, results }
+        // The owner's answer as it gave it, already checked against the same schema there.
+        return answer as Awaited<ReturnType<typeof searchHere>>
       },
       {
         body: codeSearchBody,
@@ -64,4 +75,19 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
         },
       },
     )
+  if (!forwarding) return plugin
+  // The owner's side of a forwarded search: the caller authorised again from its own token, never forwarded on.
+  return plugin.post(
+    FORWARDED_SEARCH_PATH,
+    ({ body, principal, set, request }) => {
+      if (!forwarding.signedByPeer(request.headers)) throw new AppError('not_found', 'No such route')
+      return searchHere(principal, body, set)
+    },
+    {
+      body: codeSearchBody,
+      auth: 'search:read',
+      response: { 200: codeSearchAnswer, 401: problem, 403: problem, 404: problem, 422: problem, 502: problem, 503: problem, 504: problem },
+      detail: { summary: 'A search another process of the deployment forwarded to the owner of the index', hide: true },
+    },
+  )
 }

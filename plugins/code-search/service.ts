@@ -5,11 +5,14 @@
  * which share the count of searches under way: indexing waits for them.
  */
 import type { Logger } from '../../src/log.ts'
+import type { RedisManager } from '../../src/redis.ts'
 import { InProgress } from '../../src/time-slices.ts'
 import type { EmbeddingProvider } from './embeddings/index.ts'
 import type { QueryExpander } from './expansion.ts'
+import { createSearchForwarding } from './forwarding.ts'
 import { IndexLifecycle, type SnapshotStore } from './index/index.ts'
 import { indexedCommit, indexFiles, removeRepository, type ChunkerOptions, type IndexingOptions } from './indexing/index.ts'
+import { createIndexOwnership } from './ownership.ts'
 import { createSearch } from './search/index.ts'
 import type { CodeIndex } from './types.ts'
 import { COMPACT_AFTER_BYTES, INDEX_SLICE_MS, PREPARE_IN_WORKER_FROM, SEARCH_SLICE_MS } from './tuning.ts'
@@ -44,7 +47,28 @@ export interface CodeIndexOptions {
   now?: () => number
   /** Writes code a question describes, searched beside the question (CODE_SEARCH_EXPANSION_MODEL); see expansion.ts. */
   expandQuery?: QueryExpander
+  /**
+   * Bytes of indexes kept in this process (each counted as its snapshot plus unsaved changes); beyond it the least
+   * recently used are dropped, saved first. Default 0: no limit (CODE_INDEX_MEMORY_BUDGET_MB).
+   */
+  memoryBudgetBytes?: number
+  /**
+   * With several processes: one owner per organisation's index (a Redis lease), searches forwarded to it, and
+   * each committed snapshot announced so the processes holding the index adopt it at once.
+   */
+  cluster?: {
+    redis: RedisManager
+    /** Signs forwarded searches; the same in every process (JWT_SECRET). */
+    secret: string
+    /** The lease's life without renewal. Default 10 000 ms. */
+    leaseMs?: number
+    /** The base URL other processes reach this one at; default where it listens (CODE_SEARCH_ADVERTISE_URL). */
+    advertiseUrl?: string
+  }
 }
+
+/** Where each process announces the snapshot versions it commits: `<version> <orgId>`. */
+const COMMITTED_CHANNEL = 'code-index:committed'
 
 const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent }
 
@@ -52,6 +76,8 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   const { embeddings, snapshots } = options
   const logger = options.logger ?? silent
   const now = options.now ?? Date.now
+  const { cluster } = options
+  const ownership = cluster && createIndexOwnership({ redis: cluster.redis, logger, leaseMs: cluster.leaseMs })
   const lifecycle = new IndexLifecycle({
     embeddings,
     snapshots,
@@ -60,7 +86,31 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     snapshotDelayMs: options.snapshotDelayMs ?? 2000,
     refreshIntervalMs: options.refreshIntervalMs ?? 2000,
     compactAfterBytes: options.compactAfterBytes ?? COMPACT_AFTER_BYTES,
+    memoryBudgetBytes: options.memoryBudgetBytes ?? 0,
+    // Missed announcements (Redis down) are made up for by the periodic check before a search.
+    onCommitted: cluster && ((orgId, version) => void cluster.redis.send('PUBLISH', [COMMITTED_CHANNEL, `${version} ${orgId}`]).catch(() => undefined)),
+    onEvicted: ownership && ((orgId) => void ownership.release(orgId)),
   })
+  const announcements = cluster?.redis.subscribe(COMMITTED_CHANNEL, (message) => {
+    const space = message.indexOf(' ')
+    const version = Number(message.slice(0, space))
+    const orgId = message.slice(space + 1)
+    if (space > 0 && Number.isSafeInteger(version)) void lifecycle.committedElsewhere(orgId, version).catch(() => undefined)
+  })
+  announcements?.subscribed.catch((err) => logger.warn('code index announcements: not subscribed yet; the connection manager retries', { err }))
+  // A lease lost while this process was unreachable: the new owner serves the index, so the copy here goes.
+  ownership?.onLost((orgId) => void lifecycle.drop(orgId))
+  const forwarding = ownership && createSearchForwarding({ ownership, secret: cluster.secret, logger, advertiseUrl: cluster.advertiseUrl })
+  /** Changes the index while it is kept from being dropped; the process changing it owns it unless another does. */
+  const changing = async <T>(orgId: string, work: () => Promise<T>) => {
+    if (!ownership) return lifecycle.holding(orgId, work)
+    void ownership.claim(orgId).catch(() => false)
+    const result = await lifecycle.holding(orgId, work)
+    // Saved and announced: the owner serves it from here on, so no copy stays here.
+    const place = await ownership.locate(orgId).catch(() => ({ here: true }) as const)
+    if (!place.here && (await lifecycle.drop(orgId))) logger.info('code index left to its owner', { orgId, owner: place.url })
+    return result
+  }
   const searches = new InProgress()
   const indexing: IndexingOptions = {
     embeddings,
@@ -74,9 +124,12 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
   }
 
   return {
-    indexFiles: (input) => indexFiles(indexing, input),
-    removeRepository: (orgId, repositoryId) => removeRepository(indexing, orgId, repositoryId),
-    removeOrganisation: (orgId) => lifecycle.removeOrganisation(orgId),
+    indexFiles: (input) => changing(input.orgId, () => indexFiles(indexing, input)),
+    removeRepository: (orgId, repositoryId) => changing(orgId, () => removeRepository(indexing, orgId, repositoryId)),
+    async removeOrganisation(orgId) {
+      await lifecycle.removeOrganisation(orgId)
+      await ownership?.release(orgId)
+    },
     indexedCommit: (orgId, repositoryId) => indexedCommit(indexing, orgId, repositoryId),
     meaningLearnt: (orgId) => lifecycle.meaningLearnt(orgId),
     search: createSearch({
@@ -87,6 +140,11 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
       expandQuery: options.expandQuery,
       searches,
     }),
-    close: () => lifecycle.close(),
+    forwarding,
+    async close() {
+      announcements?.unsubscribe()
+      await lifecycle.close()
+      await ownership?.close()
+    },
   }
 }

@@ -1,5 +1,5 @@
 /** Code search's slice of the configuration: where vectors come from, and how the index is saved and refreshed. */
-import { defineSettings, integer, text, url, type SettingsOf } from '../../src/config.ts'
+import { decimal, defineSettings, integer, text, url, type SettingsOf } from '../../src/config.ts'
 
 export const codeSearchSettings = defineSettings({
   title: 'Code search',
@@ -32,9 +32,18 @@ export const codeSearchSettings = defineSettings({
       fallback: 2000,
     },
     CODE_INDEX_REFRESH_MS: {
-      doc: 'How often a search checks the database for a newer code index snapshot saved by another process',
+      doc: 'How often a search checks the database for a newer code index snapshot saved by another process (with REDIS_URL, processes also announce each snapshot as it is saved; this check makes up for announcements missed)',
       parse: integer(0, 600_000),
       fallback: 2000,
+    },
+    CODE_INDEX_MEMORY_BUDGET_MB: {
+      doc: "Megabytes of organisations' code indexes one process keeps, each counted as the size of its snapshot plus unsaved changes; beyond it the least recently used indexes are dropped (their changes saved first) and loaded again when next searched. 0: no limit",
+      parse: decimal(0, 1_000_000),
+      fallback: 0,
+    },
+    CODE_SEARCH_ADVERTISE_URL: {
+      doc: "With REDIS_URL: the base URL other processes of the deployment reach this one at (http://10.0.0.5:3000), where they send searches of the organisations whose code index this process owns; default http://HOST:PORT as listening, with the machine's first external IPv4 address (else 127.0.0.1) when HOST is 0.0.0.0 or ::, which suits processes on one host and containers on one network",
+      parse: url('http:', 'https:'),
     },
   },
   build: (v, report) => {
@@ -62,6 +71,8 @@ export const codeSearchSettings = defineSettings({
         expansion: expansion(),
         snapshotDelayMs: v.CODE_INDEX_SNAPSHOT_DELAY_MS,
         refreshMs: v.CODE_INDEX_REFRESH_MS,
+        memoryBudgetBytes: Math.round(v.CODE_INDEX_MEMORY_BUDGET_MB * 1024 * 1024),
+        advertiseUrl: v.CODE_SEARCH_ADVERTISE_URL,
       },
     }
   },

@@ -2,6 +2,7 @@
  * The contract between repository import (which feeds files in) and code search
  * (which indexes and queries them). Chat's code_search tool and the agents use `search`.
  */
+import type { SearchForwarding } from './forwarding.ts'
 
 export interface RepositoryFile {
   /** Path relative to the repository root, with forward slashes. */
@@ -79,5 +80,7 @@ export interface CodeIndex {
   meaningLearnt?(orgId: string): Promise<void>
   /** Only ever searches repositories of `scope.orgId`; a model's tokens spent on the question are metered to `scope.userId`. */
   search(scope: { orgId: string; userId?: string }, query: CodeSearchQuery): Promise<CodeSearchResult[]>
+  /** With several processes sharing Redis: sends POST /api/search to the process that owns the organisation's index. */
+  readonly forwarding?: SearchForwarding
   close(): Promise<void>
 }

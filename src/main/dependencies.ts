@@ -220,7 +220,7 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   // Every configured provider behind one that routes each call by its model id (GET /api/models lists them).
   const catalogue = buildModelCatalogue(chatConfig, createHttpClient({ timeoutMs: chatConfig.upstreamTimeoutMs }), overrides.modelProvider)
   const modelProvider = observed(catalogue?.provider)
-  const codeIndex = codeIndexFromConfig(config, { db, logger, modelProvider, meter })
+  const codeIndex = codeIndexFromConfig(config, { db, logger, modelProvider, meter, redis, secret: config.secrets.jwtSecret })
   const models = createModels(modelProvider, catalogue?.defaultModel ?? chatConfig.model, { catalogue: catalogue?.models, orgDefaults: orgModelDefaults(db) })
   const warmUps: { part: string; load: () => Promise<void> }[] = []
   if (chatConfig.provider && !overrides.modelProvider) warmUps.push({ part: 'model provider', load: preloadOpenAiSdk })

@@ -48,6 +48,8 @@ export function startServer(app: AnyElysia, deps: Dependencies, overrides: { por
   }
   const server = app.server!
   const url = `http://${server.hostname}:${server.port}`
+  // Other processes may send this one the searches of the code indexes it owns from now on.
+  deps.codeIndex.forwarding?.listening(server.hostname ?? hostname, server.port!)
   const metricsListener =
     deps.metrics && config.metrics.port !== undefined
       ? startMetricsListener({ metrics: deps.metrics, token: config.metrics.token, port: config.metrics.port, logger })

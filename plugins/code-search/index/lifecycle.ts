@@ -7,6 +7,7 @@
  * Every change is also kept in a list until a snapshot holds it, so when another process sharing the database has
  * saved a newer snapshot, this process loads that one and applies its own unsaved changes on top: changes to
  * different files of one organisation made in two processes both survive; for the same file, the later save wins.
+ * With a memory budget, the least recently used whole indexes are dropped (saved first) and loaded again on next use.
  */
 import type { Logger } from '../../../src/log.ts'
 import type { EmbeddingProvider } from '../embeddings/index.ts'
@@ -36,6 +37,15 @@ export interface IndexLifecycleOptions {
   refreshIntervalMs: number
   /** Bytes of segments beyond which a Worker rewrites a snapshot as one base (also beyond half the base). */
   compactAfterBytes: number
+  /**
+   * Bytes of indexes this process keeps, each counted as its snapshot plus its unsaved changes; beyond it the
+   * least recently used whole indexes are dropped (saved first), to be loaded again on next use. 0: no limit.
+   */
+  memoryBudgetBytes?: number
+  /** Told of each snapshot version this process commits, so other processes can adopt it at once. */
+  onCommitted?: (orgId: string, version: number) => void
+  /** Told of each index dropped to stay within the memory budget. */
+  onEvicted?: (orgId: string) => void
 }
 
 interface Loaded {
@@ -72,9 +82,15 @@ export interface OrgState extends Loaded {
 }
 
 const fileBytes = (layout: SnapshotLayout) => 8 + layout.baseBytes + layout.segmentBytes
+/** What an index is counted as against the memory budget: its snapshot, and its changes not in it yet. */
+const heldBytes = (org: OrgState) => (org.layout ? fileBytes(org.layout) : 0) + org.pending.reduce((sum, change) => sum + change.length, 0)
 
 export class IndexLifecycle {
   private readonly states = new Map<string, Promise<OrgState>>()
+  /** Loaded indexes, least recently used first. */
+  private readonly resident = new Map<string, OrgState>()
+  /** Indexes being changed (an import, a removal), which are never dropped meanwhile. */
+  private readonly holds = new Map<string, number>()
   private isClosed = false
   private readonly closing = new AbortController()
 
@@ -93,16 +109,79 @@ export class IndexLifecycle {
   org(orgId: string): Promise<OrgState> {
     let pending = this.states.get(orgId)
     if (!pending) {
-      pending = this.load(orgId)
-      void pending.then(
-        (org) => this.learnMeaning(org),
+      const loading = this.load(orgId)
+      pending = loading
+      void loading.then(
+        (org) => {
+          if (this.states.get(orgId) === loading) this.used(org)
+          this.learnMeaning(org)
+        },
         () => undefined,
       )
       // A failed load is tried again by the next caller rather than remembered.
-      pending.catch(() => this.states.delete(orgId))
+      loading.catch(() => this.states.get(orgId) === loading && this.states.delete(orgId))
       this.states.set(orgId, pending)
+    } else {
+      const org = this.resident.get(orgId)
+      if (org) this.used(org)
     }
     return pending
+  }
+
+  /** Runs `work` while keeping the organisation's index from being dropped. */
+  async holding<T>(orgId: string, work: () => Promise<T>): Promise<T> {
+    this.holds.set(orgId, (this.holds.get(orgId) ?? 0) + 1)
+    try {
+      return await work()
+    } finally {
+      const left = this.holds.get(orgId)! - 1
+      if (left > 0) this.holds.set(orgId, left)
+      else this.holds.delete(orgId)
+    }
+  }
+
+  /** Another process committed `version`: an index held here adopts it now rather than at its next check. */
+  async committedElsewhere(orgId: string, version: number): Promise<void> {
+    const org = this.resident.get(orgId)
+    if (!org || org.version >= version) return
+    await this.refresh(org, true)
+  }
+
+  /** Drops the organisation's index from this process, its unsaved changes saved first; the next use loads it again. */
+  async drop(orgId: string): Promise<boolean> {
+    const org = this.resident.get(orgId)
+    if (!org || this.holds.has(orgId)) return false
+    if (org.pending.length > 0) await this.save(org).catch(() => undefined)
+    await org.queue
+    // Changed or taken up again meanwhile: kept.
+    if (org.pending.length > 0 || org.savesInFlight > 0 || this.holds.has(orgId) || this.resident.get(orgId) !== org) return false
+    clearTimeout(org.timer)
+    this.resident.delete(orgId)
+    this.states.delete(orgId)
+    return true
+  }
+
+  /** Marks the index as just used and drops the least recently used others while the budget is exceeded. */
+  private used(org: OrgState): void {
+    this.resident.delete(org.orgId)
+    this.resident.set(org.orgId, org)
+    const budget = this.options.memoryBudgetBytes ?? 0
+    if (budget <= 0 || this.isClosed) return
+    let total = 0
+    for (const held of this.resident.values()) total += heldBytes(held)
+    for (const [orgId, held] of this.resident) {
+      if (total <= budget) break
+      if (held === org || this.holds.has(orgId)) continue
+      total -= heldBytes(held)
+      void this.drop(orgId).then(
+        (dropped) => {
+          if (!dropped) return
+          this.options.logger.info('code index dropped to stay within the memory budget', { orgId, budgetBytes: budget })
+          this.options.onEvicted?.(orgId)
+        },
+        () => undefined,
+      )
+    }
   }
 
   /** Resolves once the organisation's term space is learnt from what its index holds now, or found unneeded. */
@@ -140,6 +219,7 @@ export class IndexLifecycle {
     await this.options.snapshots?.remove?.(orgId)
     // The next use loads afresh, from a store that names nothing.
     this.states.delete(orgId)
+    this.resident.delete(orgId)
   }
 
   private forget(org: OrgState): void {
@@ -355,6 +435,7 @@ export class IndexLifecycle {
         org.pending.splice(0, saved)
         org.pendingSince = org.pending.length > 0 ? now() : undefined
         logger.debug('code index saved', { orgId: org.orgId, version: org.version, chunks: org.index.chunkCount, bytes })
+        this.options.onCommitted?.(org.orgId, org.version)
         if (org.pending.length > 0) this.scheduleSave(org)
         this.compactLater(org)
         return
@@ -392,6 +473,7 @@ export class IndexLifecycle {
             layout: { chain, sections: 1 + current.sections - layout.sections, baseBytes, segmentBytes: current.segmentBytes - layout.segmentBytes },
           })
           logger.debug('code index compacted', { orgId: org.orgId, version: org.version, bytes: fileBytes(org.layout!) })
+          this.options.onCommitted?.(org.orgId, org.version)
         }),
       )
       .catch((error) => logger.warn('code index compaction failed', { orgId: org.orgId, err: error }))
