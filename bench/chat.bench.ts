@@ -6,11 +6,12 @@
  */
 import { processCpuSeconds } from './lib/cpu.ts'
 import { accessTokenFor, startBareBaseline, startService, type Running } from './lib/processes.ts'
-import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
+import { quickOr } from './lib/mode.ts'
+import { printTable, ratioOf, spreadOf, writeResults, type Row } from './lib/report.ts'
 
 const TOKENS = 10_000
-const ROUNDS = 9
-const WARM_UP = 5
+const ROUNDS = quickOr(9, 3)
+const WARM_UP = quickOr(5, 2)
 const email = 'bench@example.com'
 const password = `bench-${crypto.randomUUID()}`
 
@@ -168,7 +169,7 @@ const PACED = [
   { burst: 1, target: { atMost: 1.15 } },
   { burst: 50, target: { atMost: 1.3 } },
 ] as const
-const PACED_ROUNDS = 11
+const PACED_ROUNDS = quickOr(11, 3)
 const cpuNote = `server CPU time (every thread, from /proc) over the tokens the client received (the bare relay writes one event per token, the service one per upstream read), median of ${PACED_ROUNDS} alternating rounds after one discarded; each upstream write waits until the client has received the previous one through the relay, so each read of the relay holds one write`
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
@@ -179,7 +180,7 @@ const percentile = (values: number[], p: number) => [...values].sort((a, b) => a
 // others relay.
 const STREAMS = 16
 const SHORT_ANSWER = 500
-const LOAD_SECONDS = 6
+const LOAD_SECONDS = quickOr(6, 2)
 
 async function firstTokensUnderLoad(start: (client: number, round: number) => Promise<Relay>): Promise<number[]> {
   const firstTokens: number[] = []
@@ -232,6 +233,7 @@ export async function run(): Promise<Row[]> {
     for (const r of [...bareRuns, ...serviceRuns]) if (r.text !== TOKENS) throw new Error(`a relay delivered ${r.text} of ${TOKENS} tokens`)
     const b = (pick: (r: Relay) => number) => median(bareRuns.map(pick))
     const s = (pick: (r: Relay) => number) => median(serviceRuns.map(pick))
+    const over = (pick: (r: Relay) => number) => spreadOf(serviceRuns.map(pick))
     const rate = (r: Relay) => r.text / (r.totalMs / 1000)
     const note = `median of ${ROUNDS} alternating rounds; the service also stores the chat, the answer and a resumable event log`
 
@@ -266,18 +268,21 @@ export async function run(): Promise<Row[]> {
         ratio: ratioOf(value, baseline),
         target,
         notes: [cpuNote],
+        spread: spreadOf(perEvent.service),
       })
     }
     upstream.pace({ mode: 'free', tokens: SHORT_ANSWER })
     const loaded = { bare: [] as number[], service: [] as number[] }
+    /** The service's first tokens of each half, for the spread of its percentiles. */
+    const serviceHalves: number[][] = []
     // Alternating halves, so a neighbour's burst of work falls on both.
     for (let half = 0; half < 2; half++) {
       loaded.bare.push(...(await firstTokensUnderLoad(() => relayOnce(`${bare.url}/`, {}, body))))
-      loaded.service.push(
-        ...(await firstTokensUnderLoad((client, round) =>
-          relayOnce(`${service.url}/api/chat`, auth, { messages: [{ role: 'user', content: `load ${half} ${client} ${round}` }] }),
-        )),
+      const firstTokens = await firstTokensUnderLoad((client, round) =>
+        relayOnce(`${service.url}/api/chat`, auth, { messages: [{ role: 'user', content: `load ${half} ${client} ${round}` }] }),
       )
+      serviceHalves.push(firstTokens)
+      loaded.service.push(...firstTokens)
     }
     upstream.pace({ mode: 'free' })
     const loadNote = `${STREAMS} clients, each starting a ${SHORT_ANSWER}-token chat as soon as its last ended, ${2 * LOAD_SECONDS} s per relay in two alternating halves; ${loaded.bare.length} bare and ${loaded.service.length} service answers`
@@ -289,6 +294,7 @@ export async function run(): Promise<Row[]> {
         value: percentile(loaded.service, 50),
         ratio: ratioOf(percentile(loaded.service, 50), percentile(loaded.bare, 50)),
         notes: [loadNote],
+        spread: spreadOf(serviceHalves.map((half) => percentile(half, 50))),
       },
       {
         figure: `time to first token, ${STREAMS} streams, p99`,
@@ -298,14 +304,38 @@ export async function run(): Promise<Row[]> {
         ratio: ratioOf(percentile(loaded.service, 99), percentile(loaded.bare, 99)),
         target: { atMost: 2 },
         notes: [loadNote],
+        spread: spreadOf(serviceHalves.map((half) => percentile(half, 99))),
       },
     ]
     return [
-      { figure: 'time to first byte', unit: 'ms', baseline: b((r) => r.ttfbMs), value: s((r) => r.ttfbMs), ratio: null, notes: [note] },
+      {
+        figure: 'time to first byte',
+        unit: 'ms',
+        baseline: b((r) => r.ttfbMs),
+        value: s((r) => r.ttfbMs),
+        ratio: null,
+        notes: [note],
+        spread: over((r) => r.ttfbMs),
+      },
       { figure: 'added time to first byte', unit: 'ms', baseline: null, value: s((r) => r.ttfbMs) - b((r) => r.ttfbMs), ratio: null, limit: { atMost: 5 } },
-      { figure: 'time to first token', unit: 'ms', baseline: b((r) => r.firstTokenMs), value: s((r) => r.firstTokenMs), ratio: null },
+      {
+        figure: 'time to first token',
+        unit: 'ms',
+        baseline: b((r) => r.firstTokenMs),
+        value: s((r) => r.firstTokenMs),
+        ratio: null,
+        spread: over((r) => r.firstTokenMs),
+      },
       { figure: 'added time to first token', unit: 'ms', baseline: null, value: s((r) => r.firstTokenMs) - b((r) => r.firstTokenMs), ratio: null },
-      { figure: 'tokens per second', unit: 'tokens/s', baseline: b(rate), value: s(rate), ratio: ratioOf(s(rate), b(rate)), target: { atLeast: 0.6 } },
+      {
+        figure: 'tokens per second',
+        unit: 'tokens/s',
+        baseline: b(rate),
+        value: s(rate),
+        ratio: ratioOf(s(rate), b(rate)),
+        target: { atLeast: 0.6 },
+        spread: over(rate),
+      },
       {
         figure: `time to relay ${TOKENS} tokens`,
         unit: 'ms',

@@ -6,7 +6,8 @@
  */
 import { load, type LoadResult } from './lib/load.ts'
 import { accessTokenFor, startBareBaseline, startService, type Running } from './lib/processes.ts'
-import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
+import { QUICK, quickOr } from './lib/mode.ts'
+import { printTable, ratioOf, spreadOf, writeResults, type Row } from './lib/report.ts'
 
 const email = 'bench@example.com'
 const password = `bench-${crypto.randomUUID()}`
@@ -16,10 +17,15 @@ const burst = 1_000_000
 const limiterNote = `rate limiter active on /auth/me with RATE_LIMIT_BURST=${burst.toLocaleString('en-US')} per 1 s: checked on every request, never refusing the load`
 
 // `cpuTarget` bounds the server CPU per request against the baseline doing the same work, with request logging on.
-const routes = [
+const allRoutes = [
   { path: '/health', target: undefined, cpuTarget: undefined, notes: [] },
   { path: '/auth/me', target: { atLeast: 0.6 }, cpuTarget: { atMost: 1.3 }, notes: [limiterNote] },
 ] as const
+// A quick run measures the authenticated route only: its CPU per request is the headline figure.
+const routes = QUICK ? allRoutes.filter((route) => route.path === '/auth/me') : allRoutes
+// Each load is a discarded warm-up, then the measured window.
+const LOAD_SECONDS = quickOr(5, 2)
+const WARM_UP_SECONDS = quickOr(2, 1)
 // Shared with the authenticated baseline so it verifies the service's own tokens.
 const jwtSecret = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')
 
@@ -52,14 +58,17 @@ export async function run(): Promise<Row[]> {
       const sameWork: LoadResult[] = []
       const measures: LoadResult[] = []
       for (let round = 0; round < ROUNDS; round++) {
-        baselines.push(await load(bare.url, { path: route.path, headers, serverPid: bare.pid, durationSeconds: 5 }))
-        if (authenticated) sameWork.push(await load(bareAuthenticated.url, { path: route.path, headers, serverPid: bareAuthenticated.pid, durationSeconds: 5 }))
-        measures.push(await load(service.url, { path: route.path, headers, serverPid: service.pid, durationSeconds: 5 }))
+        // A quick run warms each server up in its first round only.
+        const window = { path: route.path, headers, durationSeconds: LOAD_SECONDS, warmupSeconds: round > 0 && QUICK ? 0 : WARM_UP_SECONDS }
+        baselines.push(await load(bare.url, { ...window, serverPid: bare.pid }))
+        if (authenticated) sameWork.push(await load(bareAuthenticated.url, { ...window, serverPid: bareAuthenticated.pid }))
+        measures.push(await load(service.url, { ...window, serverPid: service.pid }))
       }
       const baseline = median(baselines)
       const measured = median(measures)
-      rows.push(...rowsFor(`GET ${route.path}`, baseline, measured, route.target, route.notes))
+      rows.push(...rowsFor(`GET ${route.path}`, baseline, measured, route.target, route.notes, measures))
       const cpuPerRequest = (results: LoadResult[]) => medianOf(results.map((r) => r.serverCpuMicrosPerRequest))
+      const cpuSpread = spreadOf(measures.flatMap((r) => r.serverCpuMicrosPerRequest ?? []))
       const [b, v] = [cpuPerRequest(baselines), cpuPerRequest(measures)]
       if (b !== undefined && v !== undefined)
         rows.push({
@@ -72,6 +81,7 @@ export async function run(): Promise<Row[]> {
           ratio: ratioOf(v, b),
           target: authenticated ? undefined : route.cpuTarget,
           notes: [cpuNote],
+          spread: cpuSpread,
         })
       const same = cpuPerRequest(sameWork)
       if (authenticated && same !== undefined && v !== undefined) {
@@ -84,6 +94,7 @@ export async function run(): Promise<Row[]> {
           ratio: ratioOf(v, same),
           target: route.cpuTarget,
           notes: [cpuNote, sameWorkNote],
+          spread: cpuSpread,
           warning: refused ? `the authenticated baseline refused ${refused} requests: figures are not comparable` : undefined,
         })
       }
@@ -113,7 +124,7 @@ function median(results: LoadResult[]): LoadResult {
   return [...results].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond)[Math.floor(results.length / 2)]!
 }
 
-function rowsFor(label: string, baseline: LoadResult, measured: LoadResult, target: Row['target'], notes: readonly string[]): Row[] {
+function rowsFor(label: string, baseline: LoadResult, measured: LoadResult, target: Row['target'], notes: readonly string[], rounds: LoadResult[]): Row[] {
   const refused = baseline.non2xx + baseline.errors + measured.non2xx + measured.errors
   const warning = refused
     ? `${measured.non2xx} non-2xx and ${measured.errors} errors from the service, ${baseline.non2xx} and ${baseline.errors} from the baseline: figures are not comparable`
@@ -125,7 +136,7 @@ function rowsFor(label: string, baseline: LoadResult, measured: LoadResult, targ
   }
   const [throughput] = row('throughput', 'req/s', baseline.requestsPerSecond, measured.requestsPerSecond)
   return [
-    { ...throughput!, target, notes: [...notes, ...boundBy(baseline, measured)], warning },
+    { ...throughput!, target, notes: [...notes, ...boundBy(baseline, measured)], warning, spread: spreadOf(rounds.map((r) => r.requestsPerSecond)) },
     // Requests per second of server CPU does not depend on whether the load generator kept up.
     ...row('throughput per server core', 'req/core-s', perCore(baseline), perCore(measured)),
     ...row('latency p50', 'ms', baseline.p50Ms, measured.p50Ms, latencyNote),

@@ -1,12 +1,20 @@
-/** Runs every bench/*.bench.ts in turn (never in parallel: they would measure each other), one table, one file. */
+/**
+ * Runs every bench/*.bench.ts in turn (never in parallel: they would measure each other), one table, one file.
+ * With `--quick`, only the benches holding the headline figures, each in its quick form (bench/lib/mode.ts).
+ */
 import { basename, join } from 'node:path'
+import { QUICK } from './lib/mode.ts'
 import { printTable, writeResults, type Row } from './lib/report.ts'
 
+/** Idle connections and fan-out, the authenticated route's CPU, first tokens under load, and the start. */
+const QUICK_BENCHES = new Set(['agents', 'chat', 'http', 'startup'])
+
 const benchDir = import.meta.dir
-const files = [...new Bun.Glob('*.bench.ts').scanSync({ cwd: benchDir })].sort()
+const files = [...new Bun.Glob('*.bench.ts').scanSync({ cwd: benchDir })].sort().filter((file) => !QUICK || QUICK_BENCHES.has(basename(file, '.bench.ts')))
 
 const rows: Row[] = []
 const failed: string[] = []
+const runStartedAt = performance.now()
 for (const file of files) {
   const bench = basename(file, '.bench.ts')
   console.log(`== ${bench}`)
@@ -24,7 +32,8 @@ for (const file of files) {
 
 console.log()
 printTable(rows)
-console.log(`results: ${writeResults('bench', rows)}`)
+console.log(`${QUICK ? 'quick run' : 'run'}: ${files.length} benches in ${((performance.now() - runStartedAt) / 60_000).toFixed(1)} minutes`)
+console.log(`results: ${writeResults(QUICK ? 'bench-quick' : 'bench', rows)}`)
 if (failed.length) {
   console.error(`failed: ${failed.join(', ')}`)
   process.exitCode = 1

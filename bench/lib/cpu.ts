@@ -36,6 +36,45 @@ export function processCpuSeconds(pid: number): number | undefined {
   return ticks === undefined ? undefined : ticks / clockTicks
 }
 
+/** What a process had used at one moment: each thread's nanoseconds where /proc has them, else the whole process's seconds. */
+export interface CpuReading {
+  threads?: Map<string, number>
+  seconds?: number
+}
+
+export function cpuReading(pid: number): CpuReading {
+  let threads: string[]
+  try {
+    threads = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return {}
+  }
+  const byThread = new Map<string, number>()
+  for (const tid of threads) {
+    try {
+      byThread.set(tid, Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]))
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  const total = [...byThread.values()].reduce((sum, n) => sum + n, 0)
+  return Number.isFinite(total) && total > 0 ? { threads: byThread } : { seconds: processCpuSeconds(pid) }
+}
+
+/**
+ * Seconds of CPU `pid` used since `before`, thread by thread: a thread that ended in between takes its whole run
+ * time away from a plain difference of totals, which can leave a short window below zero.
+ */
+export function cpuSecondsSince(pid: number, before: CpuReading): number | undefined {
+  const after = cpuReading(pid)
+  if (before.threads && after.threads) {
+    let nanos = 0
+    for (const [tid, used] of after.threads) nanos += used - (before.threads.get(tid) ?? 0)
+    return nanos / 1e9
+  }
+  return before.seconds !== undefined && after.seconds !== undefined ? after.seconds - before.seconds : undefined
+}
+
 /** utime + stime of a process, from /proc/<pid>/stat (fields 14 and 15, after the parenthesised name). */
 export function cpuTicks(pid: number): number | undefined {
   try {

@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { machineCpuSeconds, processCpuSeconds } from './cpu.ts'
+import { cpuReading, cpuSecondsSince, machineCpuSeconds } from './cpu.ts'
 
 const autocannon = join(import.meta.dir, '..', '..', 'node_modules', 'autocannon', 'autocannon.js')
 // Beyond the requested duration, how long autocannon may take to start and report before it is killed.
@@ -47,15 +47,14 @@ export async function load(url: string, options: LoadOptions): Promise<LoadResul
   const args = ['-c', String(connections), ...Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]), target]
   if (warmupSeconds > 0) await autocannonRun([...args, '-d', String(warmupSeconds)], warmupSeconds)
 
-  const before = serverPid === undefined ? undefined : processCpuSeconds(serverPid)
+  const before = serverPid === undefined ? undefined : cpuReading(serverPid)
   const machineBefore = machineCpuSeconds()
   const startedAt = performance.now()
   const { report, cpuMicros } = await autocannonRun([...args, '-d', String(durationSeconds)], durationSeconds)
   const wallSeconds = (performance.now() - startedAt) / 1000
-  const after = serverPid === undefined ? undefined : processCpuSeconds(serverPid)
+  const serverSeconds = serverPid === undefined || before === undefined ? undefined : cpuSecondsSince(serverPid, before)
   const machineAfter = machineCpuSeconds()
   const percent = (seconds: number) => (seconds / wallSeconds) * 100
-  const serverSeconds = before !== undefined && after !== undefined ? after - before : undefined
   const generatorSeconds = cpuMicros === undefined ? undefined : cpuMicros / 1e6
   const machineSeconds = machineBefore !== undefined && machineAfter !== undefined ? machineAfter - machineBefore : undefined
 

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import { QUICK } from './mode.ts'
 
 const benchDir = join(import.meta.dir, '..')
 // Taken when the harness loads: another busy process on the machine shows here, before the benches add their own.
@@ -23,6 +24,22 @@ export interface Row {
   notes?: string[]
   /** Something that makes the figure untrustworthy (refused requests, say); printed loudly. */
   warning?: string
+  /** The value in each of the rounds it was measured over, summarised: how much one round can differ from another. */
+  spread?: Spread
+}
+
+export interface Spread {
+  min: number
+  median: number
+  max: number
+  rounds: number
+}
+
+/** The spread of a figure over its rounds, or undefined when there is only one (nothing to compare). */
+export function spreadOf(values: readonly number[]): Spread | undefined {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b)
+  if (sorted.length < 2) return undefined
+  return { min: sorted[0]!, median: sorted[Math.floor(sorted.length / 2)]!, max: sorted.at(-1)!, rounds: sorted.length }
 }
 
 export const ratioOf = (value: number, baseline: number) => (baseline > 0 ? value / baseline : null)
@@ -30,7 +47,8 @@ export const ratioOf = (value: number, baseline: number) => (baseline > 0 ? valu
 export function printTable(rows: Row[]): void {
   const notes = [...new Set(rows.flatMap((r) => r.notes ?? []))]
   const withBench = rows.some((r) => r.bench)
-  const header = [...(withBench ? ['bench'] : []), 'figure', 'unit', 'baseline', 'value', 'ratio', 'target', '']
+  const withSpread = rows.some((r) => r.spread)
+  const header = [...(withBench ? ['bench'] : []), 'figure', 'unit', 'baseline', 'value', 'ratio', ...(withSpread ? ['value over rounds'] : []), 'target', '']
   const body = rows.map((r) => [
     ...(withBench ? [r.bench ?? ''] : []),
     r.figure +
@@ -44,6 +62,7 @@ export function printTable(rows: Row[]): void {
     r.baseline === null ? '-' : formatValue(r.baseline, r.unit),
     formatValue(r.value, r.unit),
     r.ratio === null ? '-' : r.ratio.toFixed(2),
+    ...(withSpread ? [r.spread ? formatSpread(r.spread, r.unit) : ''] : []),
     formatTarget(r),
     r.warning ? '!! SEE BELOW' : verdict(r),
   ])
@@ -92,6 +111,11 @@ function formatValue(n: number, unit: string): string {
   return Math.round(n).toLocaleString('en-US')
 }
 
+/** `min..max (n)`: the value's range over its rounds, and how many rounds. */
+function formatSpread({ min, max, rounds }: Spread, unit: string): string {
+  return `${formatValue(min, unit)}..${formatValue(max, unit)} (${rounds})`
+}
+
 function formatTarget({ target, limit, unit }: Row): string {
   const parts: string[] = []
   if (target?.atLeast !== undefined) parts.push(`ratio ≥ ${target.atLeast.toFixed(2)}`)
@@ -133,6 +157,6 @@ export function writeResults(name: string, rows: Row[]): string {
   mkdirSync(dir, { recursive: true })
   // Colons are not portable in file names.
   const path = join(dir, `${name}-${at.replace(/[:.]/g, '-')}.json`)
-  writeFileSync(path, `${JSON.stringify({ name, at, machine: machineFacts(), rows }, null, 2)}\n`)
+  writeFileSync(path, `${JSON.stringify({ name, at, mode: QUICK ? 'quick' : 'full', machine: machineFacts(), rows }, null, 2)}\n`)
   return path
 }

@@ -1,5 +1,6 @@
 import { Elysia, t, type DocumentDecoration } from 'elysia'
-import type { AccessService, Principal } from '../../src/auth/access-service.ts'
+import type { AccessService } from '../../src/auth/access-service.ts'
+import type { Caller } from '../../src/auth/caller.ts'
 import { bearerFrom } from '../../src/auth/bearer.ts'
 import { authenticateRequest, requireScope } from '../../src/auth/plugin.ts'
 import { upgradeOriginAllowed, type OriginPolicy } from '../../src/cors.ts'
@@ -56,23 +57,43 @@ const upgradeDetail = {
   },
 } satisfies DocumentDecoration
 
-interface AgentSocketData {
-  request: Request
-  agent?: AgentConnection
-}
-
-/**
- * GET /ws/agent, the agent channel (scope agents:run; the token in Authorization, or for browsers as the
- * subprotocol pair `['bearer', token]`), and GET /api/agents/protocol, its JSON Schema.
- */
 export function agentsPlugin(options: AgentsPluginOptions) {
   const { hub, access, origins } = options
-  // The caller verified at the upgrade and the slot reserved for them, taken up when the socket opens.
-  const upgrades = new WeakMap<Request, { principal: Principal; slot: SlotReservation; grant: ConnectionGrant }>()
-  const releaseSlot = (request: Request) => {
-    upgrades.get(request)?.slot.release()
-    upgrades.delete(request)
+
+  /**
+   * What Bun keeps with each agent socket, and the handlers the framework's WebSocket dispatch calls on it: one
+   * small object per socket, its methods shared, so an idle connection holds no closures or request context.
+   */
+  class AgentSocketData {
+    agent: AgentConnection | undefined
+    /** The caller verified at the upgrade and the slot reserved for them; dropped once the socket opens. */
+    private upgrade: { caller: Caller; grant: ConnectionGrant; slot: SlotReservation } | undefined
+
+    constructor(upgrade: { caller: Caller; grant: ConnectionGrant; slot: SlotReservation }) {
+      this.upgrade = upgrade
+    }
+
+    open(ws: AgentSocket) {
+      const upgrade = this.upgrade
+      this.upgrade = undefined
+      // Only when the reservation ran out first, which leaves no slot to count this socket against.
+      if (!upgrade?.slot.claim()) return ws.close(CLOSE_POLICY, 'upgrade expired')
+      this.agent = hub.open(ws, upgrade.caller, upgrade.grant)
+    }
+
+    message(_ws: AgentSocket, message: unknown) {
+      if (this.agent) hub.receive(this.agent, message)
+    }
+
+    pong() {
+      if (this.agent) hub.pong(this.agent)
+    }
+
+    close() {
+      if (this.agent) hub.close(this.agent)
+    }
   }
+
   const schema = protocolSchema()
   return (
     new Elysia({ name: 'agents', detail: { tags: ['agents'] } })
@@ -88,22 +109,18 @@ export function agentsPlugin(options: AgentsPluginOptions) {
           description: 'Every client and server message of GET /ws/agent, the parameters of each command, the error codes and the close codes.',
         },
       })
-      // A plain GET (no Upgrade header) is routed here rather than to the WebSocket handler; in the OpenAPI document
-      // this operation stands for the upgrade as a whole (the messages are in the AsyncAPI document).
+      // The upgrade is done here rather than by the framework's `.ws` route, which would keep the whole request
+      // context and a set of closures with every socket. In the OpenAPI document this operation stands for the
+      // upgrade as a whole (the messages are in the AsyncAPI document).
       .get(
         '/ws/agent',
-        () => {
-          throw new AppError('upgrade_required', 'GET /ws/agent is a WebSocket endpoint; connect with Upgrade: websocket', {
-            headers: { upgrade: 'websocket' },
-          })
-        },
-        { response: { 400: problem, 401: problem, 403: problem, 426: problem, 429: problem, 503: problem }, detail: upgradeDetail },
-      )
-      .ws('/ws/agent', {
-        async beforeHandle({ request, set }) {
-          // Elysia runs a WebSocket route's beforeHandle both as a lifecycle hook and before the upgrade.
-          if (upgrades.has(request)) return
-          // Checked first, like the 426 of a plain GET: what Bun would refuse must never hold a slot.
+        async ({ request, set, server }) => {
+          // The framework's own test for a WebSocket request; anything else is a plain GET.
+          if (request.headers.get('upgrade') !== 'websocket')
+            throw new AppError('upgrade_required', 'GET /ws/agent is a WebSocket endpoint; connect with Upgrade: websocket', {
+              headers: { upgrade: 'websocket' },
+            })
+          // Checked first: what Bun would refuse must never hold a slot.
           const malformed = handshakeProblem(request.headers)
           if (malformed) throw malformed
           // Against cross-site WebSocket hijacking: a page elsewhere is refused before its token is even looked at.
@@ -115,48 +132,21 @@ export function agentsPlugin(options: AgentsPluginOptions) {
           const slot = hub.reserve(principal.userId)
           if (!slot) throw new AppError('too_many_connections', 'You already hold the most agent connections allowed to this server; close one first')
           const bearer = bearerFrom(request.headers)
-          upgrades.set(request, { principal, slot, grant: (bearer && access.grantOf(bearer.token)) || {} })
           if (bearer?.subprotocol) set.headers['sec-websocket-protocol'] = bearer.subprotocol
-        },
-        // Runs after every upgrade: `response` (set, though typed only for HTTP routes) is empty once Bun switched the
-        // connection and a value when Bun refused it. Only a refusal throws; an error would stay on the socket's context.
-        afterHandle({ request, response }: { request: Request; response?: unknown }) {
-          if (response === undefined) {
-            requestMeta(request).switchedProtocols = true
-            return
+          // Only what the open connection needs of the token: who, and what ends its right.
+          const data = new AgentSocketData({
+            caller: { userId: principal.userId, orgId: principal.orgId },
+            grant: (bearer && access.grantOf(bearer.token)) || {},
+            slot,
+          })
+          const headers = Object.keys(set.headers).length > 0 ? (set.headers as Record<string, string>) : undefined
+          if (!server?.upgrade(request, { headers, data })) {
+            slot.release()
+            throw refusedHandshake()
           }
-          releaseSlot(request)
-          throw refusedHandshake()
+          requestMeta(request).switchedProtocols = true
         },
-        // Runs after every answer, thrown errors included; by then an opened socket has already claimed its slot.
-        afterResponse({ request }) {
-          releaseSlot(request)
-        },
-        open(ws) {
-          const data = ws.data as unknown as AgentSocketData
-          const upgrade = upgrades.get(data.request)
-          upgrades.delete(data.request)
-          // Only when the reservation ran out first, which leaves no slot to count this socket against.
-          if (!upgrade?.slot.claim()) return ws.close(CLOSE_POLICY, 'upgrade expired')
-          data.agent = hub.open(ws.raw as unknown as AgentSocket, { userId: upgrade.principal.userId, orgId: upgrade.principal.orgId }, upgrade.grant)
-        },
-        message(ws, message) {
-          const agent = (ws.data as unknown as AgentSocketData).agent
-          if (agent) hub.receive(agent, message)
-        },
-        pong(ws) {
-          const agent = (ws.data as unknown as AgentSocketData).agent
-          if (agent) hub.pong(agent)
-        },
-        close(ws) {
-          const agent = (ws.data as unknown as AgentSocketData).agent
-          if (agent) hub.close(agent)
-        },
-        detail: {
-          summary: 'Agent channel (WebSocket)',
-          description:
-            'See GET /api/agents/protocol for the messages. Refused upgrades answer 400, 401, 403 (also for a browser Origin not in CORS_ORIGINS) or 429 with a problem body before the switch.',
-        },
-      })
+        { response: { 400: problem, 401: problem, 403: problem, 426: problem, 429: problem, 503: problem }, detail: upgradeDetail },
+      )
   )
 }
