@@ -154,12 +154,19 @@ export async function loadEvaluationRepository(
   name: string,
   root: string,
   language: EvaluationRepository['language'],
-  options: { maxFiles: number; queryLimit: number; extraFiles?: string[]; askNotAbout?: (path: string) => boolean },
+  options: {
+    maxFiles: number
+    queryLimit: number
+    extraFiles?: string[]
+    askNotAbout?: (path: string) => boolean
+    /** Files left out of the repository altogether. */
+    skip?: (path: string) => boolean
+  },
 ): Promise<EvaluationRepository | undefined> {
   const pattern = language === 'Python' ? '**/*.py' : language === 'TypeScript' ? '**/*.ts' : '**/*.{js,mjs,cjs}'
   let paths: string[]
   try {
-    paths = [...new Bun.Glob(pattern).scanSync({ cwd: root, followSymlinks: false })].filter((p) => !p.endsWith('.d.ts')).sort()
+    paths = [...new Bun.Glob(pattern).scanSync({ cwd: root, followSymlinks: false })].filter((p) => !p.endsWith('.d.ts') && !options.skip?.(p)).sort()
   } catch {
     return undefined
   }

@@ -106,3 +106,49 @@ describe('whole files', () => {
     expect(byPath.get('handlers.ts')!).toBeLessThan(1)
   })
 })
+
+describe('repositories of one organisation', () => {
+  const inRepository = (repositoryId: string, path: string, content: string): FileChunks => ({ ...file(path, content), repositoryId })
+  // A large repository whose code uses the question's words here and there, among many others, and a small one
+  // about just that: counted in chunks or occurrences, the large one holds the words more often.
+  function organisation(): OrgIndex {
+    const index = new OrgIndex()
+    for (let i = 0; i < 40; i++)
+      index.replaceFile(
+        inRepository(
+          'large',
+          `src/module${i}.ts`,
+          `function step${i}(queue, worker) { const record = queue.shift(); worker.retry(record, ${i}); scheduler.poll(queue); metrics.count(worker) } // message ${i}`,
+        ),
+      )
+    index.replaceFile(inRepository('small', 'format.ts', 'function formatRecord(record) { return record.timestamp + " " + record.message }'))
+    index.replaceFile(inRepository('small', 'level.ts', 'function levelName(level) { return names[level] }'))
+    return index
+  }
+  const question = 'Format the message of a record with its timestamp'
+
+  test('a question weighs the repository whose code says its words most, per word, not the one holding them most often', () => {
+    const index = organisation()
+    const fit = index.repositoryFit(question)
+    expect(fit.get('small')).toBe(1)
+    expect(fit.get('large')!).toBeLessThan(0.9)
+  })
+
+  test('with a single repository every chunk weighs the same', () => {
+    const index = new OrgIndex()
+    index.replaceFile(inRepository('only', 'format.ts', 'function formatRecord(record) { return record.message }'))
+    expect(index.repositoryFit(question).size).toBe(0)
+  })
+
+  test('the weights follow removals and survive a snapshot', () => {
+    const index = organisation()
+    const copy = decodeSnapshot(encodeSnapshot(index, { orgId: 'o', version: 1, embeddings: 'test', savedAt: 0 })).index
+    expect(copy.repositoryFit(question)).toEqual(index.repositoryFit(question))
+    index.removeRepository('small')
+    expect(index.repositoryFit(question).size).toBe(0)
+    // Removed and indexed again, it weighs as before.
+    index.replaceFile(inRepository('small', 'format.ts', 'function formatRecord(record) { return record.timestamp + " " + record.message }'))
+    index.replaceFile(inRepository('small', 'level.ts', 'function levelName(level) { return names[level] }'))
+    expect(index.repositoryFit(question)).toEqual(copy.repositoryFit(question))
+  })
+})

@@ -185,3 +185,49 @@ describe('whole files', () => {
     expect(await first('hybrid')).toBe('src/queue.ts')
   })
 })
+
+describe('repositories of one organisation', () => {
+  // A large repository of job-queue code with one short helper that happens to use the question's words, and a small
+  // logging package whose code is about them: a question about the small one, naming no repository, finds it first,
+  // though BM25 alone ranks the short helper of the large one first.
+  const large: RepositoryFile[] = [
+    ...Array.from({ length: 60 }, (_, i) => ({
+      path: `src/jobs/job${i}.ts`,
+      content: [
+        `export function runJob${i}(queue: Queue, worker: Worker) {`,
+        '  const job = queue.shift()',
+        `  worker.retry(job, ${i})`,
+        `  scheduler.poll(queue, { delay: ${i} })`,
+        '  metrics.count(worker)',
+        '}',
+      ].join('\n'),
+    })),
+    { path: 'src/jobs/audit.ts', content: 'export const formatAuditRecord = (record: Job) => record.time + " " + record.message\n' },
+  ]
+  const small: RepositoryFile[] = [
+    {
+      path: 'logging/formatter.py',
+      content: [
+        'class Formatter:',
+        '    def format_record(self, record):',
+        '        stamp = self.format_time(record.created)',
+        '        return f"{stamp} {record.levelname} {record.message}"',
+        '',
+        '    def format_time(self, created):',
+        '        return time.strftime("%H:%M:%S", time.localtime(created))',
+      ].join('\n'),
+    },
+    { path: 'logging/levels.py', content: 'def level_name(level):\n    return _level_names.get(level, f"Level {level}")\n' },
+  ]
+  const index = createCodeIndex({ embeddings: createHashedEmbeddings() })
+  const ready = (async () => {
+    await index.indexFiles({ orgId: 'org-many', repositoryId: 'jobs', repositoryName: 'acme/jobs', files: large })
+    await index.indexFiles({ orgId: 'org-many', repositoryId: 'logging', repositoryName: 'acme/logging', files: small })
+  })()
+
+  test.each(['hybrid', 'text', 'vector'] as const)('%s: a question about the small repository is not ruled by the large one', async (mode) => {
+    await ready
+    const [first] = await index.search({ orgId: 'org-many' }, { query: 'Format the record message with its time stamp', mode, limit: 3 })
+    expect(first).toMatchObject({ repositoryId: 'logging', path: 'logging/formatter.py' })
+  })
+})

@@ -78,6 +78,109 @@ type IndexStore = {
   /** Ours: one inverted index per string field, and its removals not yet dropped. */
   postings: Record<string, Postings>
   removals: Record<string, Removals>
+  repositories: RepositoryStatistics
+}
+
+/**
+ * Each repository's chunks and, per field, their summed lengths: what a question's fit to each repository
+ * (repositoryLikelihoods) and a file's length within its own repository are weighed from.
+ */
+interface RepositoryStatistics {
+  numbers: Map<string, number>
+  /** Internal id -> repository number, -1 when not counted. */
+  of: Int32Array
+  chunks: number[]
+  /** Field -> summed length of the field by repository number. */
+  lengths: Record<string, number[]>
+}
+
+const noRepositories = (): RepositoryStatistics => ({ numbers: new Map(), of: new Int32Array(1024).fill(-1), chunks: [], lengths: {} })
+
+type Database = { data: { index: IndexStore }; internalDocumentIDStore: { idToInternalId: Map<string, number> } }
+
+/** Counts the stored chunk `id` in its repository's statistics (after it is inserted or loaded). */
+export function countInRepository(db: ChunkDatabase, id: string, repositoryId: string): void {
+  const { data, internalDocumentIDStore } = db as unknown as Database
+  const internalId = internalDocumentIDStore.idToInternalId.get(id)
+  if (internalId === undefined) return
+  const statistics = data.index.repositories
+  let number = statistics.numbers.get(repositoryId)
+  if (number === undefined) {
+    statistics.numbers.set(repositoryId, (number = statistics.chunks.length))
+    statistics.chunks.push(0)
+  }
+  if (internalId >= statistics.of.length) {
+    const wider = new Int32Array(Math.max(internalId + 1, statistics.of.length * 2)).fill(-1)
+    wider.set(statistics.of)
+    statistics.of = wider
+  }
+  if (statistics.of[internalId] !== -1) return
+  statistics.of[internalId] = number
+  statistics.chunks[number]!++
+  for (const field of stringFields(data.index)) {
+    const lengths = (statistics.lengths[field] ??= [])
+    lengths[number] = (lengths[number] ?? 0) + (data.index.fieldLengths[field]?.[internalId] ?? 0)
+  }
+}
+
+/** The summed length of the field over the repository's chunks. */
+export function repositoryLength(db: ChunkDatabase, repositoryId: string, field: string): number {
+  const statistics = (db as unknown as Database).data.index.repositories
+  const number = statistics.numbers.get(repositoryId)
+  return number === undefined ? 0 : (statistics.lengths[field]?.[number] ?? 0)
+}
+
+/**
+ * How well each repository's code as a whole says the question's words: per repository, the mean over the question's
+ * terms (by their weight) of the log-probability of the term in the repository's content, smoothed towards the whole
+ * index's with `smoothing` words (Dirichlet). Being a probability per word, it favours no repository for its size.
+ * Empty with fewer than two repositories, or when no term of the question is in the index.
+ */
+export function repositoryLikelihoods(db: ChunkDatabase, query: string, smoothing: number): Map<string, number> {
+  const index = (db as unknown as Database).data.index
+  const { of, chunks, numbers } = index.repositories
+  const likelihoods = new Map<string, number>()
+  const postings = index.postings.content
+  const lengths = index.repositories.lengths.content
+  if (!postings || !lengths || !severalRepositories(index)) return likelihoods
+  dropRemoved(index, 'content')
+  let total = 0
+  for (let repository = 0; repository < chunks.length; repository++) if (chunks[repository]! > 0) total += lengths[repository] ?? 0
+  const sums = new Float64Array(chunks.length)
+  const counts = new Float64Array(chunks.length)
+  let weights = 0
+  for (const [term, weight] of weightedQueryTerms(query)) {
+    const matches = postings.get(term)
+    if (!matches) continue
+    counts.fill(0)
+    let occurrences = 0
+    for (let at = 0; at < matches.length; at += 2) {
+      const repository = of[matches[at]!]!
+      if (repository < 0) continue
+      counts[repository]! += matches[at + 1]!
+      occurrences += matches[at + 1]!
+    }
+    if (occurrences === 0) continue
+    const background = occurrences / Math.max(1, total)
+    weights += weight
+    for (let repository = 0; repository < chunks.length; repository++)
+      sums[repository]! += weight * Math.log((counts[repository]! + smoothing * background) / ((lengths[repository] ?? 0) + smoothing))
+  }
+  if (weights === 0) return likelihoods
+  for (const [repositoryId, repository] of numbers) if (chunks[repository]! > 0) likelihoods.set(repositoryId, sums[repository]! / weights)
+  return likelihoods
+}
+
+/** Takes the stored chunk `id` out of its repository's statistics (before it is removed). */
+export function uncountInRepository(db: ChunkDatabase, id: string): void {
+  const { data, internalDocumentIDStore } = db as unknown as Database
+  const internalId = internalDocumentIDStore.idToInternalId.get(id)
+  const statistics = data.index.repositories
+  if (internalId === undefined || internalId >= statistics.of.length || statistics.of[internalId] === -1) return
+  const number = statistics.of[internalId]!
+  statistics.of[internalId] = -1
+  statistics.chunks[number]!--
+  for (const field of stringFields(data.index)) statistics.lengths[field]![number]! -= data.index.fieldLengths[field]?.[internalId] ?? 0
 }
 
 function dropRemoved(index: IndexStore, field: string): void {
@@ -109,6 +212,13 @@ let scratch = new Float64Array(1024)
 
 /** BM25's idf (Orama's formula) of a term held by `documents` of `docsCount` chunks. */
 const inverseFrequency = (documents: number, docsCount: number) => Math.log(1 + (docsCount - documents + 0.5) / (documents + 0.5))
+
+/** Whether the index holds chunks of more than one repository. */
+function severalRepositories(index: IndexStore): boolean {
+  let repositories = 0
+  for (const count of index.repositories.chunks) if (count > 0) repositories++
+  return repositories > 1
+}
 
 /** A synonym in thousands of chunks and a good share of them adds little (its idf is low) and costs a long walk. */
 const tooCommonSynonym = (termWeight: number, documents: number, docsCount: number) =>
@@ -192,7 +302,8 @@ export function wholeFileScores(
   query: string,
   candidates: ReadonlyMap<string, number>,
   fileCount: number,
-  averageFileLength: number,
+  /** By file number: the average length of a file of its repository. */
+  averageFileLengths: Float64Array,
   relevance: { k: number; b: number; symbols: number },
 ): Float64Array {
   const index = (db as unknown as { data: { index: IndexStore } }).data.index
@@ -238,7 +349,7 @@ export function wholeFileScores(
     }
   }
   try {
-    addField('content', 1, (file) => 1 - b + (b * lengths[file]!) / (averageFileLength || 1))
+    addField('content', 1, (file) => 1 - b + (b * lengths[file]!) / (averageFileLengths[file]! || 1))
     addField('symbols', relevance.symbols, () => 1)
     return scores
   } finally {
@@ -262,6 +373,7 @@ function codeIndexComponent() {
       const index = base.create!(...args) as IndexStore
       index.postings = Object.fromEntries(stringFields(index).map((field) => [field, new Map()]))
       index.removals = Object.fromEntries(stringFields(index).map((field) => [field, { ids: new Set(), terms: new Set() }]))
+      index.repositories = noRepositories()
       return index
     },
     insert(implementation: unknown, index: IndexStore, prop: string, id: unknown, internalId: number, value: unknown, schemaType: string, ...rest: unknown[]) {
@@ -303,6 +415,8 @@ function codeIndexComponent() {
       const index = base.load!(shared, raw) as IndexStore
       index.postings = {}
       index.removals = {}
+      // Counted again as the chunks are tracked (OrgIndex).
+      index.repositories = noRepositories()
       for (const field of stringFields(index)) {
         index.postings[field] = new Map(raw.postings?.[field] ?? [])
         index.removals[field] = { ids: new Set(), terms: new Set() }

@@ -5,7 +5,7 @@
  */
 import { insert, load, remove, save, search, type RawData } from '@orama/orama'
 import { countedTermsOf, primeCountedTerms, weightedQueryTerms, type CountedTerms } from '../terms/index.ts'
-import { CHUNK_BM25, FIELD_BOOST, FILE_BM25, MEANING_SHARE } from '../tuning.ts'
+import { CHUNK_BM25, FIELD_BOOST, FILE_BM25, MEANING_SHARE, REPOSITORY_FIT } from '../tuning.ts'
 import {
   embedCountedInTermSpace,
   embedInTermSpace,
@@ -16,7 +16,16 @@ import {
   type ScoredSlot,
   type VectorQuery,
 } from '../vectors/index.ts'
-import { createChunkDatabase, wholeFileScores, type ChunkDatabase, type ChunkDocument } from './orama.ts'
+import {
+  countInRepository,
+  createChunkDatabase,
+  repositoryLength,
+  repositoryLikelihoods,
+  uncountInRepository,
+  wholeFileScores,
+  type ChunkDatabase,
+  type ChunkDocument,
+} from './orama.ts'
 
 /** A chunk ready to store: its place, its text and its vector. */
 export interface IndexedChunk {
@@ -261,6 +270,7 @@ export class OrgIndex {
     const fileNumbers = new Map<string, number>()
     const fileOfSlot = new Map<number, number>()
     const candidates = new Map<string, number>()
+    const repositoryOfFile: string[] = []
     for (const slot of slots) {
       const chunk = this.chunks[slot]
       if (!chunk) continue
@@ -268,19 +278,40 @@ export class OrgIndex {
       let file = fileNumbers.get(key)
       if (file === undefined) {
         fileNumbers.set(key, (file = fileNumbers.size))
+        repositoryOfFile.push(chunk.repositoryId)
         for (const other of this.files.get(chunk.repositoryId)?.get(chunk.path) ?? []) candidates.set(String(other), file)
       }
       fileOfSlot.set(slot, file)
     }
-    let files = 0
-    for (const paths of this.files.values()) files += paths.size
-    const index = (this.db.data.index as unknown as { avgFieldLength: Record<string, number | undefined> }).avgFieldLength
-    const averageFileLength = ((index.content ?? 0) * this.chunkCount) / Math.max(1, files)
-    const scores = wholeFileScores(this.db, query, candidates, fileNumbers.size, averageFileLength, FILE_BM25)
+    // A file's length is weighed against the files of its own repository.
+    const averageOf = new Map<string, number>()
+    const averageFileLengths = Float64Array.from(repositoryOfFile, (repositoryId) => {
+      let average = averageOf.get(repositoryId)
+      if (average === undefined) averageOf.set(repositoryId, (average = this.averageFileLength(repositoryId)))
+      return average
+    })
+    const scores = wholeFileScores(this.db, query, candidates, fileNumbers.size, averageFileLengths, FILE_BM25)
     const best = Math.max(0, ...scores)
     const scaled = new Map<number, number>()
     for (const [slot, file] of fileOfSlot) scaled.set(slot, best > 0 ? scores[file]! / best : 0)
     return scaled
+  }
+
+  /**
+   * How much each repository's chunks weigh for the question, by how well the repository's code as a whole says its
+   * words (repositoryLikelihoods): 1 for the best, less for the others. Empty (all weigh 1) with a single repository.
+   */
+  repositoryFit(query: string): Map<string, number> {
+    const likelihoods = repositoryLikelihoods(this.db, query, REPOSITORY_FIT.smoothing)
+    const best = Math.max(...likelihoods.values())
+    const fit = new Map<string, number>()
+    for (const [repositoryId, likelihood] of likelihoods) fit.set(repositoryId, Math.exp(REPOSITORY_FIT.sharpness * (likelihood - best)))
+    return fit
+  }
+
+  /** Words of content in an average file of the repository. */
+  private averageFileLength(repositoryId: string): number {
+    return repositoryLength(this.db, repositoryId, 'content') / Math.max(1, this.files.get(repositoryId)?.size ?? 0)
   }
 
   /**
@@ -349,6 +380,7 @@ export class OrgIndex {
   }
 
   private track(doc: ChunkDocument): void {
+    countInRepository(this.db, doc.id, doc.repositoryId)
     this.chunks[doc.slot] = doc
     let paths = this.files.get(doc.repositoryId)
     if (!paths) this.files.set(doc.repositoryId, (paths = new Map()))
@@ -359,6 +391,7 @@ export class OrgIndex {
 
   private release(slot: number): void {
     if (!this.chunks[slot]) return
+    uncountInRepository(this.db, String(slot))
     remove(this.db, String(slot))
     this.vectorStore?.clear(slot)
     this.meaning?.store.clear(slot)

@@ -1,6 +1,7 @@
 /**
  * How chunks are ranked for a question, on one organisation's index. Each list (full-text, vectors) is weighed by
- * the kind of each chunk's file; hybrid fuses the two lists' scores and adds a share of each chunk's whole file;
+ * the kind of each chunk's file and, with several repositories, by how well the chunk's repository as a whole says
+ * the question's words (so a question naming no repository is not ruled by the largest one); hybrid fuses the two lists' scores and adds a share of each chunk's whole file;
  * with a model's code for the question, the question's ranking and the code's are fused the same way. The ranking
  * runs as a generator of steps, so a search can let other work run between them.
  */
@@ -56,12 +57,13 @@ export function* rankingSteps(index: OrgIndex, query: RankingQuery): Generator<v
   const depth = Math.max(query.limit * RANKING_DEPTH.perResult, RANKING_DEPTH.least)
   const askingForTests = asksForTests(text)
   function* rank(words: string, wordsVector: Float32Array | undefined): Generator<void, ScoredSlot[]> {
-    const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests)
+    const fit = index.repositoryFit(words)
+    const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests, fit)
     yield
-    const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests) : []
+    const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests, fit) : []
     if (mode !== 'hybrid') return mode === 'text' ? byText : byVector
     yield
-    return withWholeFiles(index, words, fuse(byText, byVector), askingForTests)
+    return withWholeFiles(index, words, fuse(byText, byVector), askingForTests, fit)
   }
   const byQuestion = yield* rank(text, query.vector)
   if (code === undefined) return byQuestion
@@ -80,8 +82,13 @@ export function toEnd<T>(steps: Generator<void, T>): T {
 }
 
 /** Scores scaled by each chunk's file prior (tests, prose, generated files weigh less), best first. */
-function weighByFile(index: OrgIndex, list: ScoredSlot[], askingForTests: boolean): ScoredSlot[] {
-  return list.map(({ slot, score }) => ({ slot, score: score * filePrior(index.chunk(slot)!.path, askingForTests) })).sort((a, b) => b.score - a.score)
+function weighByFile(index: OrgIndex, list: ScoredSlot[], askingForTests: boolean, fit: ReadonlyMap<string, number>): ScoredSlot[] {
+  return list
+    .map(({ slot, score }) => {
+      const chunk = index.chunk(slot)!
+      return { slot, score: score * filePrior(chunk.path, askingForTests) * (fit.get(chunk.repositoryId) ?? 1) }
+    })
+    .sort((a, b) => b.score - a.score)
 }
 
 // Convex fusion of scores: each list's scores are scaled to 0..1 over the list (its first 1, its last 0), and a
@@ -113,13 +120,16 @@ function convex(lists: [ScoredSlot[], number][]): ScoredSlot[] {
 // the answer scores 1, adds FILE_SHARE of it. A file that uses the question's words throughout is likelier to hold
 // the answer than one with a single chunk that happens to, and in a large repository this is what whole-file BM25
 // gets right and chunk scores miss.
-function withWholeFiles(index: OrgIndex, query: string, fused: ScoredSlot[], askingForTests: boolean): ScoredSlot[] {
+function withWholeFiles(index: OrgIndex, query: string, fused: ScoredSlot[], askingForTests: boolean, fit: ReadonlyMap<string, number>): ScoredSlot[] {
   if (fused.length === 0) return fused
   const files = index.wholeFileScores(
     query,
     fused.map((s) => s.slot),
   )
   // Weighed by the file's kind as the chunk scores are: a test file uses the question's words throughout too.
-  const share = (slot: number) => FILE_SHARE * filePrior(index.chunk(slot)!.path, askingForTests) * (files.get(slot) ?? 0)
+  const share = (slot: number) => {
+    const chunk = index.chunk(slot)!
+    return FILE_SHARE * filePrior(chunk.path, askingForTests) * (fit.get(chunk.repositoryId) ?? 1) * (files.get(slot) ?? 0)
+  }
   return fused.map(({ slot, score }) => ({ slot, score: score + share(slot) })).sort((a, b) => b.score - a.score)
 }
