@@ -14,6 +14,7 @@
 import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
 import { countedTermsOf, queryTerms, weightedQueryTerms } from '../terms/index.ts'
 import { COMMON_SYNONYM } from '../tuning.ts'
+import { PostingLists } from './postings.ts'
 
 export const chunkSchema = {
   repositoryId: 'enum',
@@ -53,13 +54,6 @@ const codeTokenizer: Tokenizer = {
 }
 
 /**
- * term -> [internal document id, occurrences of the term in that document's field, id, occurrences, ...], in the
- * order the documents were inserted: flat lists of small integers append and walk several times faster than a
- * map per term, and take a fraction of the memory.
- */
-type Postings = Map<string, number[]>
-
-/**
  * Removed documents whose entries are still in the lists of these terms. They are dropped together, before the
  * field's next insert, search or save: a list has no index by document, and one pass over the lists a batch of
  * removals touched costs far less than a scan per removed document (removing a whole repository, say).
@@ -76,26 +70,14 @@ type IndexStore = {
   fieldLengths: Record<string, Record<number, number | undefined>>
   searchablePropertiesWithTypes: Record<string, string>
   /** Ours: one inverted index per string field, and its removals not yet dropped. */
-  postings: Record<string, Postings>
+  postings: Record<string, PostingLists>
   removals: Record<string, Removals>
 }
 
 function dropRemoved(index: IndexStore, field: string): void {
   const removals = index.removals[field]
   if (!removals || removals.ids.size === 0) return
-  const postings = index.postings[field]!
-  for (const term of removals.terms) {
-    const list = postings.get(term)
-    if (!list) continue
-    let kept = 0
-    for (let i = 0; i < list.length; i += 2) {
-      if (removals.ids.has(list[i]!)) continue
-      list[kept++] = list[i]!
-      list[kept++] = list[i + 1]!
-    }
-    if (kept === 0) postings.delete(term)
-    else list.length = kept
-  }
+  index.postings[field]!.drop(removals.ids, removals.terms)
   removals.ids.clear()
   removals.terms.clear()
 }
@@ -148,21 +130,18 @@ function scoreTerms(
     const lengths = index.fieldLengths[property]!
     const averageLength = index.avgFieldLength[property] || 1
     for (const [term, termWeight] of terms) {
-      const matches: number[] | undefined = postings.get(term)
-      if (!matches) continue
-      const documents = matches.length / 2
+      const documents = postings.documents(term)
+      if (documents === 0) continue
       if (tooCommonSynonym(termWeight, documents, docsCount)) continue
       const idf = inverseFrequency(documents, docsCount)
-      for (let at = 0; at < matches.length; at += 2) {
-        const id = matches[at]!
-        const count = matches[at + 1]!
-        if (allowed && !allowed.has(id)) continue
+      postings.forEach(term, (id, count) => {
+        if (allowed && !allowed.has(id)) return
         const length = lengths[id] ?? 1
         const tf = count / length
         const score = (idf * (d + tf * (k + 1))) / (tf + k * (1 - b + (b * length) / averageLength))
         if (scores[id] === 0) touched.push(id)
         scores[id]! += score * weight * termWeight
-      }
+      })
     }
   }
   let floor = 0
@@ -220,15 +199,14 @@ export function wholeFileScores(
     if (!postings || weight === 0) return
     dropRemoved(index, field)
     for (const [term, termWeight] of weightedQueryTerms(query)) {
-      const matches = postings.get(term)
-      if (!matches) continue
-      const documents = matches.length / 2
+      const documents = postings.documents(term)
+      if (documents === 0) continue
       if (tooCommonSynonym(termWeight, documents, docsCount)) continue
       counts.fill(0)
-      for (let at = 0; at < matches.length; at += 2) {
-        const file = fileOf[matches[at]!]!
-        if (file >= 0) counts[file]! += matches[at + 1]!
-      }
+      postings.forEach(term, (id, count) => {
+        const file = fileOf[id]!
+        if (file >= 0) counts[file]! += count
+      })
       const idf = inverseFrequency(documents, docsCount)
       for (let file = 0; file < fileCount; file++) {
         const tf = counts[file]!
@@ -260,7 +238,7 @@ function codeIndexComponent() {
     ...base,
     create(...args: unknown[]) {
       const index = base.create!(...args) as IndexStore
-      index.postings = Object.fromEntries(stringFields(index).map((field) => [field, new Map()]))
+      index.postings = Object.fromEntries(stringFields(index).map((field) => [field, new PostingLists()]))
       index.removals = Object.fromEntries(stringFields(index).map((field) => [field, { ids: new Set(), terms: new Set() }]))
       return index
     },
@@ -274,12 +252,7 @@ function codeIndexComponent() {
       index.fieldLengths[prop]![internalId] = occurrences
       // One posting per distinct term: a chunk of code repeats most of its words.
       const postings = index.postings[prop]!
-      for (let i = 0; i < terms.length; i++) {
-        const text = terms[i]!.text
-        const matches = postings.get(text)
-        if (matches) matches.push(internalId, counts[i]!)
-        else postings.set(text, [internalId, counts[i]!])
-      }
+      for (let i = 0; i < terms.length; i++) postings.add(terms[i]!.text, internalId, counts[i]!)
     },
     remove(implementation: unknown, index: IndexStore, prop: string, id: unknown, internalId: number, value: unknown, schemaType: string, ...rest: unknown[]) {
       if (schemaType !== 'string') return base.remove!(implementation, index, prop, id, internalId, value, schemaType, ...rest)
@@ -295,7 +268,7 @@ function codeIndexComponent() {
       const saved: SavedPostings = {}
       for (const [field, postings] of Object.entries(index.postings)) {
         dropRemoved(index, field)
-        saved[field] = Array.from(postings, ([term, matches]) => [term, matches.slice()])
+        saved[field] = [...postings.saved()]
       }
       return { ...base.save!(index), postings: saved }
     },
@@ -304,7 +277,7 @@ function codeIndexComponent() {
       index.postings = {}
       index.removals = {}
       for (const field of stringFields(index)) {
-        index.postings[field] = new Map(raw.postings?.[field] ?? [])
+        index.postings[field] = PostingLists.fromSaved(raw.postings?.[field] ?? [])
         index.removals[field] = { ids: new Set(), terms: new Set() }
       }
       return index
