@@ -14,6 +14,7 @@
 import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
 import { countedTermsOf, queryTerms, weightedQueryTerms } from '../terms/index.ts'
 import { COMMON_SYNONYM } from '../tuning.ts'
+import { EnumIndex, type SavedEnumIndex } from './enum-index.ts'
 import { PostingLists } from './postings.ts'
 
 export const chunkSchema = {
@@ -69,6 +70,7 @@ type IndexStore = {
   avgFieldLength: Record<string, number | undefined>
   fieldLengths: Record<string, Record<number, number | undefined>>
   searchablePropertiesWithTypes: Record<string, string>
+  indexes: Record<string, { type: string; node: unknown; isArray: boolean }>
   /** Ours: one inverted index per string field, and its removals not yet dropped. */
   postings: Record<string, PostingLists>
   removals: Record<string, Removals>
@@ -238,6 +240,8 @@ function codeIndexComponent() {
     ...base,
     create(...args: unknown[]) {
       const index = base.create!(...args) as IndexStore
+      // Enum fields (repository, language, path) filter through a column of value numbers, not a Set of ids per value.
+      for (const entry of Object.values(index.indexes)) if (entry.type === 'Flat') entry.node = new EnumIndex()
       index.postings = Object.fromEntries(stringFields(index).map((field) => [field, new PostingLists()]))
       index.removals = Object.fromEntries(stringFields(index).map((field) => [field, { ids: new Set(), terms: new Set() }]))
       return index
@@ -272,8 +276,17 @@ function codeIndexComponent() {
       }
       return { ...base.save!(index), postings: saved }
     },
-    load(shared: unknown, raw: { postings?: SavedPostings }) {
-      const index = base.load!(shared, raw) as IndexStore
+    load(shared: unknown, raw: { postings?: SavedPostings; indexes: IndexStore['indexes'] }) {
+      // Enum fields are read straight into their columns; Orama's loader keeps an index of a type it does not know as it is.
+      const indexes = { ...raw.indexes }
+      const enums = new Map<string, EnumIndex>()
+      for (const [field, saved] of Object.entries(indexes)) {
+        if (saved.type !== 'Flat') continue
+        enums.set(field, EnumIndex.fromJSON(saved.node as SavedEnumIndex))
+        indexes[field] = { ...saved, type: 'Enum', node: undefined }
+      }
+      const index = base.load!(shared, { ...raw, indexes }) as IndexStore
+      for (const [field, node] of enums) index.indexes[field] = { type: 'Flat', node, isArray: false }
       index.postings = {}
       index.removals = {}
       for (const field of stringFields(index)) {
