@@ -186,6 +186,8 @@ export class OrgIndex {
       if (chunk.vector.length !== dimensions) throw new Error(`vector has ${chunk.vector.length} dimensions, the index ${dimensions}`)
     this.removePath(file.repositoryId, file.path)
     const slots: number[] = []
+    // One string per file, not per chunk.
+    const language = file.language ? file.language.toLowerCase() : ''
     for (const chunk of file.chunks) {
       const slot = this.freeSlots.pop() ?? this.chunks.length
       const doc: ChunkDocument = {
@@ -194,7 +196,7 @@ export class OrgIndex {
         repositoryId: file.repositoryId,
         repositoryName: file.repositoryName,
         path: file.path,
-        language: file.language ? file.language.toLowerCase() : '',
+        language,
         languageName: file.language ?? '',
         startLine: chunk.startLine,
         endLine: chunk.endLine,

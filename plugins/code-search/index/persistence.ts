@@ -252,6 +252,7 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
   const now = options.now ?? Date.now
   const orgDir = (orgId: string) => join(dir, orgDirName(orgId))
   let compactor: Compactor | undefined
+  let compactions = 0
 
   async function writeDurably(path: string, pieces: Uint8Array | readonly Uint8Array[], append: boolean): Promise<void> {
     const file = await open(path, append ? 'a' : 'w', 0o600)
@@ -351,9 +352,15 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
       // A link of its own, which pruning leaves alone until it is orphaned: a save claimed meanwhile prunes the file.
       const pinned = join(orgDir(orgId), `compacting-${crypto.randomUUID().slice(0, 12)}.tmp`)
       await link(join(orgDir(orgId), snapshot.file), pinned)
+      compactions++
       try {
         return await compactor.compact(pinned, { orgId, version: snapshot.version + 1, savedAt: now() })
       } finally {
+        // Ended once idle: it held a second copy of an index, and its heap keeps that size while it lives.
+        if (--compactions === 0) {
+          compactor?.terminate()
+          compactor = undefined
+        }
         await rm(pinned, { force: true })
       }
     },
@@ -384,7 +391,7 @@ const COMPACTION_WORKER = import.meta.url.startsWith('file:///$bunfs/')
   ? './plugins/code-search/index/compaction-worker.ts'
   : new URL('./compaction-worker.ts', import.meta.url)
 
-/** One Worker, started on the first compaction, doing one organisation's at a time in the order asked. */
+/** One Worker, started for a compaction and ended once none is under way, doing one organisation's at a time in the order asked. */
 function startCompactor(): Compactor {
   const worker = new Worker(COMPACTION_WORKER)
   // An idle Worker must not keep the process alive.

@@ -16,7 +16,14 @@ const MAX_WIRE_TERMS = 1_000_000
 let epoch = 1
 let nextWireId = 0
 
+// A second without work: the batches' garbage is collected on this thread, rather than held while the Worker idles.
+const IDLE_COLLECT_MS = 1000
+let idleCollection: ReturnType<typeof setTimeout> | undefined
+
 self.onmessage = ({ data }: MessageEvent<PreparationRequest>) => {
+  clearTimeout(idleCollection)
+  idleCollection = setTimeout(() => Bun.gc(true), IDLE_COLLECT_MS)
+  idleCollection.unref?.()
   try {
     const answer = prepare(data)
     const arrays = [

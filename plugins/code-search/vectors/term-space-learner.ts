@@ -54,6 +54,8 @@ function startLearner(): TermSpaceLearner {
   let worker: Worker | undefined
   let nextId = 1
   let queue: Promise<unknown> = Promise.resolve()
+  /** Spaces asked for and not yet answered. */
+  let asked = 0
   const waiting = new Map<number, { resolve(answer: TermSpaceAnswer): void; reject(error: Error): void }>()
 
   const started = () => {
@@ -116,8 +118,17 @@ function startLearner(): TermSpaceLearner {
 
   return {
     learn(source, signal) {
+      asked++
       // One at a time: the Worker collects one source's chunks before it learns.
-      const run = queue.then(() => learnNow(source, signal))
+      const run = queue
+        .then(() => learnNow(source, signal))
+        .finally(() => {
+          // Ended once idle: its heap, grown to the last index's size, is not given back to the system while it lives.
+          if (--asked === 0 && worker) {
+            worker.terminate()
+            worker = undefined
+          }
+        })
       queue = run.catch(() => undefined)
       return run
     },

@@ -1,0 +1,138 @@
+/**
+ * The inverted index of one text field: term -> the documents holding it (Orama's internal ids) and how often, in
+ * the order they were added. Each term's list is one Int32Array of packed entries, so a posting takes 4 bytes
+ * rather than the 16 of two numbers in a JS array, and the engine keeps one object per term, not per posting.
+ *
+ * A list is [words used, documents, entry, entry, ...]. An entry is one word, id × 256 + count, for counts below
+ * 255 and ids below 2^23 (nearly all of them); otherwise three words: LONG, id, count.
+ */
+
+const HEADER = 2
+const LONG = -1
+const COUNT_LIMIT = 255
+const ID_LIMIT = 1 << 23
+
+export type Posting = (id: number, count: number) => void
+
+export class PostingLists {
+  private readonly lists: Map<string, Int32Array>
+
+  constructor(lists = new Map<string, Int32Array>()) {
+    this.lists = lists
+  }
+
+  /** Terms with at least one posting. */
+  get terms(): number {
+    return this.lists.size
+  }
+
+  /** How many documents hold the term. */
+  documents(term: string): number {
+    return this.lists.get(term)?.[1] ?? 0
+  }
+
+  has(term: string): boolean {
+    return this.lists.has(term)
+  }
+
+  /** Appends a posting to the term's list. */
+  add(term: string, id: number, count: number): void {
+    let list = this.lists.get(term)
+    const words = count < COUNT_LIMIT && id < ID_LIMIT ? 1 : 3
+    if (!list) {
+      list = new Int32Array(HEADER + words)
+      list[0] = HEADER
+      this.lists.set(term, list)
+    } else if (list[0]! + words > list.length) {
+      const wider = new Int32Array(Math.max(list.length * 2, list[0]! + words))
+      wider.set(list.subarray(0, list[0]!))
+      this.lists.set(term, (list = wider))
+    }
+    write(list, list[0]!, id, count)
+    list[0]! += words
+    list[1]!++
+  }
+
+  /** Calls `visit` for each posting of the term, in the order they were added. */
+  forEach(term: string, visit: Posting): void {
+    const list = this.lists.get(term)
+    if (!list) return
+    const end = list[0]!
+    for (let at = HEADER; at < end; ) {
+      const word = list[at]!
+      if (word === LONG) {
+        visit(list[at + 1]!, list[at + 2]!)
+        at += 3
+      } else {
+        visit(word >>> 8, word & 0xff)
+        at++
+      }
+    }
+  }
+
+  /**
+   * Drops the postings of `ids` from the lists of `terms`, keeping the order of the rest; a list left empty goes.
+   * Lists that shrank to under a quarter of their room are copied into one of their size.
+   */
+  drop(ids: ReadonlySet<number>, terms: Iterable<string>): void {
+    for (const term of terms) {
+      const list = this.lists.get(term)
+      if (!list) continue
+      const end = list[0]!
+      let kept = HEADER
+      let documents = 0
+      for (let at = HEADER; at < end; ) {
+        const long = list[at] === LONG
+        const id = long ? list[at + 1]! : list[at]! >>> 8
+        const words = long ? 3 : 1
+        if (!ids.has(id)) {
+          for (let w = 0; w < words; w++) list[kept + w] = list[at + w]!
+          kept += words
+          documents++
+        }
+        at += words
+      }
+      list[0] = kept
+      list[1] = documents
+      if (documents === 0) this.lists.delete(term)
+      else if (kept * 4 < list.length) this.lists.set(term, list.slice(0, kept))
+    }
+  }
+
+  /** Every list as [term, [id, count, id, count, ...]], as snapshots store them. */
+  *saved(): Generator<[string, number[]]> {
+    for (const term of this.lists.keys()) {
+      const pairs: number[] = []
+      this.forEach(term, (id, count) => pairs.push(id, count))
+      yield [term, pairs]
+    }
+  }
+
+  /** Lists from their saved form, each in an array of its size. */
+  static fromSaved(saved: Iterable<[string, readonly number[]]>): PostingLists {
+    const lists = new Map<string, Int32Array>()
+    for (const [term, pairs] of saved) {
+      let words = HEADER
+      for (let i = 0; i < pairs.length; i += 2) words += pairs[i + 1]! < COUNT_LIMIT && pairs[i]! < ID_LIMIT ? 1 : 3
+      const list = new Int32Array(words)
+      let at = HEADER
+      for (let i = 0; i < pairs.length; i += 2) at += write(list, at, pairs[i]!, pairs[i + 1]!)
+      list[0] = at
+      list[1] = pairs.length / 2
+      if (pairs.length > 0) lists.set(term, list)
+    }
+    return new PostingLists(lists)
+  }
+}
+
+/** Writes one entry at `at`; answers the words it took. */
+function write(list: Int32Array, at: number, id: number, count: number): number {
+  if (count < COUNT_LIMIT && id < ID_LIMIT) {
+    list[at] = id * 256 + count
+    return 1
+  }
+  list[at] = LONG
+  list[at + 1] = id
+  list[at + 2] = count
+  return 3
+}
