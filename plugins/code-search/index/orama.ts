@@ -148,16 +148,15 @@ export function repositoryLikelihoods(db: ChunkDatabase, query: string, smoothin
   const counts = new Float64Array(chunks.length)
   let weights = 0
   for (const [term, weight] of weightedQueryTerms(query)) {
-    const matches = postings.get(term)
-    if (!matches) continue
+    if (!postings.has(term)) continue
     counts.fill(0)
     let occurrences = 0
-    for (let at = 0; at < matches.length; at += 2) {
-      const repository = of[matches[at]!]!
-      if (repository < 0) continue
-      counts[repository]! += matches[at + 1]!
-      occurrences += matches[at + 1]!
-    }
+    postings.forEach(term, (id, count) => {
+      const repository = of[id]!
+      if (repository < 0) return
+      counts[repository]! += count
+      occurrences += count
+    })
     if (occurrences === 0) continue
     const background = occurrences / Math.max(1, total)
     weights += weight
