@@ -244,12 +244,14 @@ describe('a hostile model racing the service', () => {
       `echo 'ref: refs/heads/main' > $dir/.git/HEAD; printf '#!/bin/sh\\ntouch ${hook}\\n' > $dir/.git/hooks/pre-commit; chmod +x $dir/.git/hooks/pre-commit; done`,
       `echo '* filter=evil diff=evil' > .gitattributes; printf 'gitdir: /\\n' > other.git.file; mkdir -p lnk; printf 'gitdir: ../sub/.git\\n' > lnk/.git 2>/dev/null || true`,
     ].join('\n')
-    const race = `touch started; i=0; while [ $i -lt 60 ]; do i=$((i+1)); rm -rf sub/.git deep; ${plant.replaceAll('\n', '; ')}; echo $i > sub/n.txt; sleep 0.02; done; touch done`
+    // Rounds stop after 4 s, well inside SANDBOX_TIMEOUT_MS: a command killed mid-round would leave sub/.git half made.
+    const race = `touch started; i=0; end=$(($(date +%s) + 4)); while [ $i -lt 60 ] && [ $(date +%s) -lt $end ]; do i=$((i+1)); rm -rf sub/.git deep; ${plant.replaceAll('\n', '; ')}; echo $i > sub/n.txt; sleep 0.02; done; touch done`
     const seen: string[] = []
-    const { final, taskId } = await task([call('run_command', { command: race })], async (id) => {
+    const { final, taskId, answers } = await task([call('run_command', { command: race })], async (id) => {
       seen.push(...(await hammer(id, ['/diff', '/files', '/file?path=sub/n.txt'])))
     })
     expect(final).toMatchObject({ type: 'result' })
+    expect(answers[0]).not.toStartWith('timeout')
     expect(seen.length).toBeGreaterThan(0)
     for (const path of hostMarkers) expect(existsSync(path)).toBe(false)
     const output = final.output as { diff: string; leftOut: { path: string; reason: string }[] }
