@@ -75,7 +75,8 @@ export async function startServiceProcess(name: string, env: Record<string, stri
   })
   void readLines(proc.stderr, (text) => (stderr += `${text}\n`))
 
-  const waitForLog = (match: (line: LogLine) => boolean, timeoutMs = 20_000) => {
+  // A start from source takes tens of seconds on a loaded machine, beside other files of the suite.
+  const waitForLog = (match: (line: LogLine) => boolean, timeoutMs = 60_000) => {
     const seen = logs.find(match)
     if (seen) return Promise.resolve(seen)
     return new Promise<LogLine>((resolve, reject) => {
