@@ -9,7 +9,8 @@ import { join } from 'node:path'
 const dir = mkdtempSync(join(tmpdir(), 'junit-'))
 const report = join(dir, 'report.xml')
 // Files run side by side in worker processes: most of the suite waits on servers, child processes and timers, not
-// on the CPU. Each file keeps to its own database, Redis keys, ports and directories, so any two may run together.
+// on the CPU. Each file keeps to its own databases, ports and directories, and names its Redis keys by random ids,
+// so any two may run together.
 // The timings file (per-file durations of an earlier run) starts the slowest files first; refresh it with
 // `npm test -- --update-timings`.
 const WORKERS = 3
