@@ -299,6 +299,11 @@ const accountVariables = {
   },
   LOGIN_MAX_FAILURES: { doc: 'Failed logins per account or address before it is locked', parse: integer(1, 1000), fallback: 5 },
   LOGIN_LOCK_SECONDS: { doc: 'How long a locked account or address waits', parse: integer(1, 86_400), fallback: 900 },
+  PASSWORD_HASH_MEMORY_KIB: {
+    doc: 'Memory of one argon2id password hash (KiB, two passes); not below 19456, the OWASP minimum for argon2id. Lower means cheaper sign-ins and cheaper guessing',
+    parse: integer(19_456, 1_048_576),
+    fallback: 65_536,
+  },
   PASSWORD_RESET_TTL_SECONDS: {
     doc: 'How long a password reset link (admin users reset-password, POST /auth/password/forgot) works; it also stops working once used or when the password changes',
     parse: integer(60, 7 * 86_400),
@@ -536,7 +541,7 @@ const accounts = defineSettings({
         : undefined,
       admin: v.ADMIN_EMAIL && v.ADMIN_PASSWORD ? { email: v.ADMIN_EMAIL, password: v.ADMIN_PASSWORD } : undefined,
       allowRegistration: v.ALLOW_REGISTRATION,
-      login: { maxFailures: v.LOGIN_MAX_FAILURES, lockSeconds: v.LOGIN_LOCK_SECONDS },
+      login: { maxFailures: v.LOGIN_MAX_FAILURES, lockSeconds: v.LOGIN_LOCK_SECONDS, passwordHashMemoryKib: v.PASSWORD_HASH_MEMORY_KIB },
       passwordReset: { ttlSeconds: v.PASSWORD_RESET_TTL_SECONDS, webhookUrl: v.PASSWORD_RESET_WEBHOOK_URL },
     }
   },

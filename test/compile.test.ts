@@ -74,4 +74,4 @@ test('npm run build produces one executable that serves /health and the playgrou
   } finally {
     await Promise.all([sandbox.close(), fromSource.close()])
   }
-}, 60_000)
+}, 120_000)

@@ -8,14 +8,32 @@ import { join } from 'node:path'
 
 const dir = mkdtempSync(join(tmpdir(), 'junit-'))
 const report = join(dir, 'report.xml')
-// Suites start servers and child processes; a slow shared machine needs more than the 5 s default.
+// Files run side by side in worker processes: most of the suite waits on servers, child processes and timers, not
+// on the CPU. Each file keeps to its own databases, ports and directories, and names its Redis keys by random ids,
+// so any two may run together.
+// The timings file (per-file durations of an earlier run) starts the slowest files first; refresh it with
+// `npm test -- --update-timings`.
+const WORKERS = 3
+// Suites start servers and child processes, and each file shares the CPU with the others running beside it: a slow
+// shared machine needs far more than the 5 s default. The limit only catches a hang; no test asserts a duration.
 // (bunfig.toml has no setting for it: `bun test` reads the timeout only from this flag.)
 // Bun's own limit on a request head is an empty 431; above the service's limits it is raised as `npm start` does,
-// so servers the suites start answer oversized heads with a problem body.
+// so servers the suites start answer oversized heads with a problem body. The workers get the flag through
+// BUN_OPTIONS: they do not inherit the command line's.
 const proc = Bun.spawn(
-  [process.execPath, '--max-http-header-size=65536', 'test', '--timeout=30000', '--reporter=junit', `--reporter-outfile=${report}`, ...process.argv.slice(2)],
+  [
+    process.execPath,
+    'test',
+    `--parallel=${WORKERS}`,
+    `--timings=${join(import.meta.dir, 'timings.json')}`,
+    '--timeout=90000',
+    '--reporter=junit',
+    `--reporter-outfile=${report}`,
+    ...process.argv.slice(2),
+  ],
   {
     stdio: ['inherit', 'inherit', 'inherit'],
+    env: { ...process.env, BUN_OPTIONS: [process.env.BUN_OPTIONS, '--max-http-header-size=65536'].filter(Boolean).join(' ') },
   },
 )
 const exitCode = await proc.exited

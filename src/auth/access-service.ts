@@ -63,7 +63,7 @@ export interface AccessServiceDeps {
   issuer: string
   refreshTtlSeconds: number
   defaultPlan: string
-  login: { maxFailures: number; lockSeconds: number }
+  login: { maxFailures: number; lockSeconds: number; passwordHashMemoryKib?: number }
   external?: ExternalIdentityPolicy
   /** Signed-out sessions, shared between processes; in-process only when not given. */
   revoked?: RevokedSessions
@@ -94,8 +94,9 @@ export function normaliseEmail(email: string): string {
   return email.trim().toLowerCase()
 }
 
-export function hashPassword(password: string): Promise<string> {
-  return Bun.password.hash(password, { algorithm: 'argon2id' })
+/** argon2id with two passes over `memoryKib` (PASSWORD_HASH_MEMORY_KIB); a hash names its own cost, so any verifies. */
+export function hashPassword(password: string, memoryKib = 65_536): Promise<string> {
+  return Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: memoryKib, timeCost: 2 })
 }
 
 const badCredentials = () => new AppError('invalid_credentials', 'Email or password is wrong')
@@ -131,7 +132,7 @@ export function createAccessService(deps: AccessServiceDeps) {
   const now = deps.now ?? Date.now
   const revoked = deps.revoked ?? revokedSessionsInProcess({ logger, now })
   // Verifying against a real hash when the email is unknown keeps both answers equally slow.
-  const decoyHash = hashPassword(crypto.randomUUID())
+  const decoyHash = hashPassword(crypto.randomUUID(), deps.login.passwordHashMemoryKib)
   // Verified tokens and who they speak for; bounded, and expiry is checked again on every use.
   const principals = new Map<string, VerifiedToken>()
   const PRINCIPAL_CACHE = 10_000
@@ -267,7 +268,7 @@ export function createAccessService(deps: AccessServiceDeps) {
    */
   async function replacePassword(user: User, newPassword: string, keep?: string): Promise<boolean> {
     if (!user.passwordHash) return false
-    if (!(await accounts.replacePassword(user.id, user.passwordHash, await hashPassword(newPassword)))) return false
+    if (!(await accounts.replacePassword(user.id, user.passwordHash, await hashPassword(newPassword, deps.login.passwordHashMemoryKib)))) return false
     await endSessionsOf(user.id, { except: keep })
     logger.info('password changed', { userId: user.id, keptSession: keep !== undefined })
     return true
@@ -297,7 +298,12 @@ export function createAccessService(deps: AccessServiceDeps) {
     const email = normaliseEmail(input.email)
     if (await accounts.userByEmail(email)) throw new AppError('conflict', `A user with email ${email} already exists`)
     const newOrgId = input.orgId ? undefined : (await accounts.createOrganization(input.orgName ?? email, input.plan ?? deps.defaultPlan)).id
-    const user = await accounts.createUser({ orgId: (input.orgId ?? newOrgId)!, email, role: input.role, passwordHash: await hashPassword(input.password) })
+    const user = await accounts.createUser({
+      orgId: (input.orgId ?? newOrgId)!,
+      email,
+      role: input.role,
+      passwordHash: await hashPassword(input.password, deps.login.passwordHashMemoryKib),
+    })
     if (user) return user
     if (newOrgId) await accounts.deleteEmptyOrganization(newOrgId)
     throw new AppError('conflict', `A user with email ${email} already exists`)

@@ -42,5 +42,5 @@ describe.skipIf(!redisServerInstalled)('an agent task whose process died', () =>
     expect(await elsewhere.meta(taskId)).toMatchObject({ taskId, status: 'failed', lastSeq: 3 })
     expect((await elsewhere.recent('u1', 5)).map((t) => t.taskId)).toEqual([taskId])
     await elsewhere.close()
-  }, 20_000)
+  }, 120_000)
 })

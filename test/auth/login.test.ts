@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { ADMIN, bearer, login, makeApp } from '../helpers.ts'
+import { hashPassword } from '../../src/auth/access-service.ts'
+import { loadConfig } from '../../src/main/config.ts'
+import { ADMIN, CHEAP_PASSWORD_HASHING, bearer, login, makeApp } from '../helpers.ts'
 
 describe('sign-in, refresh and sign-out', async () => {
   const t = await makeApp({ ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password, LOGIN_MAX_FAILURES: '3' })
@@ -93,9 +95,12 @@ describe('sign-in, refresh and sign-out', async () => {
     expect(rows.every((r: { token_hash: string }) => /^[0-9a-f]{64}$/.test(r.token_hash))).toBe(true)
   })
 
-  test('passwords are stored as argon2id hashes', async () => {
+  test('passwords are stored as argon2id hashes, over PASSWORD_HASH_MEMORY_KIB (64 MiB unless set, never under 19 MiB)', async () => {
     const [row] = await t.deps.db.sql`SELECT password_hash FROM users WHERE email = ${ADMIN.email}`
-    expect(row.password_hash).toStartWith('$argon2id$')
+    expect(row.password_hash).toStartWith(`$argon2id$v=19$m=${CHEAP_PASSWORD_HASHING.PASSWORD_HASH_MEMORY_KIB},t=2,p=1$`)
+    expect(loadConfig({ DATA_DIR: t.config.dataDir }).login.passwordHashMemoryKib).toBe(65_536)
+    expect(await hashPassword('a-long-enough-password')).toStartWith('$argon2id$v=19$m=65536,t=2,p=1$')
+    expect(() => loadConfig({ DATA_DIR: t.config.dataDir, PASSWORD_HASH_MEMORY_KIB: '16384' })).toThrow(/PASSWORD_HASH_MEMORY_KIB/)
   })
 
   test('failures from one address across many accounts lock the address', async () => {

@@ -24,7 +24,7 @@ test('100 concurrent chats each get their own complete answer', async () => {
   expect(list.chats).toHaveLength(100)
   expect(h.t.deps.chat.runningCount).toBe(0)
   await h.close()
-}, 30_000)
+}, 120_000)
 
 test('a conversation survives a restart of the service', async () => {
   const dir = tempDir()

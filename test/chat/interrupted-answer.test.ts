@@ -60,7 +60,7 @@ test('in memory: the follower that ends an abandoned generation stores its answe
   await expectOneInterruptedAnswer(t.deps, meta.chatId)
   await log.close()
   await t.close()
-}, 20_000)
+}, 120_000)
 
 if (!redisServerInstalled) console.warn('[skip] interrupted answers through Redis: redis-server is not installed at /usr/bin/redis-server')
 
@@ -93,7 +93,7 @@ describe.skipIf(!redisServerInstalled)('through Redis', () => {
     expect(onB.match(/generation_interrupted/g)?.length).toBe(1)
     await expectOneInterruptedAnswer(b, meta.chatId)
     expect(await b.chat.activeGeneration(meta.chatId)).toBeUndefined()
-  }, 20_000)
+  }, 120_000)
 
   test('when the process that wrote the interruption stored nothing, the next process reading the log stores the answer', async () => {
     const producing = createRedisStreamLog({ url: server.url, ttlSeconds: 60, maxGenerationSeconds: 60, logger: memoryLogger('error'), leaseMs: 600 })
@@ -111,7 +111,7 @@ describe.skipIf(!redisServerInstalled)('through Redis', () => {
     expect(await readToEnd(b, meta.generationId)).toBe(ended)
     await expectOneInterruptedAnswer(b, meta.chatId)
     await ending.close()
-  }, 20_000)
+  }, 120_000)
 })
 
 if (!postgresUrl) announceSkip('two processes storing one interrupted answer at once (several processes share PostgreSQL)', 'DATABASE_URL')

@@ -4,7 +4,7 @@ import { chatHarness, chunks, eventually, readEvents, textOf, type ChatHarness }
 
 let h: ChatHarness
 beforeAll(async () => {
-  h = await chatHarness({ CHAT_UPSTREAM_IDLE_MS: '300', CHAT_UPSTREAM_TIMEOUT_MS: '2000' }, { search: false })
+  h = await chatHarness({ CHAT_UPSTREAM_IDLE_MS: '300' }, { search: false })
 })
 afterAll(() => h.close())
 

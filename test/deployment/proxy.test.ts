@@ -52,7 +52,7 @@ describe.skipIf(!runnable)('the service behind nginx', () => {
     })
     expect(login.status).toBe(200)
     token = ((await login.json()) as { accessToken: string }).accessToken
-  }, 60_000)
+  }, 120_000)
 
   afterAll(async () => {
     await proxy?.stop()

@@ -81,7 +81,7 @@ describe.skipIf(!runnable)('a rolling restart behind nginx', () => {
     // One after the other: the first creates the owner account, the second finds it.
     for (const [i, name] of names.entries()) replicas.push(await cluster.start(name, { PORT: String(ports[i]) }))
     proxy = await startNginx({ upstreams: ports.map((p) => `127.0.0.1:${p}`), extraHttp: [`proxy_bind ${PROXY_ADDRESS};`] })
-  }, 60_000)
+  }, 120_000)
 
   afterAll(async () => {
     await proxy?.stop()

@@ -605,6 +605,6 @@ describe('every code block of the documentation and the README', () => {
       } else {
         throw new Error(`a "${info || 'no language'}" block: classify it in test/docs/samples.test.ts (run, typecheck, parse or shown output)`)
       }
-    }, 60_000)
+    }, 120_000)
   }
 })

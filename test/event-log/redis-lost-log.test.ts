@@ -61,7 +61,7 @@ describe.skipIf(!redisServerInstalled)('a log Redis lost or cannot store', () =>
     expect(datas(await there.ended)).toEqual(['one', 'two', UNAVAILABLE, END])
     // A client resuming on the producing process gets the same end.
     expect(datas((await follow(a, 'lost-log', 2)).events)).toEqual(['three', UNAVAILABLE, END])
-  }, 30_000)
+  }, 120_000)
 
   test('down for a lease: an idle producer ends its log by itself, and a follower elsewhere ends too, without Redis', async () => {
     const [a] = pair(800)
@@ -80,7 +80,7 @@ describe.skipIf(!redisServerInstalled)('a log Redis lost or cannot store', () =>
     } finally {
       await server.start()
     }
-  }, 30_000)
+  }, 120_000)
 
   test('a log that never reached Redis ends here with the unavailable events, and nothing is recorded as interrupted', async () => {
     const [a] = pair(800)
@@ -102,7 +102,7 @@ describe.skipIf(!redisServerInstalled)('a log Redis lost or cannot store', () =>
     } finally {
       await server.start()
     }
-  }, 30_000)
+  }, 120_000)
 
   test('a follower elsewhere whose reads fail for a lease ends with the unavailable events', async () => {
     const [a, b] = pair(800)
@@ -118,5 +118,5 @@ describe.skipIf(!redisServerInstalled)('a log Redis lost or cannot store', () =>
     } finally {
       await server.start()
     }
-  }, 30_000)
+  }, 120_000)
 })

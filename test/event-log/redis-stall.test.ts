@@ -50,5 +50,5 @@ describe.skipIf(!redisServerInstalled)('a Redis that stops answering', () => {
     console.log(`redis stalled: failures came after (ms) ${JSON.stringify(waited)}; working again ${Math.round(recoveredMs)} ms after it answered`)
     await log.close()
     redis.close()
-  }, 30_000)
+  }, 120_000)
 })

@@ -60,7 +60,7 @@ describe.skipIf(Boolean(privatePostgresMissing))('a PostgreSQL outage', () => {
     const chat = await service.request('/api/chat', json({ id: chatId, messages: [{ role: 'user', content: 'hello' }] }, token))
     expect(chat.status).toBe(200)
     await chat.text()
-  }, 60_000)
+  }, 120_000)
 
   afterAll(async () => {
     await service?.kill()
@@ -189,7 +189,7 @@ describe.skipIf(Boolean(privatePostgresMissing))('a PostgreSQL outage', () => {
       await sql.close().catch(() => {})
       await pg.start()
     }
-  }, 60_000)
+  }, 120_000)
 
   test('a SQLite database held by another writer past busy_timeout counts as unavailable; a missing table does not', async () => {
     const dir = tempDir('svc-busy-')

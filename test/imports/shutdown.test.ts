@@ -59,5 +59,5 @@ describe('shutdown with an import running', () => {
     } finally {
       await next.close()
     }
-  }, 60_000)
+  }, 120_000)
 })

@@ -49,7 +49,7 @@ describe('a port already in use', () => {
     expect(second.out).toContain(`127.0.0.1:${port} is already in use`)
     expect(second.out).toContain('PORT_SHARED')
     expect((await first.request('/health')).status).toBe(200)
-  }, 40_000)
+  }, 120_000)
 
   test('with PORT_SHARED=true on both, two processes listen on one port', async () => {
     // A free port: one the kernel picks for a listener closed at once.
@@ -62,5 +62,5 @@ describe('a port already in use', () => {
     started.push(two)
     expect(new URL(two.url).port).toBe(port)
     expect((await two.request('/health')).status).toBe(200)
-  }, 40_000)
+  }, 120_000)
 })

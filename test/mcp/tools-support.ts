@@ -26,7 +26,8 @@ export function forEachMcpBackend(body: (backend: { name: string; start(env?: Re
         {
           ...UNLIMITED_BUDGETS,
           MCP_TOOLS_ALLOW_HOSTS: '127.0.0.1',
-          MCP_TOOLS_CALL_TIMEOUT_SECONDS: '2',
+          // Short, so the hanging server's test ends soon; long enough for a 10 MB answer on a loaded machine.
+          MCP_TOOLS_CALL_TIMEOUT_SECONDS: '10',
           CHAT_SEARCH_AUGMENTATION: 'false',
           ...(pg ? { DATABASE_URL: pg.url } : {}),
           ...env,

@@ -286,7 +286,7 @@ describe('admin backup and restore, embedded database', () => {
       empty.remove()
       busy.remove()
     }
-  }, 60_000)
+  }, 120_000)
 })
 
 /** A folder holding a manifest a restore accepts. */
@@ -425,7 +425,7 @@ describe('a restore refuses an archive that is not a backup it wrote, and writes
     } finally {
       dir.remove()
     }
-  }, 60_000)
+  }, 120_000)
 })
 
 describe.skipIf(!postgresUrl)('admin backup and restore with PostgreSQL (pg_dump and pg_restore beside it)', () => {

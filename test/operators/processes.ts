@@ -68,7 +68,8 @@ export async function startService(command: string[], env: Record<string, string
     }
     waiting?.()
   })()
-  const deadline = Date.now() + 30_000
+  // A start from source takes tens of seconds on a loaded machine, beside other files of the suite.
+  const deadline = Date.now() + 90_000
   while (!url) {
     if (proc.exitCode !== null || Date.now() > deadline) {
       proc.kill('SIGKILL')

@@ -80,4 +80,4 @@ test('connections that arrive while a stopping process is descheduled at the end
   expect(outcomes).toEqual({ answered: sent.length, refused: 0, reset: 0 })
   // The listener is closed once they are answered.
   expect(await post(port)).toBe('refused')
-}, 30_000)
+}, 120_000)

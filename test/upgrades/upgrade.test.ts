@@ -265,7 +265,7 @@ describe('the service names a migration that fails, and refuses a database from 
     } finally {
       await close()
     }
-  }, 60_000)
+  }, 120_000)
 
   test('a database a newer release migrated is refused at start with exit 78 and what to do', async () => {
     const { db, close, dataDir } = await freshDatabase('sqlite')
@@ -279,5 +279,5 @@ describe('the service names a migration that fails, and refuses a database from 
     } finally {
       await close()
     }
-  }, 60_000)
+  }, 120_000)
 })
