@@ -9,6 +9,7 @@ import { AppError } from '../../src/errors.ts'
 import { receivePackSeparately, storePack } from './fetched-pack.ts'
 import { isomorphicGit } from './git.ts'
 import type { ObjectType } from './pack-index.ts'
+import { objectReader } from './tree-diff.ts'
 
 /** Local branch holding the last fetched commit; the tree is checked out by the service, never by branch name. */
 export const IMPORTED_BRANCH = 'imported'
@@ -61,8 +62,9 @@ export async function fetchRepository(options: FetchRepositoryOptions): Promise<
     onAuth: options.onAuth,
   })
   if (!fetched.fetchHead) throw new AppError('repository_empty', 'The repository has no commits to import')
-  const pack = receiver.take()
+  const pack = await receiver.take()
   const indexing = performance.now()
+  let stored: ReturnType<typeof objectReader> | undefined
   if (pack)
     await storePack(gitdir, pack, {
       maxObjectBytes: options.maxObjectBytes,
@@ -70,8 +72,9 @@ export async function fetchRepository(options: FetchRepositoryOptions): Promise<
       signal: options.signal,
       // A thin pack's deltas may rest on objects an earlier fetch stored.
       externalBase: async (oid) => {
-        const found = await git.readObject({ fs, gitdir, cache, oid, format: 'content' }).catch(() => undefined)
-        return found && { type: found.type as ObjectType, content: found.object as Uint8Array }
+        stored ??= objectReader(gitdir, cache)
+        const found = await stored.then((read) => read(oid)).catch(() => undefined)
+        return found && { type: found.type as ObjectType, content: found.content }
       },
     })
   const packIndexMs = performance.now() - indexing
@@ -82,22 +85,24 @@ export async function fetchRepository(options: FetchRepositoryOptions): Promise<
 
 /** An annotated tag names a tag object; the tree to check out is that of the commit it points at. */
 async function peelToCommit(gitdir: string, cache: object, oid: string): Promise<string> {
-  const git = await isomorphicGit()
+  const read = await objectReader(gitdir, cache)
   for (let depth = 0; depth < 10; depth++) {
-    const { type, object } = await git.readObject({ fs, gitdir, cache, oid, format: 'parsed' })
+    const { type, content } = await read(oid)
     if (type === 'commit') return oid
-    if (type !== 'tag') break
-    oid = (object as { object: string }).object
+    const target = type === 'tag' ? /^object ([0-9a-f]{40})\n/.exec(content.toString('latin1', 0, 48))?.[1] : undefined
+    if (!target) break
+    oid = target
   }
   throw new AppError('repository_not_found', 'The ref does not name a commit')
 }
 
 /** Whether the object store still has `commit` (with its tree), so it can be diffed against. */
 export async function hasCommit(gitdir: string, cache: object, commit: string): Promise<boolean> {
-  const git = await isomorphicGit()
   try {
-    await git.readTree({ fs, gitdir, cache, oid: commit })
-    return true
+    const read = await objectReader(gitdir, cache)
+    const { type, content } = await read(commit)
+    const tree = type === 'commit' ? /^tree ([0-9a-f]{40})\n/.exec(content.toString('latin1', 0, 46))?.[1] : undefined
+    return tree !== undefined && (await read(tree)).type === 'tree'
   } catch {
     return false
   }

@@ -9,15 +9,18 @@
 import { rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { GitHttpResponse, HttpClient } from 'isomorphic-git'
+import { timeSlices } from '../../src/time-slices.ts'
 import { indexPack, type IndexPackOptions } from './pack-index.ts'
 
 export interface PackReceiver {
   http: HttpClient
   /** The pack data of the last upload-pack response, or undefined when none came (or none could be taken out). */
-  take(): Buffer | undefined
+  take(): Promise<Buffer | undefined>
 }
 
 const EMPTY: Buffer = Buffer.alloc(0)
+/** Longest stretch of copying the pack between two turns of the event loop, in milliseconds. */
+const COPY_SLICE_MS = 4
 
 /** Four hex digits of a pkt-line length, or -1. */
 function pktLength(buffer: Buffer, at: number): number {
@@ -33,6 +36,7 @@ function pktLength(buffer: Buffer, at: number): number {
 
 /** The response body without its channel-1 packets, whose payloads go to `pack`. */
 async function* withoutPackData(body: AsyncIterable<Uint8Array>, pack: Buffer[]): AsyncGenerator<Uint8Array> {
+  // The start of a packet the last chunk ended inside (at most one packet, 64 KiB).
   let pending: Buffer = EMPTY
   let untouched = false
   for await (const chunk of body) {
@@ -40,9 +44,34 @@ async function* withoutPackData(body: AsyncIterable<Uint8Array>, pack: Buffer[])
       yield chunk
       continue
     }
-    const buffer = pending.byteLength > 0 ? Buffer.concat([pending, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
     const passed: Uint8Array[] = []
     let at = 0
+    if (pending.byteLength > 0) {
+      // Only the packet cut in two is put together again, not the whole chunk: a chunk read after a busy turn
+      // holds megabytes, and copying each one held the event loop for tens of milliseconds.
+      const head = pending.byteLength >= 4 ? pending : Buffer.concat([pending, buffer.subarray(0, 4 - pending.byteLength)])
+      if (head.byteLength < 4) {
+        pending = head
+        continue
+      }
+      const length = pktLength(head, 0)
+      if (length < 0) {
+        untouched = true
+        pack.length = 0
+        yield Buffer.concat([pending, buffer])
+        continue
+      }
+      const need = Math.max(length, 4) - pending.byteLength
+      if (need > buffer.byteLength) {
+        pending = Buffer.concat([pending, buffer])
+        continue
+      }
+      const packet = Buffer.concat([pending, buffer.subarray(0, need)])
+      if (length > 4 && packet[4] === 1) pack.push(packet.subarray(5))
+      else passed.push(packet)
+      at = need
+    }
     while (buffer.byteLength - at >= 4) {
       const length = pktLength(buffer, at)
       if (length < 0) {
@@ -78,10 +107,19 @@ export function receivePackSeparately(http: HttpClient): PackReceiver {
         return { ...response, body: withoutPackData(response.body, received) }
       },
     },
-    take() {
+    async take() {
       if (!pack || pack.length === 0) return undefined
-      const whole = Buffer.concat(pack)
+      const pieces = pack
       pack = undefined
+      // Copied a piece at a time with turns between: a large pack in one Buffer.concat held the event loop 100 ms.
+      const whole = Buffer.allocUnsafe(pieces.reduce((sum, piece) => sum + piece.byteLength, 0))
+      const giveWay = timeSlices(COPY_SLICE_MS)
+      let at = 0
+      for (const piece of pieces) {
+        whole.set(piece, at)
+        at += piece.byteLength
+        await giveWay()
+      }
       return whole
     },
   }

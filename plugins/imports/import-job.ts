@@ -277,7 +277,10 @@ export async function runImport(job: ImportJob, env: ImportEnvironment, setStatu
       signal: job.signal,
       onProgress: ({ filesIndexed, chunksIndexed }) => {
         Object.assign(job.progress, { loaded: filesIndexed, chunksIndexed })
-        void reporter.throttled('indexing', { filesIndexed, chunksIndexed, files: toIndex.length, removed: removedPaths.length }).catch(() => {})
+        // The last file applied is told at once: what follows is the index's save.
+        void reporter
+          .throttled('indexing', { filesIndexed, chunksIndexed, files: toIndex.length, removed: removedPaths.length }, filesIndexed === toIndex.length)
+          .catch(() => {})
       },
     })
     await reporter.emit('indexing', { filesIndexed: result.files, chunksIndexed: result.chunks, files: toIndex.length, removed: removedPaths.length })

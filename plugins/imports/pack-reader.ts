@@ -9,6 +9,7 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { AppError } from '../../src/errors.ts'
+import { timeSlices } from '../../src/time-slices.ts'
 import { applyDelta, damagedPack } from './pack-index.ts'
 
 const OBJ_COMMIT = 1
@@ -38,21 +39,33 @@ const TYPE_NAMES: Record<number, ObjectTypeName> = { [OBJ_COMMIT]: 'commit', [OB
 
 const corrupt = damagedPack
 
-function parseIndex(index: Buffer, packLength: number): { offsets: Map<string, number>; ends: Map<number, number> } {
+/** Milliseconds of reading a pack index between two turns of the event loop. */
+const SLICE_MS = 4
+
+// In slices: the index of a pack of 20,000 objects read in one go held the event loop 60 ms.
+async function parseIndex(index: Buffer, packLength: number): Promise<{ offsets: Map<string, number>; ends: Map<number, number> }> {
   if (index.readUInt32BE(0) !== 0xff744f63 || index.readUInt32BE(4) !== 2) throw corrupt('unsupported pack index')
+  const giveWay = timeSlices(SLICE_MS)
   const count = index.readUInt32BE(8 + 255 * 4)
   const namesAt = 8 + 256 * 4
   const offsetsAt = namesAt + count * 20 + count * 4
   const largeAt = offsetsAt + count * 4
   const offsets = new Map<string, number>()
+  const sorted = new Float64Array(count)
   for (let i = 0; i < count; i++) {
     let offset = index.readUInt32BE(offsetsAt + i * 4)
     if (offset & 0x80000000) offset = Number(index.readBigUInt64BE(largeAt + (offset & 0x7fffffff) * 8))
     offsets.set(index.toString('hex', namesAt + i * 20, namesAt + (i + 1) * 20), offset)
+    sorted[i] = offset
+    if (i % 1024 === 1023) await giveWay()
   }
-  const sorted = [...offsets.values()].sort((a, b) => a - b)
+  sorted.sort()
+  await giveWay()
   const ends = new Map<number, number>()
-  for (let i = 0; i < sorted.length; i++) ends.set(sorted[i]!, sorted[i + 1] ?? packLength - 20)
+  for (let i = 0; i < count; i++) {
+    ends.set(sorted[i]!, i + 1 < count ? sorted[i + 1]! : packLength - 20)
+    if (i % 1024 === 1023) await giveWay()
+  }
   return { offsets, ends }
 }
 
@@ -64,7 +77,7 @@ export async function openPackReader(gitdir: string, options: { maxObjectBytes: 
   const packs: Pack[] = []
   for (const name of names.filter((n) => n.endsWith('.idx'))) {
     const data = await readFile(join(directory, name.replace(/\.idx$/, '.pack')))
-    packs.push({ data, ...parseIndex(await readFile(join(directory, name)), data.byteLength) })
+    packs.push({ data, ...(await parseIndex(await readFile(join(directory, name)), data.byteLength)) })
   }
   const cacheBytes = options.cacheBytes ?? 64 * 1024 * 1024
   // Rebuilt objects by pack and offset, least recently used first; delta chains share their bases.

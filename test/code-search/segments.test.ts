@@ -137,6 +137,35 @@ forEachBackend(({ name, open }) => {
       expect((await restarted.search({ orgId: org }, { query: 'wombats', mode: 'text' })).map((r) => r.path)).toEqual(['src/http/retry.ts'])
     })
 
+    test('a search answers while this process saves, from the index holding what is being saved, not after the save', async () => {
+      const { org, store, make } = setUp()
+      let holding = false
+      let entered = false
+      let release = () => {}
+      const gate = new Promise<void>((resolve) => (release = resolve))
+      // The second save does not finish until the search has answered: were the search queued behind it, neither would.
+      const slow: SnapshotStore = {
+        ...store,
+        commit: async (...args) => {
+          if (holding) {
+            entered = true
+            await gate
+          }
+          return store.commit(...args)
+        },
+      }
+      const index = make({ snapshots: slow })
+      await index.indexFiles({ orgId: org, repositoryId: 'shop', repositoryName: 'acme/shop', files: corpus })
+      holding = true
+      const saving = index.indexFiles({ orgId: org, repositoryId: 'shop', repositoryName: 'acme/shop', files: change })
+      await waitFor(() => entered, 'the save to start')
+      const found = await index.search({ orgId: org }, { query: 'wombats', mode: 'text' })
+      expect(found.map((r) => r.path)).toEqual(['src/http/retry.ts'])
+      release()
+      await saving
+      expect(await store.current(org)).toMatchObject({ version: 2 })
+    })
+
     test('a process sharing the data directory reads only the segments another appended since its own', async () => {
       const { org, make } = setUp()
       const a = make()

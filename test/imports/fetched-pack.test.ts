@@ -50,16 +50,16 @@ describe('receiving the pack beside isomorphic-git', () => {
       const receiver = receivePackSeparately(serving(response, chunkBytes))
       const passed = await readAll(await receiver.http.request(uploadPack))
       expect(passed.equals(expectedPassed)).toBe(true)
-      expect(receiver.take()?.toString()).toBe('PACK-first-part-second-part')
+      expect((await receiver.take())?.toString()).toBe('PACK-first-part-second-part')
       // Taken once.
-      expect(receiver.take()).toBeUndefined()
+      expect(await receiver.take()).toBeUndefined()
     })
 
   test('the ref advertisement is not touched', async () => {
     const receiver = receivePackSeparately(serving(response, 5))
     const passed = await readAll(await receiver.http.request({ url: 'http://127.0.0.1:1/acme/widgets.git/info/refs?service=git-upload-pack', method: 'GET' }))
     expect(passed.equals(response)).toBe(true)
-    expect(receiver.take()).toBeUndefined()
+    expect(await receiver.take()).toBeUndefined()
   })
 
   test('a response that is not pkt-lines is passed on whole and no pack is taken', async () => {
@@ -67,6 +67,6 @@ describe('receiving the pack beside isomorphic-git', () => {
     const receiver = receivePackSeparately(serving(raw, 4))
     const passed = await readAll(await receiver.http.request(uploadPack))
     expect(passed.equals(raw)).toBe(true)
-    expect(receiver.take()).toBeUndefined()
+    expect(await receiver.take()).toBeUndefined()
   })
 })

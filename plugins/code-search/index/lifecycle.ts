@@ -93,6 +93,8 @@ export class IndexLifecycle {
   private readonly holds = new Map<string, number>()
   private isClosed = false
   private readonly closing = new AbortController()
+  /** Organisations whose compacted snapshot is being claimed: a save of this process, as far as a search is concerned. */
+  private readonly claiming = new WeakSet<OrgState>()
 
   constructor(private readonly options: IndexLifecycleOptions) {}
 
@@ -196,12 +198,19 @@ export class IndexLifecycle {
     if (!snapshots || (!always && now() - org.checkedAt < refreshIntervalMs)) return Promise.resolve()
     // Stamped first: while the database is unreachable, searches do not all wait on it.
     org.checkedAt = now()
+    // Queued behind this process's own save or compaction, which can take seconds on a busy disk: a search answers
+    // meanwhile from the index, which already holds what is being saved, and the check runs when its turn comes.
+    const behindOwnWrite = org.savesInFlight > 0 || this.claiming.has(org)
     org.refreshing ??= this.serially(org, async () => {
       const named = await snapshots.current(org.orgId)
       if (named && named.version > org.version) await this.adopt(org, named)
       // Saved once and named no more: another process deleted the organisation, so what is held here goes too.
       else if (!named && org.version > 0 && org.pending.length === 0) this.forget(org)
     }).finally(() => (org.refreshing = undefined))
+    if (!always && behindOwnWrite) {
+      org.refreshing.catch((error) => this.options.logger.warn('code index version check failed', { orgId: org.orgId, err: error }))
+      return Promise.resolve()
+    }
     return org.refreshing
   }
 
@@ -457,8 +466,9 @@ export class IndexLifecycle {
     const from = { version: org.version, file }
     snapshots
       .compact(org.orgId, from)
-      .then((compacted) =>
-        this.serially(org, async () => {
+      .then((compacted) => {
+        this.claiming.add(org)
+        return this.serially(org, async () => {
           // Segments saved while the Worker ran are appended to its base as they are.
           const current = org.layout!
           if (current.chain !== layout.chain || !org.file) return
@@ -474,8 +484,8 @@ export class IndexLifecycle {
           })
           logger.debug('code index compacted', { orgId: org.orgId, version: org.version, bytes: fileBytes(org.layout!) })
           this.options.onCommitted?.(org.orgId, org.version)
-        }),
-      )
+        }).finally(() => this.claiming.delete(org))
+      })
       .catch((error) => logger.warn('code index compaction failed', { orgId: org.orgId, err: error }))
       .finally(() => (org.compacting = false))
   }
