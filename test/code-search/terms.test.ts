@@ -95,6 +95,30 @@ describe('vector store', () => {
     expect(copy.nearest(query, 1)[0]!.slot).toBe(2)
   })
 
+  test('blocks of slots answer as one store, and their bytes are those of any block size', () => {
+    const small = new VectorStore(5, 3)
+    const large = new VectorStore(5)
+    let seed = 7
+    const random = () => {
+      seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0
+      return seed / 4294967296 - 0.5
+    }
+    for (const slot of [0, 1, 2, 3, 4, 8, 9, 13, 14, 15]) {
+      const vector = unit(random(), random(), random(), random(), random())
+      small.set(slot, vector)
+      large.set(slot, vector)
+    }
+    small.clear(4)
+    large.clear(4)
+    expect(small.capacity).toBe(18)
+    const query = unit(0.3, -0.2, 0.5, 0.1, -0.4)
+    expect(small.nearest(query, 10)).toEqual(large.nearest(query, 10))
+    expect(small.nearest(query, 10).map((s) => s.slot)).not.toContain(4)
+    expect(small.serialise()).toEqual(large.serialise())
+    const copy = VectorStore.deserialise(5, small.slots, small.serialise(), 4)
+    expect(copy.nearest(query, 10)).toEqual(large.nearest(query, 10))
+  })
+
   test('a vector of the wrong length is refused', () => {
     expect(() => new VectorStore(4).set(0, new Float32Array(3))).toThrow('3 dimensions')
   })

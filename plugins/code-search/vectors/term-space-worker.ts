@@ -25,7 +25,7 @@ self.onmessage = ({ data }: MessageEvent<TermSpaceRequest>) => {
   try {
     const space = learnTermSpace(chunkTerms, { dimensions })
     if (!space) return self.postMessage({ id, learnt: false } satisfies TermSpaceAnswer)
-    const store = new VectorStore(dimensions, Math.max(1024, (slots.at(-1) ?? 0) + 1))
+    const store = new VectorStore(dimensions)
     for (let i = 0; i < slots.length; i++) store.set(slots[i]!, embedInTermSpace(space, chunkTermWeights(chunkTerms[i]!)))
     const { vocabulary, vectors: termVectors, weights } = space
     const vectors = store.serialise()

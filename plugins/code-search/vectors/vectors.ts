@@ -1,9 +1,10 @@
 /**
  * Chunk vectors of one organisation, by slot, for exact nearest-neighbour search.
  *
- * Stored one column per dimension and quantised to 8 bits with a scale per vector: a query's score is a
- * few tight loops over typed arrays, and only over the query's non-zero dimensions, which for the hashed
- * embeddings of a short query is a small fraction of them. 50,000 chunks of 256 dimensions take 12.8 MB.
+ * Stored in blocks of consecutive slots, one column per dimension within a block, and quantised to 8 bits with
+ * a scale per vector: a query's score is a few tight loops over typed arrays, and only over the query's non-zero
+ * dimensions, which for the hashed embeddings of a short query is a small fraction of them. 50,000 chunks of 256
+ * dimensions take 12.8 MB, and the store grows a block at a time without copying what it holds.
  */
 
 export interface ScoredSlot {
@@ -47,24 +48,29 @@ export function nearestOf(parts: readonly VectorQuery[], k: number, accept?: (sl
   return best
 }
 
+/** Slots per block: a store grows a block at a time, so growing never copies what it holds. */
+const BLOCK_SLOTS = 4096
+
+/** Vectors of `slots` consecutive slots: column-major, one column of `slots` bytes per dimension, and their scales. */
+interface Block {
+  values: Int8Array
+  scales: Float32Array
+}
+
 export class VectorStore {
-  private columns: Int8Array[]
-  /** Per slot, what one quantisation step is worth; 0 for an empty slot. */
-  private scales: Float32Array
+  private readonly blocks: Block[] = []
   private scratch = new Float32Array(0)
   /** One past the highest slot ever set. */
   private used = 0
 
   constructor(
     readonly dimensions: number,
-    capacity = 1024,
-  ) {
-    this.columns = Array.from({ length: dimensions }, () => new Int8Array(capacity))
-    this.scales = new Float32Array(capacity)
-  }
+    /** Slots per block; smaller only in tests. */
+    private readonly blockSlots = BLOCK_SLOTS,
+  ) {}
 
   get capacity(): number {
-    return this.scales.length
+    return this.blocks.length * this.blockSlots
   }
 
   get slots(): number {
@@ -73,19 +79,24 @@ export class VectorStore {
 
   set(slot: number, vector: Float32Array): void {
     if (vector.length !== this.dimensions) throw new Error(`vector has ${vector.length} dimensions, the index ${this.dimensions}`)
-    if (slot >= this.capacity) this.grow(slot + 1)
+    // Whole new blocks, never a bigger copy of the store: growing a large index held the event loop for 100 ms.
+    while (slot >= this.capacity) this.blocks.push({ values: new Int8Array(this.blockSlots * this.dimensions), scales: new Float32Array(this.blockSlots) })
+    const { values, scales } = this.blocks[Math.floor(slot / this.blockSlots)]!
+    const at = slot % this.blockSlots
     let max = 0
     for (let d = 0; d < vector.length; d++) max = Math.max(max, Math.abs(vector[d]!))
     const step = max / 127
-    for (let d = 0; d < vector.length; d++) this.columns[d]![slot] = step === 0 ? 0 : Math.round(vector[d]! / step)
-    this.scales[slot] = step
+    for (let d = 0; d < vector.length; d++) values[d * this.blockSlots + at] = step === 0 ? 0 : Math.round(vector[d]! / step)
+    scales[at] = step
     if (slot >= this.used) this.used = slot + 1
   }
 
   clear(slot: number): void {
     if (slot >= this.used) return
-    for (const column of this.columns) column[slot] = 0
-    this.scales[slot] = 0
+    const { values, scales } = this.blocks[Math.floor(slot / this.blockSlots)]!
+    const at = slot % this.blockSlots
+    for (let d = 0; d < this.dimensions; d++) values[d * this.blockSlots + at] = 0
+    scales[at] = 0
   }
 
   /**
@@ -99,48 +110,52 @@ export class VectorStore {
   /** Adds `weight` times each used slot's similarity to `query` to `sums` (at least `slots` long). */
   addScores(query: Float32Array, weight: number, sums: Float32Array): void {
     if (query.length !== this.dimensions) throw new Error(`the query vector has ${query.length} dimensions, the store ${this.dimensions}`)
-    const n = this.used
-    if (this.scratch.length < n) this.scratch = new Float32Array(this.capacity)
+    const size = this.blockSlots
+    if (this.scratch.length < size) this.scratch = new Float32Array(size)
     const partial = this.scratch
-    partial.fill(0, 0, n)
-    for (let d = 0; d < this.dimensions; d++) {
-      const value = query[d]!
-      if (value === 0) continue
-      const column = this.columns[d]!
-      for (let slot = 0; slot < n; slot++) partial[slot]! += value * column[slot]!
+    for (let b = 0, first = 0; first < this.used; b++, first += size) {
+      const { values, scales } = this.blocks[b]!
+      const n = Math.min(size, this.used - first)
+      partial.fill(0, 0, n)
+      for (let d = 0; d < this.dimensions; d++) {
+        const value = query[d]!
+        if (value === 0) continue
+        const from = d * size
+        for (let i = 0; i < n; i++) partial[i]! += value * values[from + i]!
+      }
+      for (let i = 0; i < n; i++) sums[first + i]! += weight * partial[i]! * scales[i]!
     }
-    const scales = this.scales
-    for (let slot = 0; slot < n; slot++) sums[slot]! += weight * partial[slot]! * scales[slot]!
-  }
-
-  private grow(minimum: number): void {
-    let capacity = this.capacity
-    while (capacity < minimum) capacity *= 2
-    this.columns = this.columns.map((column) => {
-      const wider = new Int8Array(capacity)
-      wider.set(column)
-      return wider
-    })
-    const scales = new Float32Array(capacity)
-    scales.set(this.scales)
-    this.scales = scales
   }
 
   /** Bytes of the used slots: scales, then each column. */
   serialise(): Uint8Array {
     const n = this.used
     const out = new Uint8Array(n * 4 + n * this.dimensions)
-    out.set(new Uint8Array(this.scales.buffer, 0, n * 4), 0)
-    for (let d = 0; d < this.dimensions; d++) out.set(new Uint8Array(this.columns[d]!.buffer, 0, n), n * 4 + d * n)
+    const size = this.blockSlots
+    for (let b = 0, first = 0; first < n; b++, first += size) {
+      const { values, scales } = this.blocks[b]!
+      const count = Math.min(size, n - first)
+      out.set(new Uint8Array(scales.buffer, 0, count * 4), first * 4)
+      for (let d = 0; d < this.dimensions; d++) out.set(values.subarray(d * size, d * size + count) as unknown as Uint8Array, n * 4 + d * n + first)
+    }
     return out
   }
 
-  static deserialise(dimensions: number, slots: number, bytes: Uint8Array): VectorStore {
+  static deserialise(dimensions: number, slots: number, bytes: Uint8Array, blockSlots = BLOCK_SLOTS): VectorStore {
     if (bytes.length !== slots * 4 + slots * dimensions) throw new Error(`vector block has ${bytes.length} bytes, expected ${slots * (4 + dimensions)}`)
-    const store = new VectorStore(dimensions, Math.max(1024, slots))
+    const store = new VectorStore(dimensions, blockSlots)
     // Copied: the source buffer may not be 4-byte aligned for a Float32Array view.
-    store.scales.set(new Float32Array(bytes.slice(0, slots * 4).buffer))
-    for (let d = 0; d < dimensions; d++) store.columns[d]!.set(bytes.subarray(slots * 4 + d * slots, slots * 4 + (d + 1) * slots))
+    const scales = new Float32Array(bytes.slice(0, slots * 4).buffer)
+    for (let first = 0; first < slots; first += blockSlots) {
+      const count = Math.min(blockSlots, slots - first)
+      const block: Block = { values: new Int8Array(blockSlots * dimensions), scales: new Float32Array(blockSlots) }
+      block.scales.set(scales.subarray(first, first + count))
+      for (let d = 0; d < dimensions; d++) {
+        const from = slots * 4 + d * slots + first
+        block.values.set(new Int8Array(bytes.buffer, bytes.byteOffset + from, count), d * blockSlots)
+      }
+      store.blocks.push(block)
+    }
     store.used = slots
     return store
   }
