@@ -1,9 +1,10 @@
 /**
  * How chunks are ranked for a question, on one organisation's index. Each list (full-text, vectors) is weighed by
  * the kind of each chunk's file and, with several repositories, by how well the chunk's repository as a whole says
- * the question's words (so a question naming no repository is not ruled by the largest one); hybrid fuses the two lists' scores and adds a share of each chunk's whole file;
- * with a model's code for the question, the question's ranking and the code's are fused the same way. The ranking
- * runs as a generator of steps, so a search can let other work run between them.
+ * the question's words (so a question naming no repository is not ruled by the largest one); hybrid fuses the two
+ * lists' scores and adds a share of each chunk's whole file; with a model's code for the question, the question's
+ * ranking and the code's are fused the same way. The ranking runs as a generator of steps, so a search can let
+ * other work run between them.
  */
 import type { ChunkFilter, OrgIndex } from '../index/index.ts'
 import { EXPANSION_SHARE, FILE_PRIOR, FILE_SHARE, RANKING_DEPTH, TEXT_SHARE } from '../tuning.ts'
@@ -57,7 +58,8 @@ export function* rankingSteps(index: OrgIndex, query: RankingQuery): Generator<v
   const depth = Math.max(query.limit * RANKING_DEPTH.perResult, RANKING_DEPTH.least)
   const askingForTests = asksForTests(text)
   function* rank(words: string, wordsVector: Float32Array | undefined): Generator<void, ScoredSlot[]> {
-    const fit = index.repositoryFit(words)
+    // A search of one repository has nothing to weigh it against.
+    const fit = filter.repositoryIds?.size === 1 ? NO_FIT : index.repositoryFit(words)
     const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests, fit)
     yield
     const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests, fit) : []
@@ -72,6 +74,8 @@ export function* rankingSteps(index: OrgIndex, query: RankingQuery): Generator<v
     [yield* rank(code, query.codeVector), EXPANSION_SHARE],
   ])
 }
+
+const NO_FIT: ReadonlyMap<string, number> = new Map()
 
 /** A generator run to its end without pausing. */
 export function toEnd<T>(steps: Generator<void, T>): T {
