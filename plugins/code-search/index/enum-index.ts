@@ -91,7 +91,7 @@ export class EnumIndex {
   }
 
   static fromJSON(saved: SavedEnumIndex): EnumIndex {
-    if (!saved?.numberToDocumentId) throw new Error('Invalid Flat Tree JSON')
+    if (!saved?.numberToDocumentId) throw new Error('a saved enum filter has no numberToDocumentId')
     const index = new EnumIndex()
     for (const [value, ids] of saved.numberToDocumentId) for (const id of ids) index.insert(value, id)
     return index
