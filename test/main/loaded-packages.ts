@@ -1,6 +1,7 @@
 /**
  * Run as its own process by start-up.test.ts: builds the service as `bun src/main/index.ts` does, answers one
- * GET /health, optionally runs the warm-up or signs in, and prints the packages it loaded (from Bun's module registry) as JSON.
+ * GET /health, optionally runs the warm-up or signs in, and prints the packages it loaded (from Bun's module registry)
+ * as JSON, each with the files of it that were loaded.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -30,11 +31,12 @@ if (process.argv[3] === 'sign-in') {
 await deps.close()
 rmSync(dataDir, { recursive: true, force: true })
 
-const packages = new Set<string>()
+// Each package loaded, with the files of it loaded (their paths inside the package).
+const packages: Record<string, string[]> = {}
 for (const path of Object.keys(require.cache)) {
-  const name = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path)?.[1]
-  if (name) packages.add(name)
+  const found = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\/(.*)$/.exec(path)
+  if (found) (packages[found[1]!] ??= []).push(found[2]!)
 }
-console.log(JSON.stringify([...packages].sort()))
+console.log(JSON.stringify(packages))
 // Timers of the services built above may still be pending; the answer is out.
 process.exit(0)
