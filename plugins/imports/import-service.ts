@@ -15,7 +15,7 @@ import type { Database } from '../../src/storage/database.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import type { CodeIndex } from '../code-search/index.ts'
 import { readImportFiles, type ImportFiles, type ImportFilesRequest } from './import-files.ts'
-import { isIndexable, runImport, type ImportSettings, type TokenSource } from './import-job.ts'
+import type { ImportSettings, TokenSource } from './import-job.ts'
 import { isBinary, languageOf } from './analysis/languages.ts'
 import { ImportStore, type ImportRecord, type RepositoryRecord } from './import-store.ts'
 import { ACTIVE_STATUSES, type ImportBody, type ImportStatus, type ImportView } from './schemas.ts'
@@ -25,8 +25,12 @@ import { guardRepositoryUrl, locateRepository, type UrlPolicy } from './reposito
 import { organisationRoot, workspaceFor } from './workspace.ts'
 import { isomorphicGit } from './git.ts'
 import type { Caller } from '../../src/auth/caller.ts'
+import { lazily } from '../../src/lazy.ts'
 
 export type { TokenSource } from './import-job.ts'
+
+// Fetching, checkout, analysis and reading for the index: loaded by the first import rather than at start-up.
+const importJob = lazily(() => import('./import-job.ts'))
 
 export interface ImportServiceOptions {
   db: Database
@@ -230,6 +234,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
       try {
         await acquireSlot(controller.signal)
         try {
+          const { runImport } = importJob.loaded ?? (await importJob())
           const summary = await runImport(
             {
               importId: record.id,
@@ -386,6 +391,7 @@ export function createImportService(options: ImportServiceOptions): ImportServic
           `The repository at ${record.commit} has more ${read.exceeded} than IMPORT_MAX_${read.exceeded === 'files' ? 'FILES' : 'REPOSITORY_BYTES'} allows`,
         )
       signal?.throwIfAborted()
+      const { isIndexable } = importJob.loaded ?? (await importJob())
       const indexable = read.files.filter((file) =>
         isIndexable(file.path, { language: languageOf(file.path), binary: isBinary(file.bytes), bytes: file.bytes.byteLength }),
       )

@@ -1,4 +1,3 @@
-import { decodeJwt } from 'jose'
 import { AppError } from '../errors.ts'
 import type { Logger } from '../log.ts'
 import type { AccountStore, User } from './account-store.ts'
@@ -6,6 +5,7 @@ import { isApiKey, parseApiKey, secretMatches, type ApiKeyStore } from './api-ke
 import type { AccessTokens } from './access-tokens.ts'
 import { revokedSessionsInProcess, type RevokedSessions } from './revoked-sessions.ts'
 import { invalidToken } from './token-errors.ts'
+import { jose } from './jose.ts'
 import { grantedScopes, isRole, type Role, type Scope } from './roles.ts'
 
 /** Who is calling, as every guarded route sees it. */
@@ -412,6 +412,7 @@ export function createAccessService(deps: AccessServiceDeps) {
     }
     if (isApiKey(token)) return remember(token, await principalFromApiKey(token))
 
+    const { decodeJwt } = jose.loaded ?? (await jose())
     let issuer: unknown
     try {
       issuer = decodeJwt(token).iss

@@ -1,4 +1,5 @@
-import { SignJWT, decodeProtectedHeader, jwtVerify } from 'jose'
+import type { ProtectedHeaderParameters, JWTPayload } from 'jose'
+import { jose } from './jose.ts'
 import { invalidToken, tokenRejection } from './token-errors.ts'
 import type { Role, Scope } from './roles.ts'
 
@@ -40,6 +41,7 @@ export function createAccessTokens(options: AccessTokenOptions) {
     const iat = Math.floor(now() / 1000)
     const exp = iat + ttl
     const claims = { org: subject.orgId, role: subject.role, scope: subject.scopes.join(' '), ...(subject.sessionId ? { sid: subject.sessionId } : {}) }
+    const { SignJWT } = jose.loaded ?? (await jose())
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS256', typ: TOKEN_TYPE })
       .setSubject(subject.userId)
@@ -53,7 +55,8 @@ export function createAccessTokens(options: AccessTokenOptions) {
   }
 
   async function verify(token: string): Promise<AccessClaims> {
-    let header: ReturnType<typeof decodeProtectedHeader>
+    const { decodeProtectedHeader, jwtVerify } = jose.loaded ?? (await jose())
+    let header: ProtectedHeaderParameters
     try {
       header = decodeProtectedHeader(token)
     } catch {
@@ -61,7 +64,7 @@ export function createAccessTokens(options: AccessTokenOptions) {
     }
     if (header.alg !== 'HS256') throw invalidToken('unsupported algorithm')
     if (header.typ !== TOKEN_TYPE) throw invalidToken('not an access token')
-    let payload: Awaited<ReturnType<typeof jwtVerify>>['payload']
+    let payload: JWTPayload
     try {
       ;({ payload } = await jwtVerify(token, await keyPromise, {
         algorithms: ['HS256'],

@@ -1,6 +1,7 @@
-import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify, type JWTVerifyGetKey } from 'jose'
+import type { FetchImplementation, JWTVerifyGetKey, ProtectedHeaderParameters } from 'jose'
 import { AppError } from '../errors.ts'
 import { invalidToken, tokenRejection } from './token-errors.ts'
+import { jose } from './jose.ts'
 
 export interface ExternalTokenOptions {
   /** Issuer URL of the identity provider; a trailing slash is ignored. */
@@ -35,9 +36,9 @@ function withoutTrailingSlash(url: string): string {
 }
 
 /** Refuses, without any key lookup, tokens whose shape or header could only be an attack or garbage. */
-function checkShape(token: string, algorithms: readonly string[]): void {
+function checkShape(token: string, algorithms: readonly string[], decodeProtectedHeader: (token: string) => ProtectedHeaderParameters): void {
   if (token.length > MAX_TOKEN_LENGTH || token.split('.').length !== 3) throw invalidToken('malformed token')
-  let header: ReturnType<typeof decodeProtectedHeader>
+  let header: ProtectedHeaderParameters
   try {
     header = decodeProtectedHeader(token)
   } catch {
@@ -87,14 +88,15 @@ export function createExternalTokenVerifier(options: ExternalTokenOptions) {
     }
     const allowedProtocols = issuer.startsWith('https:') ? ['https:'] : ['http:', 'https:']
     if (!allowedProtocols.includes(jwksUri.protocol)) throw new AppError('upstream_error', 'identity provider jwks_uri is not https')
+    const { createRemoteJWKSet, customFetch } = jose.loaded ?? (await jose())
     return createRemoteJWKSet(jwksUri, {
       cooldownDuration: options.jwksCooldownMs ?? 30_000,
       cacheMaxAge: options.jwksCacheMaxAgeMs ?? 10 * 60_000,
       timeoutDuration: UPSTREAM_TIMEOUT_MS,
-      [customFetch]: (url, init) => {
+      [customFetch]: ((url, init) => {
         jwksFetches++
         return fetchImpl(url, init)
-      },
+      }) satisfies FetchImplementation,
     })
   }
 
@@ -107,7 +109,8 @@ export function createExternalTokenVerifier(options: ExternalTokenOptions) {
   }
 
   async function verify(token: string): Promise<ExternalIdentity> {
-    checkShape(token, algorithms)
+    const { decodeProtectedHeader, jwtVerify } = jose.loaded ?? (await jose())
+    checkShape(token, algorithms, decodeProtectedHeader)
     try {
       const { payload } = await jwtVerify(token, await keys(), {
         algorithms,

@@ -1,5 +1,5 @@
-import { errors as joseErrors } from 'jose'
 import { AppError } from '../errors.ts'
+import { jose } from './jose.ts'
 
 /** 401 with the RFC 6750 challenge naming the reason; never the token itself. */
 export function invalidToken(reason: string): AppError {
@@ -11,6 +11,9 @@ export function invalidToken(reason: string): AppError {
 // jose errors carry the claims set; only the reason leaves here, so no token content is echoed.
 export function tokenRejection(err: unknown): AppError {
   if (err instanceof AppError) return err
+  // Only jose throws its errors, so until it has loaded none can be one.
+  const joseErrors = jose.loaded?.errors
+  if (joseErrors === undefined) return new AppError('upstream_error', 'identity provider keys unavailable', { cause: err })
   if (err instanceof joseErrors.JWTExpired) return invalidToken('token expired')
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
     if (err.reason === 'missing') return invalidToken(`missing ${err.claim} claim`)

@@ -35,7 +35,7 @@ import { buildModelCatalogue } from '../llm/model-providers.ts'
 import { orgModelDefaults } from '../../plugins/models/index.ts'
 import { createChatService, type ChatService } from '../../plugins/chat/index.ts'
 import { createMemoryStreamLog, createRedisStreamLog } from '../../plugins/chat/index.ts'
-import { createSandbox, type Sandbox } from '../sandbox/index.ts'
+import type { Sandbox } from '../sandbox/index.ts'
 import { codeIndexFromConfig, type CodeIndex } from '../../plugins/code-search/index.ts'
 import { bundledSite, createDocsIndex, type DocsIndex } from '../../plugins/docs/index.ts'
 import { createImportService, type ImportService } from '../../plugins/imports/index.ts'
@@ -430,10 +430,18 @@ export async function buildDependencies(config: Config, overrides: DependencyOve
   }
 }
 
-/** The sandbox, created on first use: it checks its isolation with a real launch, which only code runs should pay for. */
+/**
+ * The sandbox, created on first use: it checks its isolation with a real launch, which only code runs should pay for,
+ * and its modules load then rather than at start-up.
+ */
 function sandboxOnDemand(config: Config, logger: Logger) {
   let sandbox: Sandbox | undefined
-  const created = () => (sandbox ??= createSandbox({ bunPath: process.execPath, defaults: config.sandbox, hiddenPaths: [config.dataDir], logger }))
+  const created = () => {
+    if (sandbox) return sandbox
+    const { createSandbox } = require('../sandbox/index.ts') as typeof import('../sandbox/index.ts')
+    sandbox = createSandbox({ bunPath: process.execPath, defaults: config.sandbox, hiddenPaths: [config.dataDir], logger })
+    return sandbox
+  }
   const facade: Dependencies['sandbox'] = {
     run: (request) => created().run(request),
     checkSyntax: (language, code) => created().checkSyntax(language, code),

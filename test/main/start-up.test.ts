@@ -1,16 +1,18 @@
 import { describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 
-/** The packages a fresh process loads to build the service and answer GET /health (and to warm up, when asked). */
-async function loadedPackages(env: Record<string, string> = {}, warmUp = false): Promise<string[]> {
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'loaded-packages.ts'), JSON.stringify(env), ...(warmUp ? ['warm-up'] : [])], {
+/** The packages a fresh process loads to build the service and answer GET /health (then to warm up or sign in, when asked), each with its files loaded. */
+async function loadedModules(env: Record<string, string> = {}, then?: 'warm-up' | 'sign-in'): Promise<Record<string, string[]>> {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'loaded-packages.ts'), JSON.stringify(env), ...(then ? [then] : [])], {
     stdout: 'pipe',
     stderr: 'pipe',
   })
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   if (code !== 0) throw new Error(`the start failed (${code}): ${err}`)
-  return JSON.parse(out.trim().split('\n').at(-1)!) as string[]
+  return JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, string[]>
 }
+
+const loadedPackages = async (env: Record<string, string> = {}, then?: 'warm-up' | 'sign-in') => Object.keys(await loadedModules(env, then)).sort()
 
 // What only some requests use: each is loaded by the first of them.
 const LOADED_ON_FIRST_USE = [
@@ -27,6 +29,7 @@ const LOADED_ON_FIRST_USE = [
   '@opentelemetry/api',
   'parse5',
   'happy-dom',
+  'jose',
 ]
 
 describe('start-up', () => {
@@ -49,7 +52,16 @@ describe('start-up', () => {
   })
 
   test('with a model provider configured, the warm-up after listening loads its library', async () => {
-    expect(await loadedPackages({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' }, true)).toContain('openai')
-    expect(await loadedPackages({}, true)).not.toContain('openai')
+    expect(await loadedPackages({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' }, 'warm-up')).toContain('openai')
+    expect(await loadedPackages({}, 'warm-up')).not.toContain('openai')
+  })
+
+  test("the code index's search engine waits for the first index; only its English stemmer is loaded", async () => {
+    expect((await loadedModules())['@orama/orama']).toEqual(['dist/esm/components/tokenizer/english-stemmer.js'])
+  })
+
+  test('the first sign-in and the first authenticated request of a process load the token library and succeed', async () => {
+    const loaded = await loadedPackages({ ADMIN_EMAIL: 'owner@start-up.test', ADMIN_PASSWORD: 'start-up password' }, 'sign-in')
+    expect(loaded).toContain('jose')
   })
 })

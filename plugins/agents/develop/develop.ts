@@ -16,6 +16,7 @@ import { clip, DEVELOP_TOOLS, newDevelopSession, runDevelopTool, type DevelopToo
 import { REPEAT_STOP_AT, REPEAT_WARN_AT, RepeatGuard, repeatWarning, stuckAnswer } from './repeat-guard.ts'
 import { count } from './text.ts'
 import { answerEveryCall, condenseConversation } from './condense.ts'
+import { developSteps } from './loaded-on-first-task.ts'
 import { FINISHED_STATUSES, type ContinueParams, type DevelopParams } from '../schemas.ts'
 import { loopStepsAhead, StepPace, TaskError, type CommandHandler, type StepClock, type TaskContext } from '../tasks/index.ts'
 import type { TaskWorkspace, WorkspaceCommit, Workspaces } from '../workspaces/index.ts'
@@ -197,7 +198,7 @@ export function developCommand(deps: DevelopDependencies): CommandHandler<TaskCo
   const stepsAfterLoop = 1 + (deps.stepsAfter ?? 0)
   return {
     // Opening the workspace, the first few tool calls, what follows: the total is then kept from the task's own pace.
-    steps: 1 + loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop,
+    steps: developSteps(limits.maxSteps, deps.stepsAfter),
     async run(context) {
       const params = context.params as DevelopParams
       const pace = firstStep(deps, context, params.importId ? 'Opening a workspace on the import' : 'Opening an empty workspace', stepsAfterLoop)
@@ -226,7 +227,7 @@ export function continueCommand(deps: DevelopDependencies): CommandHandler {
   const { limits } = deps
   const stepsAfterLoop = 1
   return {
-    steps: 1 + loopStepsAhead(0, limits.maxSteps) + stepsAfterLoop,
+    steps: developSteps(limits.maxSteps),
     async run(context) {
       const params = context.params as ContinueParams
       const pace = firstStep(deps, context, `Taking over the workspace of ${params.taskId}`, stepsAfterLoop)

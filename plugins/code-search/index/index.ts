@@ -5,5 +5,5 @@
  */
 export { encodeFileChange } from './changes.ts'
 export { IndexLifecycle, type OrgState } from './lifecycle.ts'
-export { OrgIndex, type ChunkFilter, type FileChunks, type IndexedChunk } from './org-index.ts'
+export type { OrgIndex, ChunkFilter, FileChunks, IndexedChunk } from './org-index.ts'
 export { createFileSnapshotStore, orgDirName, type SnapshotStore } from './persistence.ts'

@@ -14,16 +14,23 @@ import type { EmbeddingProvider } from '../embeddings/index.ts'
 import { TERM_SPACE_BATCH_CHARS } from '../tuning.ts'
 import { termSpaceLearner } from '../vectors/index.ts'
 import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
-import { OrgIndex } from './org-index.ts'
+import type { OrgIndex } from './org-index.ts'
 import {
   decodeSnapshot,
   decodeSnapshotHeader,
   decodeSnapshotTail,
   encodeSegment,
+  orgIndexModule,
   type SnapshotLayout,
   type SnapshotStore,
   type SnapshotVersion,
 } from './persistence.ts'
+
+/** An organisation's index holding nothing yet; the first one made or decoded loads Orama. */
+function emptyIndex(): OrgIndex {
+  const { OrgIndex } = orgIndexModule()
+  return new OrgIndex()
+}
 
 export interface IndexLifecycleOptions {
   embeddings: Pick<EmbeddingProvider, 'id' | 'hashedDimensions'>
@@ -233,7 +240,7 @@ export class IndexLifecycle {
 
   private forget(org: OrgState): void {
     clearTimeout(org.timer)
-    Object.assign(org, { index: new OrgIndex(), version: 0, file: undefined, layout: undefined, pending: [], pendingSince: undefined })
+    Object.assign(org, { index: emptyIndex(), version: 0, file: undefined, layout: undefined, pending: [], pendingSince: undefined })
   }
 
   /** Applies the change to the index and, with a snapshot store, keeps it encoded until a save holds it. */
@@ -321,7 +328,7 @@ export class IndexLifecycle {
   private async load(orgId: string): Promise<OrgState> {
     const { snapshots, logger, now } = this.options
     const named = await snapshots?.current(orgId)
-    const loaded: Loaded = named ? await this.loadSnapshot(orgId, named) : { version: 0, file: undefined, layout: undefined, index: new OrgIndex() }
+    const loaded: Loaded = named ? await this.loadSnapshot(orgId, named) : { version: 0, file: undefined, layout: undefined, index: emptyIndex() }
     if (named) logger.info('code index loaded', { orgId, version: loaded.version, chunks: loaded.index.chunkCount })
     return {
       orgId,
@@ -353,7 +360,7 @@ export class IndexLifecycle {
             configured: embeddings.id,
           })
           // No file to append to: the next save writes a whole one.
-          return { version: snapshot.version, file: undefined, layout: undefined, index: new OrgIndex() }
+          return { version: snapshot.version, file: undefined, layout: undefined, index: emptyIndex() }
         }
         return { version: snapshot.version, file: snapshot.file, layout, index }
       } catch (error) {

@@ -26,7 +26,13 @@ import type { Database } from '../../../src/storage/database.ts'
 import { toNumber } from '../../../src/storage/database.ts'
 import { VectorStore } from '../vectors/index.ts'
 import { applyChange, decodeChanges, type Change } from './changes.ts'
-import { OrgIndex } from './org-index.ts'
+import type { OrgIndex } from './org-index.ts'
+
+/**
+ * The in-memory index and Orama under it, required by the first index decoded or created rather than at start-up
+ * (this file also holds the snapshot store, built then).
+ */
+export const orgIndexModule = () => require('./org-index.ts') as typeof import('./org-index.ts')
 
 const MAGIC = 'CIDX'
 const FORMAT = 2
@@ -171,6 +177,7 @@ export interface SnapshotLayout {
 }
 
 export function decodeSnapshot(bytes: Uint8Array): { header: SnapshotHeader; index: OrgIndex; layout: SnapshotLayout } {
+  const { OrgIndex } = orgIndexModule()
   const sections = sectionsOf(bytes)
   let index: OrgIndex | undefined
   for (const { kind, header, blocks } of sections) {

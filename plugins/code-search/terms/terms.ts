@@ -5,7 +5,8 @@
  * index, the query, the hashed embeddings and the snippet marks all use these functions, so they agree
  * on what a term is.
  */
-import { components } from '@orama/orama'
+// The stemmer alone: the package's entry (and its components entry) would load the rest of Orama with it at start-up.
+import { stemmer } from '../../../node_modules/@orama/orama/dist/esm/components/tokenizer/english-stemmer.js'
 
 // Letters, digits and underscores in any script; `$` joins JavaScript identifiers.
 const UNICODE_RUN = /[\p{L}\p{N}_$]+/gu
@@ -24,8 +25,8 @@ export const STOP_WORDS: ReadonlySet<string> = new Set([
 const MIN_LENGTH = 2
 const MAX_LENGTH = 40
 
-const englishStemmer = (components.tokenizer.createTokenizer({ language: 'english', stemming: true }) as unknown as { stemmer: (word: string) => string })
-  .stemmer
+// What Orama's English tokenizer stems with; typed `any` in its declarations.
+const englishStemmer = stemmer as (word: string) => string
 const stems = new Map<string, string>()
 const STEM_CACHE_LIMIT = 100_000
 
