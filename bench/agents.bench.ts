@@ -18,7 +18,9 @@
  *    each client's arrival time of that step's progress is measured against it: one clock, this process's
  *    performance.now(). The plan is held back until every follower has its `subscribed`, so every client sees
  *    every step live. Baseline: bare Bun server.publish of a message of the same size to as many subscribers,
- *    from just before this process's POST /publish to each arrival. The p99 is bounded at 1.2x bare Bun's.
+ *    from just before this process's POST /publish to each arrival. At 1,000 the two sides' rounds alternate; at
+ *    10,000 (twice that many sockets would pass the open-file limit) the service's come first. Each side's p50
+ *    and p99 are the medians of its rounds'; the p99 is bounded at 1.2x bare Bun's.
  *
  * Bun raises its own open-file limit to the hard limit at start, and the spawned servers inherit that hard
  * limit; 10,000 client sockets live in this process.
@@ -39,9 +41,12 @@ const MEASURE_MS = quickOr(5_000, 2_000)
 // Subscribers of one task's progress; the service's p99 is bounded against bare Bun's at each.
 const FAN_OUT_SIZES = [1_000, 10_000]
 const FAN_OUT_P99_RATIO = 1.2
+// Both sides' sockets open together, for alternating rounds, up to this many each: twice 10,000 passes the open-file limit.
+const ALTERNATE_FAN_OUT_UP_TO = 5_000
 const PLAN_STEPS = 5
 const STEP_PAUSE_MS = 200
-const FAN_OUT_ROUNDS = quickOr(3, 2)
+// Odd, so the median is one round's figure.
+const FAN_OUT_ROUNDS = 3
 const TRIP_ROUNDS = quickOr(3, 1)
 // Per idle authenticated connection, at most.
 const IDLE_BYTES_LIMIT = 3_000
@@ -426,47 +431,60 @@ const errorsIn = (runs: RoundTrips[], what: string) => {
 const wsOf = (server: Running) => `${server.url.replace(/^http/, 'ws')}/ws/agent`
 
 /**
- * The progress fan-out to `count` connections: debug tasks on the service followed by all of them, then bare Bun
- * publishing a message of the same size to as many subscribers. One side at a time: both sets of sockets at once
- * would pass the open-file limit at 10,000.
+ * The progress fan-out to `count` connections: debug tasks on the service followed by all of them, and bare Bun
+ * publishing a message of the same size to as many subscribers, one warm-up round each. Where both sets of sockets
+ * fit under the open-file limit (not at 10,000) they are open together and the rounds alternate; otherwise the
+ * service's rounds run first. Each side's figure is the median of its rounds' percentiles.
  */
 async function fanOutAt(count: number, service: Running, bun: Running, upstream: Upstream, headers: Record<string, string>): Promise<Row[]> {
   const size = count.toLocaleString('en-US')
+  const alternate = count <= ALTERNATE_FAN_OUT_UP_TO
   // Slots of the connections closed just before are given back as the server handles their close.
   await Bun.sleep(1_000)
   const followers = await connectMany(wsOf(service), headers, count)
   if (followers.failed) throw new Error(`${followers.failed} of ${size} fan-out connections failed: ${followers.firstError}`)
+  // The warm-up task also gives the size of a step progress message, for the baseline's.
+  const { messageBytes } = await fanOutRound(followers.clients, upstream, 0)
+  const openSubscribers = async () => {
+    const subscribers = await connectMany(wsOf(bun), headers, count)
+    if (subscribers.failed) throw new Error(`${subscribers.failed} of ${size} baseline subscribers failed: ${subscribers.firstError}`)
+    await Promise.all(subscribers.clients.map((c) => exchange(c, '{"type":"subscribe"}', (t) => t === '{"type":"subscribed"}')))
+    await publishRound(subscribers.clients, `${bun.url}/publish`, messageBytes, 0)
+    return subscribers.clients
+  }
   const rounds: FanOut[] = []
-  await fanOutRound(followers.clients, upstream, 0)
-  for (let round = 1; round <= FAN_OUT_ROUNDS; round++) rounds.push(await fanOutRound(followers.clients, upstream, round))
-  await closeAll(followers.clients)
-  const messageBytes = rounds.reduce((sum, r) => sum + r.messageBytes, 0) / rounds.length
-  const loadDuringFanOut = os.loadavg()[0]!
-
-  const subscribers = await connectMany(wsOf(bun), headers, count)
-  if (subscribers.failed) throw new Error(`${subscribers.failed} of ${size} baseline subscribers failed: ${subscribers.firstError}`)
-  await Promise.all(subscribers.clients.map((c) => exchange(c, '{"type":"subscribe"}', (t) => t === '{"type":"subscribed"}')))
   const published: FanOut[] = []
-  await publishRound(subscribers.clients, `${bun.url}/publish`, messageBytes, 0)
-  for (let round = 1; round <= FAN_OUT_ROUNDS; round++) published.push(await publishRound(subscribers.clients, `${bun.url}/publish`, messageBytes, round))
-  await closeAll(subscribers.clients)
+  let subscribers = alternate ? await openSubscribers() : undefined
+  for (let round = 1; round <= FAN_OUT_ROUNDS; round++) {
+    rounds.push(await fanOutRound(followers.clients, upstream, round))
+    if (subscribers) published.push(await publishRound(subscribers, `${bun.url}/publish`, messageBytes, round))
+  }
+  await closeAll(followers.clients)
+  const loadDuringFanOut = os.loadavg()[0]!
+  if (!subscribers) {
+    subscribers = await openSubscribers()
+    for (let round = 1; round <= FAN_OUT_ROUNDS; round++) published.push(await publishRound(subscribers, `${bun.url}/publish`, messageBytes, round))
+  }
+  await closeAll(subscribers)
 
   const serviceLatencies = rounds.flatMap((r) => r.latencies)
   const bunLatencies = published.flatMap((r) => r.latencies)
   const expected = rounds.reduce((sum, r) => sum + r.expected, 0)
-  const sp50 = percentile(serviceLatencies, 0.5)
-  const sp99 = percentile(serviceLatencies, 0.99)
-  const bp50 = percentile(bunLatencies, 0.5)
-  const bp99 = percentile(bunLatencies, 0.99)
+  const perRound = (runs: FanOut[], p: number) => runs.map((r) => percentile(r.latencies, p))
+  const sp50 = median(perRound(rounds, 0.5))
+  const sp99 = median(perRound(rounds, 0.99))
+  const bp50 = median(perRound(published, 0.5))
+  const bp99 = median(perRound(published, 0.99))
+  const listed = (values: number[]) => values.map((v) => v.toFixed(1)).join(', ')
   const firsts = (r: FanOut[]) => median(r.flatMap((round) => round.firstArrivals)).toFixed(2)
   console.log(
-    `agents: fan-out to ${size}: ${serviceLatencies.length}/${expected} step progress messages of ${Math.round(messageBytes)} bytes, p50 ${sp50.toFixed(2)} ms, p99 ${sp99.toFixed(2)} ms, ` +
-      `max ${Math.max(...serviceLatencies).toFixed(2)} ms, first client of each step ${firsts(rounds)} ms (median); ` +
-      `bare Bun publish p50 ${bp50.toFixed(2)} ms, p99 ${bp99.toFixed(2)} ms, max ${Math.max(...bunLatencies).toFixed(2)} ms, first client ${firsts(published)} ms; ` +
+    `agents: fan-out to ${size} (${alternate ? 'alternating rounds' : 'service rounds, then baseline rounds'}): ${serviceLatencies.length}/${expected} step progress messages of ${Math.round(messageBytes)} bytes, ` +
+      `p50 by round ${listed(perRound(rounds, 0.5))} ms, p99 by round ${listed(perRound(rounds, 0.99))} ms, max ${Math.max(...serviceLatencies).toFixed(2)} ms, first client of each step ${firsts(rounds)} ms (median); ` +
+      `bare Bun publish p50 by round ${listed(perRound(published, 0.5))} ms, p99 by round ${listed(perRound(published, 0.99))} ms, max ${Math.max(...bunLatencies).toFixed(2)} ms, first client ${firsts(published)} ms; ` +
       `load average ${loadDuringFanOut.toFixed(1)} on ${os.cpus().length} cores`,
   )
   const note =
-    `${size} connections × ${PLAN_STEPS} steps × ${FAN_OUT_ROUNDS} debug tasks, after one warm-up task; service: from the model answer's end to each client's arrival of the next step's progress; ` +
+    `${size} connections × ${PLAN_STEPS} steps × ${FAN_OUT_ROUNDS} debug tasks, after one warm-up task, ${alternate ? 'alternating with the baseline' : 'then the baseline'}; median of the rounds' percentiles; service: from the model answer's end to each client's arrival of the next step's progress; ` +
     `baseline: bare Bun server.publish of a ${Math.round(messageBytes)}-byte message to ${size} subscribers, from the POST that triggers it; ` +
     `all clients read in this one process, so both include its time to take ${size} messages in turn; 1-minute load average ${loadDuringFanOut.toFixed(1)} on ${os.cpus().length} cores`
   const warning = serviceLatencies.length === expected ? undefined : `${expected - serviceLatencies.length} of ${expected} step progress messages never arrived`
@@ -478,7 +496,7 @@ async function fanOutAt(count: number, service: Running, bun: Running, upstream:
       value: sp50,
       ratio: ratioOf(sp50, bp50),
       notes: [note],
-      spread: spreadOf(rounds.map((r) => percentile(r.latencies, 0.5))),
+      spread: spreadOf(perRound(rounds, 0.5)),
       warning,
     },
     {
@@ -489,7 +507,7 @@ async function fanOutAt(count: number, service: Running, bun: Running, upstream:
       ratio: ratioOf(sp99, bp99),
       target: { atMost: FAN_OUT_P99_RATIO },
       notes: [note],
-      spread: spreadOf(rounds.map((r) => percentile(r.latencies, 0.99))),
+      spread: spreadOf(perRound(rounds, 0.99)),
       warning,
     },
   ]
