@@ -9,13 +9,13 @@
  *    over 5 s after 1 s of warm-up. Ping to pong on both (3 alternating rounds). Then the `status` command until
  *    its `result`, without taskId and for one task, against the echo answering one message with as many copies,
  *    of the same average size, as the command sends. These run last: every command leaves a task retained.
- * 3. Progress fan-out, at 1,000 and at 10,000 connections: one of them starts a `debug` task and the others subscribe to it. The
- *    model provider is an OpenAI-compatible server in this process, answering the plan request with five steps
- *    and each step request with plain text (no code, so nothing runs in the sandbox), each after 200 ms; a step's
- *    answer waits first until every client has that step's progress, as the baseline publishes its next message
- *    200 ms after every subscriber has the previous one (at 10,000 the clients take longer than 200 ms to read a
- *    step, and the next would otherwise queue behind it in this process). The
- *    enhanced turn is sequential: the progress "Step i+1: ..." is written right after the model's answer to
+ * 3. Progress fan-out, at 1,000 and at 10,000 connections: one of them starts a `debug` task and the others
+ *    subscribe to it. The model provider is an OpenAI-compatible server in this process, answering the plan
+ *    request with five steps and each step request with plain text (no code, so nothing runs in the sandbox),
+ *    each after 200 ms; a step's answer waits first until every client has that step's progress, as the
+ *    baseline publishes its next message 200 ms after every subscriber has the previous one (at 10,000 the
+ *    clients take longer than 200 ms to read a step, and the next would otherwise queue behind it in this
+ *    process). The enhanced turn is sequential: the progress "Step i+1: ..." is written right after the model's answer to
  *    step i ends (to the plan, for step 1), and no other model call is in flight then. So the provider records
  *    when it hands back each answer (the plan request's, and step i's, keyed by the step they lead to), and
  *    each client's arrival time of that step's progress is measured against it: one clock, this process's
