@@ -181,6 +181,8 @@ const percentile = (values: number[], p: number) => [...values].sort((a, b) => a
 const STREAMS = 16
 const SHORT_ANSWER = 500
 const LOAD_SECONDS = quickOr(6, 2)
+// The service's p99 first token under that load, against the bare relay's.
+const FIRST_TOKEN_P99_RATIO = 1.5
 
 async function firstTokensUnderLoad(start: (client: number, round: number) => Promise<Relay>): Promise<number[]> {
   const firstTokens: number[] = []
@@ -302,7 +304,7 @@ export async function run(): Promise<Row[]> {
         baseline: percentile(loaded.bare, 99),
         value: percentile(loaded.service, 99),
         ratio: ratioOf(percentile(loaded.service, 99), percentile(loaded.bare, 99)),
-        target: { atMost: 2 },
+        target: { atMost: FIRST_TOKEN_P99_RATIO },
         notes: [loadNote],
         spread: spreadOf(serviceHalves.map((half) => percentile(half, 99))),
       },

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { definePolicy, rateLimitHeaders, type RateCheck } from '../src/rate-limit/index.ts'
+import { decide, decideOne, definePolicy, prepareChecks, rateLimitHeaders, type RateCheck } from '../src/rate-limit/index.ts'
 import { createMemoryRateLimiter } from '../src/rate-limit/memory.ts'
 
 const chat = definePolicy({ name: 'chat', limit: 100, windowSeconds: 60 })
@@ -119,5 +119,31 @@ describe('memory rate limiter', () => {
     expect(() => definePolicy({ name: 'chat', limit: 0, windowSeconds: 60 })).toThrow(RangeError)
     const { limiter } = clockedLimiter()
     await expect(limiter.check([{ key: 'u1', policy: chat, cost: 101 }])).rejects.toThrow(RangeError)
+  })
+
+  test('a check of one entry is decided exactly as the general decision would: allowed, refused, fresh or past', () => {
+    const tight = definePolicy({ name: 'tight', limit: 3, windowSeconds: 7 })
+    const nowUs = 1_700_000_000_000_000
+    for (const policy of [chat, tight])
+      for (const cost of [0, 1, 2, policy.limit])
+        for (const storedTat of [undefined, nowUs - 5_000_000, nowUs, nowUs + 1, nowUs + 2_333_333, nowUs + 6_999_999, nowUs + 60_000_000]) {
+          const prepared = prepareChecks([{ key: 'u1', policy, cost }])
+          const general = decide(nowUs, prepared, () => storedTat)
+          const one = decideOne(nowUs, prepared[0]!, storedTat)
+          expect(one.decision).toEqual(general.decision)
+          expect(one.tat).toBe(general.tats.get(prepared[0]!.bucket)!)
+        }
+  })
+
+  test('the limiter refuses a lone entry once its budget is spent, with the same headers as before', async () => {
+    const { clock, limiter } = clockedLimiter()
+    const tiny = definePolicy({ name: 'tiny', limit: 2, windowSeconds: 10 })
+    expect((await limiter.check([{ key: 'u1', policy: tiny }])).allowed).toBe(true)
+    expect((await limiter.check([{ key: 'u1', policy: tiny }])).allowed).toBe(true)
+    const refused = await limiter.check([{ key: 'u1', policy: tiny }])
+    expect(refused).toMatchObject({ allowed: false, refusedBy: 'tiny', retryAfterSeconds: 5 })
+    expect(rateLimitHeaders(refused)).toEqual({ 'ratelimit-policy': '"tiny";q=2;w=10', ratelimit: '"tiny";r=0;t=10', 'retry-after': '5' })
+    clock.ms += 5_000
+    expect((await limiter.check([{ key: 'u1', policy: tiny }])).allowed).toBe(true)
   })
 })

@@ -70,7 +70,8 @@ export function authPlugin(options: AuthPluginOptions) {
           organizationId: principal.orgId,
           role: principal.role,
           scopes: [...principal.scopes],
-          plan: await plans.planOf(principal.orgId),
+          // Nearly always cached: read without waiting on a lookup.
+          plan: plans.cachedPlanOf(principal.orgId) ?? (await plans.planOf(principal.orgId)),
           source: principal.source,
         }),
         {

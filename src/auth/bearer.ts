@@ -12,7 +12,8 @@ export interface BearerToken {
 export function bearerFrom(headers: Headers): BearerToken | undefined {
   const authorization = headers.get('authorization')
   if (authorization) {
-    if (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== 'bearer ') return undefined
+    // The scheme is case-insensitive; nearly every client spells it `Bearer`, checked without a lowered copy.
+    if (!authorization.startsWith('Bearer ') && (authorization.length < 8 || authorization.slice(0, 7).toLowerCase() !== 'bearer ')) return undefined
     const token = authorization.slice(7).trim()
     return token && !/\s/.test(token) ? { token } : undefined
   }

@@ -17,6 +17,12 @@ export function createPlanDirectory(accounts: AccountStore, options: PlanDirecto
   const fallbackPlan = options.fallbackPlan ?? 'free'
   const cache = new Map<string, { plan: string; until: number }>()
 
+  /** The plan while its cached copy is still trusted, without waiting; undefined when it must be looked up. */
+  function cachedPlanOf(orgId: string): string | undefined {
+    const hit = cache.get(orgId)
+    return hit && hit.until > now() ? hit.plan : undefined
+  }
+
   async function planOf(orgId: string): Promise<string> {
     const hit = cache.get(orgId)
     const at = now()
@@ -33,6 +39,7 @@ export function createPlanDirectory(accounts: AccountStore, options: PlanDirecto
 
   return {
     planOf,
+    cachedPlanOf,
     async isEnterprise(orgId: string) {
       return options.enterprise.includes(await planOf(orgId))
     },

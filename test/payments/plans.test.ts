@@ -198,8 +198,11 @@ forEachBackend((backend) => {
         expect(await payments.recover()).toEqual({ events: 0, lapsedPlans: 0 })
 
         clock = f.periodEnd * 1000 + 1000
+        // The cached plan is not trusted past the period's end, even where it is read without waiting.
+        expect(plans.cachedPlanOf(org.id)).toBeUndefined()
         // The access layer applies the lapse at once, before any sweep has run.
         expect(await plans.planOf(org.id)).toBe('free')
+        expect(plans.cachedPlanOf(org.id)).toBe('free')
         expect(await plans.isEnterprise(org.id)).toBe(false)
         expect(await payments.recover()).toEqual({ events: 0, lapsedPlans: 1 })
         expect(await accounts.organization(org.id)).toMatchObject({ plan: 'free', planExpiresAt: null })
