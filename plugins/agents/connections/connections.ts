@@ -119,6 +119,8 @@ export interface ConnectionStanding {
 }
 
 const BAD_WINDOW_MS = 60_000
+/** Followers of an ended task taken out of its topic per event-loop turn: a few ms of work each. */
+const TOPIC_LEAVE_SLICE = 256
 
 export class AgentConnection {
   lastSeen = Date.now()
@@ -244,6 +246,8 @@ export function createConnectionHub(options: ConnectionHubOptions) {
   }
 
   const channels = new Map<string, TaskChannel>()
+  // Numbers each channel's topic: a task followed again after its channel ended gets a topic of its own.
+  let channelCount = 0
   let publisher: TopicPublisher | undefined
 
   function deliver(channel: TaskChannel, taskId: string, text: string, seq: number, final: boolean) {
@@ -259,10 +263,8 @@ export function createConnectionHub(options: ConnectionHubOptions) {
     }
     if (!final) return
     channel.ended = true
-    for (const connection of [...channel.subscribed, ...channel.direct, ...channel.waiting.keys()]) {
-      connection.follows?.delete(taskId)
-      unsubscribe(connection, channel.topic)
-    }
+    for (const connection of [...channel.subscribed, ...channel.direct, ...channel.waiting.keys()]) connection.follows?.delete(taskId)
+    leaveTopicInSlices([...channel.subscribed], channel.topic)
     channel.subscribed.clear()
     channel.direct.clear()
     channel.waiting.clear()
@@ -274,6 +276,18 @@ export function createConnectionHub(options: ConnectionHubOptions) {
       connection.socket.subscribe(channel.topic)
       channel.subscribed.add(connection)
     } else channel.direct.add(connection)
+  }
+
+  /**
+   * Takes the followers of an ended task out of its topic a slice per turn. Leaving a topic right after a publish
+   * writes that socket's share of it there and then (about 10 µs a socket), so all at once would hold the event
+   * loop some 100 ms at 10,000 followers. The topic is this channel's alone, so a later channel of the same task
+   * is never touched by what is still to leave.
+   */
+  function leaveTopicInSlices(leaving: AgentConnection[], topic: string, from = 0) {
+    const end = Math.min(leaving.length, from + TOPIC_LEAVE_SLICE)
+    for (let i = from; i < end; i++) unsubscribe(leaving[i]!, topic)
+    if (end < leaving.length) setImmediate(() => leaveTopicInSlices(leaving, topic, end))
   }
 
   function unsubscribe(connection: AgentConnection, topic: string) {
@@ -289,7 +303,7 @@ export function createConnectionHub(options: ConnectionHubOptions) {
     const existing = channels.get(taskId)
     if (existing) return existing
     const channel: TaskChannel = {
-      topic: `agent-task:${taskId}`,
+      topic: `agent-task:${taskId}:${++channelCount}`,
       messages: [],
       subscribed: new Set(),
       direct: new Set(),
