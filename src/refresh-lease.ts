@@ -7,6 +7,8 @@
 
 /** Longer than a token endpoint's timeout: a lease outliving its holder's call is never taken over mid-call. */
 export const REFRESH_LEASE_MS = 30_000
+/** The lease for token requests that may take up to `timeoutMs`: a margin beyond it, never under REFRESH_LEASE_MS. */
+export const leaseLongerThan = (timeoutMs: number) => Math.max(REFRESH_LEASE_MS, timeoutMs + 10_000)
 const LEASE_POLL_MS = 50
 
 /** What a lease is judged by: the wall clock every process shares, and how to wait for another holder. */
@@ -44,15 +46,16 @@ export interface RefreshSteps<Row extends LeasedRow, Result> {
 export async function refreshUnderLease<Row extends LeasedRow, Result>(
   steps: RefreshSteps<Row, Result>,
   clock: LeaseClock = wallClock,
+  leaseMs = REFRESH_LEASE_MS,
 ): Promise<Result | undefined> {
-  const giveUpAt = clock.now() + 2 * REFRESH_LEASE_MS
+  const giveUpAt = clock.now() + 2 * leaseMs
   for (;;) {
     const row = await steps.read()
     if (!row) return undefined
     if (!isLeased(row, clock)) {
       const settled = await steps.settle(row)
       if (settled !== SPEND) return settled
-      const leased = await steps.lease(row, clock.now() + REFRESH_LEASE_MS, clock.now())
+      const leased = await steps.lease(row, clock.now() + leaseMs, clock.now())
       if (leased !== undefined) {
         const outcome = await steps.spend(row, leased)
         if (!outcome.retry) return outcome.result

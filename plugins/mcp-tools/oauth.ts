@@ -11,7 +11,7 @@ import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextproto
 import { AppError } from '../../src/errors.ts'
 import { lazily } from '../../src/lazy.ts'
 import type { Logger } from '../../src/log.ts'
-import { refreshUnderLease, sharedFlights, SPEND, wallClock, type LeaseClock } from '../../src/refresh-lease.ts'
+import { leaseLongerThan, refreshUnderLease, sharedFlights, SPEND, wallClock, type LeaseClock } from '../../src/refresh-lease.ts'
 import type { SecretBox } from '../../src/secret-box.ts'
 import type { FetchLike } from './remote.ts'
 import type { ConnectionRow, McpServerStore, OAuthIssuer, SealedConnection, ServerRow } from './store.ts'
@@ -53,6 +53,8 @@ export interface McpOAuthOptions {
   now: () => number
   /** Clock of the refresh lease: the wall clock, which every process shares. */
   leaseClock?: LeaseClock
+  /** Longest a token request may take (the guarded fetch's timeout): the refresh lease outlasts it. */
+  tokenRequestTimeoutMs: number
 }
 
 export function createMcpOAuth(options: McpOAuthOptions) {
@@ -60,6 +62,7 @@ export function createMcpOAuth(options: McpOAuthOptions) {
   const fetchFn = options.fetch
   const redirectUri = (serverId: string) => `${options.publicBaseUrl}/api/mcp-servers/${serverId}/callback`
   const leaseClock = options.leaseClock ?? wallClock
+  const leaseMs = leaseLongerThan(options.tokenRequestTimeoutMs)
   const shared = sharedFlights<string | undefined>()
   const isDue = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt - now() < REFRESH_MARGIN_MS
   const isExpired = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt <= now()
@@ -174,6 +177,7 @@ export function createMcpOAuth(options: McpOAuthOptions) {
         stillHeld: () => new AppError('unavailable', `The token refresh for the MCP server ${server.name} is still running elsewhere; try again`),
       },
       leaseClock,
+      leaseMs,
     )
   }
 

@@ -87,6 +87,7 @@ export function createMcpToolsService(options: McpToolsServiceOptions) {
     stateTtlMs: options.stateTtlMs,
     now,
     leaseClock: options.leaseClock,
+    tokenRequestTimeoutMs: settings.callTimeoutMs,
   })
 
   /** Every tool of the server (following pages), as listed. */

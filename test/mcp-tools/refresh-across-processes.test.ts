@@ -9,7 +9,7 @@ import { McpServerStore } from '../../plugins/mcp-tools/store.ts'
 import { createMcpToolsService, type McpToolsService } from '../../plugins/mcp-tools/service.ts'
 import { createHttpClient } from '../../src/http.ts'
 import { memoryLogger } from '../../src/log.ts'
-import { REFRESH_LEASE_MS, type LeaseClock } from '../../src/refresh-lease.ts'
+import { leaseLongerThan, REFRESH_LEASE_MS, type LeaseClock } from '../../src/refresh-lease.ts'
 import { createSecretBox } from '../../src/secret-box.ts'
 import { openDatabase, type Database } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
@@ -60,6 +60,8 @@ function holdFirstRefresh() {
   return { arrived: arrived.promise, another: another.promise, release: () => release.resolve() }
 }
 
+const CALL_TIMEOUT_MS = 60_000
+
 const refreshes = () => fake.tokenRequests.filter((r) => r.grant_type === 'refresh_token').length
 
 async function serviceOn(db: Database, key: string): Promise<McpToolsService> {
@@ -73,7 +75,7 @@ async function serviceOn(db: Database, key: string): Promise<McpToolsService> {
       allowHosts: ['127.0.0.1'],
       resultMaxBytes: 64 * 1024,
       responseMaxBytes: 16 * 1024 ** 2,
-      callTimeoutMs: 60_000,
+      callTimeoutMs: CALL_TIMEOUT_MS,
       returnUrl: 'http://localhost/mcp-servers',
     },
     publicBaseUrl: 'http://localhost',
@@ -162,7 +164,7 @@ describe.each(BACKENDS)('an MCP connection refreshed by two processes on %s', (b
     const slow = whoami(processA, caller, name)
     await held.arrived
     // A's lease runs out while its call hangs at the server: B takes it over, and the server honours B's refresh.
-    clock.advance(REFRESH_LEASE_MS + 1)
+    clock.advance(leaseLongerThan(CALL_TIMEOUT_MS) + 1)
     expect(await whoami(processB, caller, name)).toBe('alice')
     const stored = (await connection()).refresh_token
     // A's request now reaches the server with the refresh token B already spent: invalid_grant.
