@@ -149,6 +149,16 @@ export function createMcpOAuth(options: McpOAuthOptions) {
         logger.warn('MCP token refresh failed; the connection is kept', { serverId: server.id, userId, code: error.code })
         return {}
       }
+      // Taken over from a holder whose lease ran out: its call may be the one the server honoured, and its tokens
+      // are on their way to the row. This call goes without; the next refresh, with no lease to take over, decides.
+      if (row.refreshLeaseUntil !== null) {
+        await release()
+        logger.warn('MCP server refused a refresh token a previous lease holder may have spent; the connection is kept', {
+          serverId: server.id,
+          userId,
+        })
+        return {}
+      }
       if (await store.dropRefused(server.id, userId, leased, sealedRefresh, leaseClock.now())) {
         logger.warn('MCP server refused a token refresh; the connection is dropped', { serverId: server.id, userId })
         return {}

@@ -106,6 +106,8 @@ export interface FakeOAuthMcpServer extends FakeMcpServer {
    * concurrent refreshes reach the server. Refresh tokens rotate: each is honoured once, a reused one is invalid_grant.
    */
   beforeRefresh?: () => Promise<void>
+  /** Awaited by each refresh_token grant after the token was rotated, before the answer is sent. */
+  beforeRefreshAnswer?: () => Promise<void>
   /** Revokes every refresh token issued so far (the user withdrew the grant at the server). */
   revokeRefreshTokens(): void
 }
@@ -216,7 +218,10 @@ export function startOAuthMcpServer(): FakeOAuthMcpServer {
             await fake.beforeRefresh?.()
             const user = refreshTokens.get(form.refresh_token ?? '')
             refreshTokens.delete(form.refresh_token ?? '')
-            return user ? json(issue(user)) : json({ error: 'invalid_grant' }, 400)
+            if (!user) return json({ error: 'invalid_grant' }, 400)
+            const issued = issue(user)
+            await fake.beforeRefreshAnswer?.()
+            return json(issued)
           }
           return json({ error: 'unsupported_grant_type' }, 400)
         }

@@ -45,13 +45,16 @@ const clock = (() => {
   } satisfies LeaseClock & Record<string, unknown>
 })()
 
-/** Holds the first refresh_token grant at the server until released; later ones go through. */
-function holdFirstRefresh() {
+/**
+ * Holds the first refresh_token grant at the server until released, before its token is looked up (or, with
+ * `answer`, after the server rotated it, before it answers); later ones go through.
+ */
+function holdFirstRefresh(at: 'request' | 'answer' = 'request') {
   const arrived = Promise.withResolvers<void>()
   const another = Promise.withResolvers<void>()
   const release = Promise.withResolvers<void>()
   let first = true
-  fake.beforeRefresh = async () => {
+  fake[at === 'request' ? 'beforeRefresh' : 'beforeRefreshAnswer'] = async () => {
     if (!first) return another.resolve()
     first = false
     arrived.resolve()
@@ -108,6 +111,7 @@ describe.each(BACKENDS)('an MCP connection refreshed by two processes on %s', (b
   })
   beforeEach(() => {
     fake.beforeRefresh = undefined
+    fake.beforeRefreshAnswer = undefined
     fake.expiresIn = 3600
     fake.nextUser = 'alice'
     clock.reset()
@@ -174,6 +178,25 @@ describe.each(BACKENDS)('an MCP connection refreshed by two processes on %s', (b
     expect(fake.tokenRequests.at(-1)?.grant_type).toBe('refresh_token')
     expect((await connection())?.refresh_token).toBe(stored)
     expect(await whoami(processA, caller, name)).toBe('alice')
+  })
+
+  test('a holder whose lease ran out keeps the tokens the server honoured on its call; the process that took over goes without', async () => {
+    const { caller, name, connection } = await connectedWithDueToken()
+    const before = refreshes()
+    const held = holdFirstRefresh('answer')
+    const slow = whoami(processA, caller, name)
+    // The server has rotated the refresh token on A's call; its answer is on the way while A's lease runs out.
+    await held.arrived
+    clock.advance(leaseLongerThan(CALL_TIMEOUT_MS) + 1)
+    // B takes the lease over and is refused the token A spent: B's call gets no token, and the connection stays.
+    expect(await whoami(processB, caller, name)).toBe('refused')
+    expect(await connection()).toBeDefined()
+    held.release()
+    expect(await slow).toBe('alice')
+    expect(refreshes()).toBe(before + 2)
+    expect(await connection()).toBeDefined()
+    expect(await whoami(processB, caller, name)).toBe('alice')
+    expect(refreshes()).toBe(before + 2)
   })
 
   test('a refusal that lands after the user connected again keeps the new connection', async () => {
