@@ -131,10 +131,16 @@ export function createMcpOAuth(options: McpOAuthOptions) {
       await release()
       return {}
     }
+    let found: [Awaited<ReturnType<typeof authRuntime>>, Awaited<ReturnType<typeof issuerAndClient>>]
+    try {
+      found = await Promise.all([authRuntime(), issuerAndClient(server)])
+    } catch (error) {
+      await release()
+      throw error
+    }
+    const [sdk, { issuer, client }] = found
     let tokens: OAuthTokens
     try {
-      const sdk = await authRuntime()
-      const { issuer, client } = await issuerAndClient(server)
       tokens = await sdk.refreshAuthorization(issuer.authorizationServerUrl, {
         metadata: issuer.metadata as never,
         clientInformation: client,
