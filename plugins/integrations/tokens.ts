@@ -6,6 +6,7 @@
 import { AppError } from '../../src/errors.ts'
 import type { HttpClient } from '../../src/http.ts'
 import type { Logger } from '../../src/log.ts'
+import { isLeased, refreshUnderLease, sharedFlights, SPEND } from '../../src/refresh-lease.ts'
 import { SecretBoxError, type SecretBox } from '../../src/secret-box.ts'
 import type { ConnectionRow, ConnectionStore, SealedGrant } from './connection-store.ts'
 import { refreshGrant, TokenEndpointError, type GrantedTokens } from './oauth.ts'
@@ -13,9 +14,6 @@ import type { Provider } from './providers/index.ts'
 
 /** Tokens expiring within this are refreshed first, so a caller never receives one about to die. */
 export const REFRESH_MARGIN_MS = 60_000
-// Longer than the token endpoint's timeout: a lease outliving its holder's call is never stolen mid-call.
-const LEASE_MS = 30_000
-const LEASE_POLL_MS = 50
 
 export interface TokenKeeperOptions {
   store: ConnectionStore
@@ -37,7 +35,7 @@ const context = (row: Pick<ConnectionRow, 'userId' | 'provider'>, kind: 'access'
 
 export function createTokenKeeper(options: TokenKeeperOptions) {
   const { store, box, http, logger, now } = options
-  const inFlight = new Map<string, Promise<CurrentToken | undefined>>()
+  const shared = sharedFlights<CurrentToken | undefined>()
 
   const isExpired = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt <= now()
   const isDue = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt - now() < REFRESH_MARGIN_MS
@@ -117,39 +115,25 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
   }
 
   /** Refreshes while `stillNeeded(row)`; waits for another process's lease instead of refreshing beside it. */
-  async function refresh(userId: string, provider: Provider, stillNeeded: (row: ConnectionRow) => boolean): Promise<CurrentToken | undefined> {
-    const giveUpAt = Date.now() + 2 * LEASE_MS
-    for (;;) {
-      const row = await store.get(userId, provider.definition.id)
-      if (!row || row.brokenReason) return undefined
-      const leaseHeld = row.refreshLeaseUntil !== null && row.refreshLeaseUntil >= Date.now()
-      if (!leaseHeld) {
+  function refresh(userId: string, provider: Provider, stillNeeded: (row: ConnectionRow) => boolean): Promise<CurrentToken | undefined> {
+    const { id, label } = provider.definition
+    return refreshUnderLease<ConnectionRow, CurrentToken>({
+      read: async () => {
+        const row = await store.get(userId, id)
+        return row && !row.brokenReason ? row : undefined
+      },
+      settle: async (row) => {
         if (!stillNeeded(row)) return usable(row)
         if (!row.refreshToken || !provider.client) return isExpired(row) ? undefined : usable(row)
-        const leased = await store.leaseRefresh(userId, provider.definition.id, row.version, Date.now() + LEASE_MS, Date.now())
-        if (leased !== undefined) {
-          const outcome = await spend(provider, row, leased)
-          if (!outcome.retry) return outcome.result
-        }
-        continue
-      }
-      if (Date.now() > giveUpAt)
-        throw new AppError('unavailable', `${provider.definition.label} token refresh is still running elsewhere; try again`, {
-          extensions: { provider: provider.definition.id },
-        })
-      await Bun.sleep(LEASE_POLL_MS)
-    }
+        return SPEND
+      },
+      lease: (row, until, at) => store.leaseRefresh(userId, id, row.version, until, at),
+      spend: (row, leased) => spend(provider, row, leased),
+      stillHeld: () => new AppError('unavailable', `${label} token refresh is still running elsewhere; try again`, { extensions: { provider: id } }),
+    })
   }
 
-  function shared(userId: string, provider: Provider, work: () => Promise<CurrentToken | undefined>): Promise<CurrentToken | undefined> {
-    const key = `${userId}\u0000${provider.definition.id}`
-    let flight = inFlight.get(key)
-    if (!flight) {
-      flight = work().finally(() => inFlight.delete(key))
-      inFlight.set(key, flight)
-    }
-    return flight
-  }
+  const flightKey = (userId: string, provider: Provider) => `${userId}\u0000${provider.definition.id}`
 
   return {
     seal,
@@ -159,16 +143,16 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
     async current(userId: string, provider: Provider): Promise<CurrentToken | undefined> {
       const row = await store.get(userId, provider.definition.id)
       if (!row || row.brokenReason) return undefined
-      if (!isDue(row) && !(row.refreshLeaseUntil !== null && row.refreshLeaseUntil >= Date.now())) return usable(row)
+      if (!isDue(row) && !isLeased(row)) return usable(row)
       if (!row.refreshToken) return isExpired(row) ? undefined : usable(row)
-      return shared(userId, provider, () => refresh(userId, provider, isDue))
+      return shared(flightKey(userId, provider), () => refresh(userId, provider, isDue))
     },
 
     /** After the provider refused the token of `version`: refresh unless the row already moved on. */
     async afterRejection(userId: string, provider: Provider, version: number): Promise<CurrentToken | undefined> {
       const row = await store.get(userId, provider.definition.id)
       if (!row?.refreshToken) return undefined
-      return shared(userId, provider, () => refresh(userId, provider, (latest) => latest.version === version))
+      return shared(flightKey(userId, provider), () => refresh(userId, provider, (latest) => latest.version === version))
     },
   }
 }

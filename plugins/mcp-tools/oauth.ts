@@ -4,15 +4,17 @@
  * registers itself there (RFC 7591) when it has no client yet, and the code flow uses PKCE S256 and the resource
  * indicator (RFC 8707), all through the MCP SDK's client helpers over the guarded fetch. As in the integrations, the
  * state is single-use, stored as its hash, bound to the browser by a cookie and expiring, and tokens are sealed at
- * rest bound to their (server, user) row; a token due to expire within a minute is refreshed before use.
+ * rest bound to their (server, user) row; a token due to expire within a minute is refreshed before use, once across
+ * processes (src/refresh-lease.ts), and a refusal only drops the connection while it still holds the refused token.
  */
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { AppError } from '../../src/errors.ts'
 import { lazily } from '../../src/lazy.ts'
 import type { Logger } from '../../src/log.ts'
+import { leaseLongerThan, refreshUnderLease, sharedFlights, SPEND, wallClock, type LeaseClock } from '../../src/refresh-lease.ts'
 import type { SecretBox } from '../../src/secret-box.ts'
 import type { FetchLike } from './remote.ts'
-import type { McpServerStore, OAuthIssuer, ServerRow } from './store.ts'
+import type { ConnectionRow, McpServerStore, OAuthIssuer, SealedConnection, ServerRow } from './store.ts'
 
 /** Stable `error` values of the callback redirect. */
 export const MCP_CALLBACK_ERRORS = [
@@ -47,14 +49,24 @@ export interface McpOAuthOptions {
   /** MCP_TOOLS_RETURN_URL: where the callback sends the browser. */
   returnUrl: string
   stateTtlMs: number
+  /** Clock for token expiry. */
   now: () => number
+  /** Clock of the refresh lease: the wall clock, which every process shares. */
+  leaseClock?: LeaseClock
+  /** Longest a token request may take (the guarded fetch's timeout): the refresh lease outlasts it. */
+  tokenRequestTimeoutMs: number
 }
 
 export function createMcpOAuth(options: McpOAuthOptions) {
   const { store, box, logger, now } = options
   const fetchFn = options.fetch
   const redirectUri = (serverId: string) => `${options.publicBaseUrl}/api/mcp-servers/${serverId}/callback`
-  const inFlight = new Map<string, Promise<string | undefined>>()
+  const leaseClock = options.leaseClock ?? wallClock
+  const leaseMs = leaseLongerThan(options.tokenRequestTimeoutMs)
+  const shared = sharedFlights<string | undefined>()
+  const isDue = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt - now() < REFRESH_MARGIN_MS
+  const isExpired = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt <= now()
+  const openAccess = (row: ConnectionRow) => box.open(row.accessToken, tokenContext(row.serverId, row.userId, 'access')).catch(() => undefined)
 
   /** The server's authorization server and the service's client there, discovered and registered at first use. */
   async function issuerAndClient(server: ServerRow): Promise<{ issuer: OAuthIssuer; client: OAuthClientInformationFull }> {
@@ -93,7 +105,7 @@ export function createMcpOAuth(options: McpOAuthOptions) {
     return { issuer, client }
   }
 
-  async function sealTokens(serverId: string, userId: string, tokens: OAuthTokens, previousRefresh?: string | null) {
+  async function sealTokens(serverId: string, userId: string, tokens: OAuthTokens, previousRefresh?: string | null): Promise<SealedConnection> {
     const at = now()
     return {
       serverId,
@@ -106,9 +118,27 @@ export function createMcpOAuth(options: McpOAuthOptions) {
     }
   }
 
-  async function refresh(server: ServerRow, userId: string, refreshToken: string, sealedRefresh: string | null): Promise<string | undefined> {
-    const sdk = await authRuntime()
-    const { issuer, client } = await issuerAndClient(server)
+  /**
+   * Spends the row's refresh token under the lease of `leased`. Writes and drops are conditional on the row still
+   * holding the spent token, so whatever another process or a new grant stored meanwhile stays.
+   */
+  async function spend(server: ServerRow, row: ConnectionRow, leased: number): Promise<{ result?: string; retry?: boolean }> {
+    const { userId } = row
+    const sealedRefresh = row.refreshToken!
+    const release = () => store.releaseLease(server.id, userId, leased, leaseClock.now())
+    const refreshToken = await box.open(sealedRefresh, tokenContext(server.id, userId, 'refresh')).catch(() => undefined)
+    if (refreshToken === undefined) {
+      await release()
+      return {}
+    }
+    let found: [Awaited<ReturnType<typeof authRuntime>>, Awaited<ReturnType<typeof issuerAndClient>>]
+    try {
+      found = await Promise.all([authRuntime(), issuerAndClient(server)])
+    } catch (error) {
+      await release()
+      throw error
+    }
+    const [sdk, { issuer, client }] = found
     let tokens: OAuthTokens
     try {
       tokens = await sdk.refreshAuthorization(issuer.authorizationServerUrl, {
@@ -121,15 +151,50 @@ export function createMcpOAuth(options: McpOAuthOptions) {
     } catch (error) {
       // Unreachable (the guarded client's AppError): kept for the next use. Refused (invalid_grant...): the user connects again.
       if (error instanceof AppError) {
+        await release()
         logger.warn('MCP token refresh failed; the connection is kept', { serverId: server.id, userId, code: error.code })
-        return undefined
+        return {}
       }
-      logger.warn('MCP server refused a token refresh; the connection is dropped', { serverId: server.id, userId })
-      await store.disconnect(server.id, userId)
-      return undefined
+      // Taken over from a holder whose lease ran out: its call may be the one the server honoured, and its tokens
+      // are on their way to the row. This call goes without; the next refresh, with no lease to take over, decides.
+      if (row.refreshLeaseUntil !== null) {
+        await release()
+        logger.warn('MCP server refused a refresh token a previous lease holder may have spent; the connection is kept', {
+          serverId: server.id,
+          userId,
+        })
+        return {}
+      }
+      if (await store.dropRefused(server.id, userId, leased, sealedRefresh, leaseClock.now())) {
+        logger.warn('MCP server refused a token refresh; the connection is dropped', { serverId: server.id, userId })
+        return {}
+      }
+      // The refused token was already replaced (another process's refresh, a new grant): use what is stored now.
+      logger.info('MCP server refused a refresh token that was already replaced; the connection is kept', { serverId: server.id, userId })
+      return { retry: true }
     }
-    await store.connect(await sealTokens(server.id, userId, tokens, sealedRefresh), now())
-    return tokens.access_token
+    if (!(await store.saveRefreshed(sealedRefresh, await sealTokens(server.id, userId, tokens, sealedRefresh), leaseClock.now()))) return { retry: true }
+    return { result: tokens.access_token }
+  }
+
+  /** Refreshes while the row is due; waits for another process's lease instead of refreshing beside it. */
+  function refresh(server: ServerRow, userId: string): Promise<string | undefined> {
+    return refreshUnderLease<ConnectionRow, string>(
+      {
+        read: () => store.connection(server.id, userId),
+        settle: async (row) => {
+          const access = await openAccess(row)
+          if (access !== undefined && !isDue(row)) return access
+          if (!row.refreshToken) return isExpired(row) ? undefined : access
+          return SPEND
+        },
+        lease: (row, until, at) => store.leaseRefresh(server.id, userId, row.version, until, at),
+        spend: (row, leased) => spend(server, row, leased),
+        stillHeld: () => new AppError('unavailable', `The token refresh for the MCP server ${server.name} is still running elsewhere; try again`),
+      },
+      leaseClock,
+      leaseMs,
+    )
   }
 
   return {
@@ -217,19 +282,10 @@ export function createMcpOAuth(options: McpOAuthOptions) {
     async tokenFor(server: ServerRow, userId: string): Promise<string | undefined> {
       const row = await store.connection(server.id, userId)
       if (!row) return undefined
-      const access = await box.open(row.accessToken, tokenContext(server.id, userId, 'access')).catch(() => undefined)
-      const due = row.expiresAt !== null && row.expiresAt - now() < REFRESH_MARGIN_MS
-      if (access !== undefined && !due) return access
-      if (!row.refreshToken) return row.expiresAt !== null && row.expiresAt <= now() ? undefined : access
-      const refreshToken = await box.open(row.refreshToken, tokenContext(server.id, userId, 'refresh')).catch(() => undefined)
-      if (refreshToken === undefined) return undefined
-      const key = `${server.id}:${userId}`
-      let pending = inFlight.get(key)
-      if (!pending) {
-        pending = refresh(server, userId, refreshToken, row.refreshToken).finally(() => inFlight.delete(key))
-        inFlight.set(key, pending)
-      }
-      return pending
+      const access = await openAccess(row)
+      if (access !== undefined && !isDue(row)) return access
+      if (!row.refreshToken) return isExpired(row) ? undefined : access
+      return shared(`${server.id}:${userId}`, () => refresh(server, userId))
     },
   }
 }

@@ -12,6 +12,7 @@ import { lazily } from '../../src/lazy.ts'
 import type { Logger } from '../../src/log.ts'
 import type { ExtraToolResult, ExtraTools, ExtraToolSet } from '../../src/llm/extra-tools.ts'
 import type { ModelTool } from '../../src/llm/provider.ts'
+import type { LeaseClock } from '../../src/refresh-lease.ts'
 import type { SecretBox } from '../../src/secret-box.ts'
 import { createMcpOAuth } from './oauth.ts'
 import { guardedFetch, guardServerUrl, parseServerUrl, withClient, type FetchLike, type RemotePolicy } from './remote.ts'
@@ -37,6 +38,8 @@ export interface McpToolsServiceOptions {
   /** Name resolution of the address check; default the system resolver. */
   lookup?: RemotePolicy['lookup']
   now?: () => number
+  /** Clock of the token refresh lease shared across processes; default the wall clock. */
+  leaseClock?: LeaseClock
 }
 
 export const MAX_SERVERS_PER_ORG = 50
@@ -83,6 +86,8 @@ export function createMcpToolsService(options: McpToolsServiceOptions) {
     returnUrl: settings.returnUrl,
     stateTtlMs: options.stateTtlMs,
     now,
+    leaseClock: options.leaseClock,
+    tokenRequestTimeoutMs: settings.callTimeoutMs,
   })
 
   /** Every tool of the server (following pages), as listed. */

@@ -1,6 +1,8 @@
 /**
  * MCP servers, users' connections to them and OAuth flows in progress, over either SQL backend. Token and client
- * secret columns hold sealed values; this module never sees them in clear.
+ * secret columns hold sealed values; this module never sees them in clear. Every token change of a connection bumps
+ * its `version`, and the refresh lease is taken by compare-and-set on it, so across processes one holder spends a
+ * refresh token.
  */
 import { toNullableNumber, toNumber, type Database, type SqlRow } from '../../src/storage/database.ts'
 
@@ -50,7 +52,12 @@ export interface ConnectionRow {
   scopes: string[]
   expiresAt: number | null
   connectedAt: number
+  version: number
+  refreshLeaseUntil: number | null
 }
+
+/** Sealed tokens as a grant or a refresh writes them. */
+export type SealedConnection = Omit<ConnectionRow, 'version' | 'refreshLeaseUntil'>
 
 export interface StateRow {
   serverId: string
@@ -96,6 +103,8 @@ const connectionFrom = (r: SqlRow): ConnectionRow => ({
   scopes: typeof r.scopes === 'string' && r.scopes !== '' ? r.scopes.split(' ') : [],
   expiresAt: toNullableNumber(r.expires_at),
   connectedAt: toNumber(r.connected_at),
+  version: toNumber(r.version),
+  refreshLeaseUntil: toNullableNumber(r.refresh_lease_until),
 })
 
 export class McpServerStore {
@@ -171,12 +180,62 @@ export class McpServerStore {
     return (await this.db.sql`SELECT * FROM mcp_connections WHERE user_id = ${userId}`).map(connectionFrom)
   }
 
-  async connect(row: ConnectionRow, now: number): Promise<void> {
+  /** A new grant from the callback: replaces whatever was there, and ends any refresh lease on the old tokens. */
+  async connect(row: SealedConnection, now: number): Promise<void> {
     await this.db.sql`
-      INSERT INTO mcp_connections (server_id, user_id, access_token, refresh_token, scopes, expires_at, connected_at, updated_at)
-      VALUES (${row.serverId}, ${row.userId}, ${row.accessToken}, ${row.refreshToken}, ${row.scopes.join(' ')}, ${row.expiresAt}, ${row.connectedAt}, ${now})
+      INSERT INTO mcp_connections (server_id, user_id, access_token, refresh_token, scopes, expires_at, connected_at, updated_at, version, refresh_lease_until)
+      VALUES (${row.serverId}, ${row.userId}, ${row.accessToken}, ${row.refreshToken}, ${row.scopes.join(' ')}, ${row.expiresAt}, ${row.connectedAt}, ${now}, 1, NULL)
       ON CONFLICT (server_id, user_id) DO UPDATE SET access_token = excluded.access_token, refresh_token = excluded.refresh_token,
-        scopes = excluded.scopes, expires_at = excluded.expires_at, connected_at = excluded.connected_at, updated_at = excluded.updated_at`
+        scopes = excluded.scopes, expires_at = excluded.expires_at, connected_at = excluded.connected_at, updated_at = excluded.updated_at,
+        version = mcp_connections.version + 1, refresh_lease_until = NULL`
+  }
+
+  /**
+   * Claims the right to refresh: succeeds only for the version the caller read and when no unexpired lease is held.
+   * Answers the new version, which the holder passes to releaseLease or dropRefused.
+   */
+  async leaseRefresh(serverId: string, userId: string, version: number, until: number, now: number): Promise<number | undefined> {
+    const [row] = await this.db.sql`
+      UPDATE mcp_connections SET refresh_lease_until = ${until}, version = version + 1, updated_at = ${now}
+      WHERE server_id = ${serverId} AND user_id = ${userId} AND version = ${version}
+        AND (refresh_lease_until IS NULL OR refresh_lease_until < ${now})
+      RETURNING version`
+    return row ? toNumber(row.version) : undefined
+  }
+
+  /**
+   * Writes refreshed tokens and ends any lease, only while the row still holds the refresh token that was spent (by
+   * its sealed value, which every write seals anew): false when a new grant replaced it or the row is gone. Not by
+   * version: a holder whose lease ran out still owns the only working tokens once the server rotated on its call.
+   */
+  async saveRefreshed(spentRefreshToken: string, row: SealedConnection, now: number): Promise<boolean> {
+    const rows = await this.db.sql`
+      UPDATE mcp_connections SET access_token = ${row.accessToken}, refresh_token = ${row.refreshToken}, scopes = ${row.scopes.join(' ')},
+        expires_at = ${row.expiresAt}, version = version + 1, refresh_lease_until = NULL, updated_at = ${now}
+      WHERE server_id = ${row.serverId} AND user_id = ${row.userId} AND refresh_token = ${spentRefreshToken}
+      RETURNING version`
+    return rows.length > 0
+  }
+
+  /** Gives a lease back without new tokens (the authorization server could not be reached). */
+  async releaseLease(serverId: string, userId: string, leasedVersion: number, now: number): Promise<void> {
+    await this.db.sql`
+      UPDATE mcp_connections SET refresh_lease_until = NULL, version = version + 1, updated_at = ${now}
+      WHERE server_id = ${serverId} AND user_id = ${userId} AND version = ${leasedVersion}`
+  }
+
+  /**
+   * Deletes a connection whose refresh token the authorization server refused, only while it still holds that token
+   * and no other holder's lease is running (its refresh of the same token may be the one the server honoured):
+   * tokens another process or a new grant stored stay. False when the connection is kept.
+   */
+  async dropRefused(serverId: string, userId: string, leasedVersion: number, refusedRefreshToken: string, now: number): Promise<boolean> {
+    const rows = await this.db.sql`
+      DELETE FROM mcp_connections
+      WHERE server_id = ${serverId} AND user_id = ${userId} AND refresh_token = ${refusedRefreshToken}
+        AND (version = ${leasedVersion} OR refresh_lease_until IS NULL OR refresh_lease_until < ${now})
+      RETURNING server_id`
+    return rows.length > 0
   }
 
   async disconnect(serverId: string, userId: string): Promise<boolean> {

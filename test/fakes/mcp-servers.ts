@@ -101,6 +101,15 @@ export interface FakeOAuthMcpServer extends FakeMcpServer {
   readonly tokenRequests: Record<string, string>[]
   /** Lifetime of the access tokens it issues, in seconds. */
   expiresIn: number
+  /**
+   * Awaited by each refresh_token grant before its token is looked up, so a test decides the order in which
+   * concurrent refreshes reach the server. Refresh tokens rotate: each is honoured once, a reused one is invalid_grant.
+   */
+  beforeRefresh?: () => Promise<void>
+  /** Awaited by each refresh_token grant after the token was rotated, before the answer is sent. */
+  beforeRefreshAnswer?: () => Promise<void>
+  /** Revokes every refresh token issued so far (the user withdrew the grant at the server). */
+  revokeRefreshTokens(): void
 }
 
 const sha256Base64url = (text: string) => new Bun.CryptoHasher('sha256').update(text).digest('base64url')
@@ -124,6 +133,7 @@ export function startOAuthMcpServer(): FakeOAuthMcpServer {
     tokens,
     tokenRequests,
     expiresIn: 3600,
+    revokeRefreshTokens: () => refreshTokens.clear(),
     close() {
       resolve()
       http.stop(true)
@@ -205,9 +215,13 @@ export function startOAuthMcpServer(): FakeOAuthMcpServer {
             return json(issue(grant.user))
           }
           if (form.grant_type === 'refresh_token') {
+            await fake.beforeRefresh?.()
             const user = refreshTokens.get(form.refresh_token ?? '')
             refreshTokens.delete(form.refresh_token ?? '')
-            return user ? json(issue(user)) : json({ error: 'invalid_grant' }, 400)
+            if (!user) return json({ error: 'invalid_grant' }, 400)
+            const issued = issue(user)
+            await fake.beforeRefreshAnswer?.()
+            return json(issued)
           }
           return json({ error: 'unsupported_grant_type' }, 400)
         }

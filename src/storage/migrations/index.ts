@@ -16,6 +16,7 @@ import mcpServers from './012_mcp_servers.sql' with { type: 'text' }
 import chatManagement from './013_chat_management.sql' with { type: 'text' }
 import files from './014_files.sql' with { type: 'text' }
 import orgModel from './015_org_model.sql' with { type: 'text' }
+import mcpRefreshLease from './016_mcp_refresh_lease.sql' with { type: 'text' }
 
 // Imported as text so `bun build --compile` embeds them in the executable.
 export const migrations: readonly Migration[] = [
@@ -34,4 +35,5 @@ export const migrations: readonly Migration[] = [
   { version: 13, name: 'chat_management', sql: chatManagement },
   { version: 14, name: 'files', sql: files },
   { version: 15, name: 'org_model', sql: orgModel },
+  { version: 16, name: 'mcp_refresh_lease', sql: mcpRefreshLease },
 ]
