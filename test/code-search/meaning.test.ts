@@ -73,6 +73,34 @@ describe('vector search with a repository beside a much larger one', () => {
   })
 })
 
+describe('a search of one repository of several', () => {
+  const cleanups: (() => Promise<void>)[] = []
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0)) await cleanup()
+  })
+
+  test('ranks by meaning exactly as the repository indexed alone', async () => {
+    const together = createCodeIndex({ embeddings: createHashedEmbeddings() })
+    const alone = createCodeIndex({ embeddings: createHashedEmbeddings() })
+    cleanups.push(
+      () => together.close(),
+      () => alone.close(),
+    )
+    const large = topicFiles([0, 1, 2, 3, 4, 5], 60, 60, 1)
+    const small = topicFiles([6, 7], 60, 60, 2)
+    await together.indexFiles({ orgId: 'o', repositoryId: 'large', repositoryName: 'large', files: large })
+    await together.indexFiles({ orgId: 'o', repositoryId: 'small', repositoryName: 'small', files: small })
+    await alone.indexFiles({ orgId: 'o', repositoryId: 'small', repositoryName: 'small', files: small })
+    await together.meaningLearnt!('o')
+    await alone.meaningLearnt!('o')
+    const question = `${topicWord(6, 0)} ${topicWord(7, 3)}`
+    const ranked = (results: { path: string; startLine: number; score: number }[]) => results.map((r) => `${r.path}:${r.startLine} ${r.score}`)
+    const filtered = await together.search({ orgId: 'o' }, { query: question, mode: 'vector', limit: 20, repositoryIds: ['small'] })
+    expect(filtered).toHaveLength(20)
+    expect(ranked(filtered)).toEqual(ranked(await alone.search({ orgId: 'o' }, { query: question, mode: 'vector', limit: 20 })))
+  })
+})
+
 describe('scores across spaces', () => {
   const spaceOf = (topics: number[], seed: number) => learnTermSpace(chunkTerms(topicFiles(topics, 60, 40, seed)))!
 

@@ -318,7 +318,7 @@ export class OrgIndex {
     const questions = meaning && question !== undefined ? meaning.questionVectors(weightedQueryTerms(question)) : undefined
     if (meaning && questions) {
       parts[0]!.weight = 1 - MEANING_SHARE
-      parts.push({ slots: meaning.store.slots, weight: MEANING_SHARE, addScores: (weight, sums) => meaning.addScores(questions, weight, sums) })
+      parts.push({ slots: meaning.store.slots, weight: MEANING_SHARE, addScores: (weight, sums) => meaning.addScores(questions, weight, sums, repositoryIds) })
     }
     return nearestOf(parts, k, (slot) => {
       const doc = chunks[slot]

@@ -7,8 +7,8 @@
  *
  * Similarities in different spaces are not on one scale (a small space puts everything nearer), so with several
  * spaces each space's scores are calibrated: shifted and scaled so their mean and spread over that space's chunks
- * are those of all chunks. With one space nothing is calibrated, and a repository searched alone ranks as it did
- * with a single space for the organisation.
+ * are those of all chunks. With one space in play nothing is calibrated: a repository indexed alone, or searched on
+ * its own, ranks by its own space as it would alone.
  */
 import type { CountedTerms } from '../terms/index.ts'
 import { embedCountedInTermSpace, embedInTermSpace, type TermSpace } from './term-space.ts'
@@ -80,11 +80,30 @@ export class Meaning {
     return known ? rows : undefined
   }
 
-  /** Adds `weight` times each slot's similarity to the question (questionVectors) in its own space, calibrated, to `sums`. */
-  addScores(questions: Float32Array, weight: number, sums: Float32Array): void {
+  /**
+   * Adds `weight` times each slot's similarity to the question (questionVectors) in its own space, calibrated over
+   * the spaces of `repositoryIds` (all when absent), to `sums`. Slots of other repositories may get any score: the
+   * search filters them out.
+   */
+  addScores(questions: Float32Array, weight: number, sums: Float32Array, repositoryIds?: ReadonlySet<string>): void {
     const n = this.store.slots
-    if (this.spaces.length === 1) {
-      this.store.addScores(questions.subarray(this.dimensions), weight, sums)
+    const inPlay = new Uint8Array(this.spaces.length + 1)
+    let spacesInPlay = 0
+    let onlySpace = 0
+    for (let s = 0; s < this.spaces.length; s++) inPlay[s + 1] = repositoryIds ? 0 : 1
+    for (const repositoryId of repositoryIds ?? []) {
+      const space = this.spaceOfRepository.get(repositoryId)
+      if (space !== undefined) inPlay[space + 1] = 1
+    }
+    for (let g = 1; g <= this.spaces.length; g++)
+      if (inPlay[g]) {
+        spacesInPlay++
+        onlySpace = g
+      }
+    if (spacesInPlay === 0) return
+    // One space: its similarities as they are, so a repository searched on its own ranks as if it were alone.
+    if (spacesInPlay === 1) {
+      this.store.addScores(questions.subarray(onlySpace * this.dimensions, (onlySpace + 1) * this.dimensions), weight, sums)
       return
     }
     if (this.rawScores.length < n) this.rawScores = new Float32Array(Math.max(n, this.rawScores.length * 2))
@@ -99,7 +118,7 @@ export class Meaning {
     const spaceOfSlot = this.spaceOfSlot
     for (let slot = 0; slot < n; slot++) {
       const group = slot < spaceOfSlot.length ? spaceOfSlot[slot]! : 0
-      if (group === 0) continue
+      if (!inPlay[group]) continue
       const score = raw[slot]!
       count[group]!++
       sum[group]! += score
@@ -109,6 +128,7 @@ export class Meaning {
     let allSum = 0
     let allSquares = 0
     for (let g = 1; g < groups; g++) {
+      if (!inPlay[g]) continue
       allCount += count[g]!
       allSum += sum[g]!
       allSquares += squares[g]!
@@ -120,7 +140,7 @@ export class Meaning {
     const shift = new Float64Array(groups)
     const scale = new Float64Array(groups)
     for (let g = 1; g < groups; g++) {
-      if (count[g] === 0) continue
+      if (!inPlay[g] || count[g] === 0) continue
       const mean = sum[g]! / count[g]!
       const own = spread(count[g]!, sum[g]!, squares[g]!)
       scale[g] = own > 0 ? allSpread / own : 1
@@ -128,7 +148,7 @@ export class Meaning {
     }
     for (let slot = 0; slot < n; slot++) {
       const group = slot < spaceOfSlot.length ? spaceOfSlot[slot]! : 0
-      if (group === 0) continue
+      if (!inPlay[group]) continue
       sums[slot]! += weight * (shift[group]! + scale[group]! * raw[slot]!)
     }
   }
