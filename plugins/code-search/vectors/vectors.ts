@@ -70,6 +70,7 @@ interface Block {
 export class VectorStore {
   private readonly blocks: Block[] = []
   private scratch = new Float32Array(0)
+  private rowScratch = new Int32Array(0)
   /** One past the highest slot ever set. */
   private used = 0
 
@@ -145,17 +146,18 @@ export class VectorStore {
     const dimensions = this.dimensions
     const size = this.blockSlots
     if (this.scratch.length < size) this.scratch = new Float32Array(size)
+    if (this.rowScratch.length < size) this.rowScratch = new Int32Array(size)
     const partial = this.scratch
     for (let b = 0, first = 0; first < this.used; b++, first += size) {
       const { values, scales } = this.blocks[b]!
       const n = Math.min(size, this.used - first)
       partial.fill(0, 0, n)
-      for (let i = 0; i < n; i++) {
-        const slot = first + i
-        const row = (slot < groupOf.length ? groupOf[slot]! : 0) * dimensions
-        let sum = 0
-        for (let d = 0, from = i; d < dimensions; d++, from += size) sum += queries[row + d]! * values[from]!
-        partial[i] = sum
+      const rows = this.rowScratch
+      for (let i = 0; i < n; i++) rows[i] = first + i < groupOf.length ? groupOf[first + i]! * dimensions : 0
+      // Column by column, as addScores: each slot's query value looked up by its row.
+      for (let d = 0; d < dimensions; d++) {
+        const from = d * size
+        for (let i = 0; i < n; i++) partial[i]! += queries[rows[i]! + d]! * values[from + i]!
       }
       for (let i = 0; i < n; i++) out[first + i]! += partial[i]! * scales[i]!
     }
