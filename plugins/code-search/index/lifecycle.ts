@@ -291,7 +291,7 @@ export class IndexLifecycle {
         (learnt) => {
           // A newer snapshot replaced the index meanwhile: it learns its own.
           if (org.index === index) index.adoptMeaning(learnt)
-          logger.debug('code index term space learnt', { orgId: org.orgId, chunks: index.chunkCount, terms: learnt?.space.rows.size ?? 0 })
+          logger.debug('code index term space learnt', { orgId: org.orgId, chunks: index.chunkCount, terms: learnt?.terms ?? 0 })
         },
         (error) => {
           index.abandonMeaning()

@@ -6,16 +6,7 @@
 import { insert, load, remove, save, search, type RawData } from '@orama/orama'
 import { countedTermsOf, primeCountedTerms, weightedQueryTerms, type CountedTerms } from '../terms/index.ts'
 import { CHUNK_BM25, FIELD_BOOST, FILE_BM25, MEANING_SHARE, REPOSITORY_FIT } from '../tuning.ts'
-import {
-  embedCountedInTermSpace,
-  embedInTermSpace,
-  nearestOf,
-  VectorStore,
-  type Meaning,
-  type MeaningBatch,
-  type ScoredSlot,
-  type VectorQuery,
-} from '../vectors/index.ts'
+import { nearestOf, VectorStore, type Meaning, type MeaningBatch, type ScoredSlot, type ScoringPart, type VectorQuery } from '../vectors/index.ts'
 import {
   countInRepository,
   createChunkDatabase,
@@ -83,7 +74,6 @@ export class OrgIndex {
   private sourceAt = 0
   /** Slots changed while a space is being learnt: their vectors in it are of older text, dropped when it arrives. */
   private changedWhileLearning: Set<number> | undefined
-  private meaningScratch = new Float32Array(0)
   /** Chunks stored or removed, ever. */
   private changes = 0
 
@@ -128,21 +118,24 @@ export class OrgIndex {
     this.changedWhileLearning = new Set()
     this.sourceAt = this.changes
     let slots: number[] = []
+    let repositoryIds: string[] = []
     let contents: string[] = []
     let chars = 0
     for (let slot = 0; slot < this.chunks.length; slot++) {
       const doc = this.chunks[slot]
       if (!doc) continue
       slots.push(slot)
+      repositoryIds.push(doc.repositoryId)
       contents.push(doc.content)
       chars += doc.content.length
       if (chars < maxChars) continue
-      yield { slots: Int32Array.from(slots), contents }
+      yield { slots: Int32Array.from(slots), repositoryIds, contents }
       slots = []
+      repositoryIds = []
       contents = []
       chars = 0
     }
-    if (slots.length > 0) yield { slots: Int32Array.from(slots), contents }
+    if (slots.length > 0) yield { slots: Int32Array.from(slots), repositoryIds, contents }
   }
 
   /**
@@ -155,18 +148,12 @@ export class OrgIndex {
     this.changedWhileLearning = undefined
     this.meaning = learnt
     this.meaningAt = this.sourceAt
-    if (learnt) for (const slot of changed) learnt.store.clear(slot)
+    if (learnt) for (const slot of changed) learnt.clear(slot)
   }
 
   /** Forgets a space being learnt (it failed): the index stays stale, and the next one starts from a fresh source. */
   abandonMeaning(): void {
     this.changedWhileLearning = undefined
-  }
-
-  private embedMeaning(slot: number, counted: CountedTerms): void {
-    const meaning = this.meaning!
-    if (this.meaningScratch.length < meaning.space.dimensions) this.meaningScratch = new Float32Array(meaning.space.dimensions)
-    meaning.store.set(slot, embedCountedInTermSpace(meaning.space, counted, this.meaningScratch))
   }
 
   private noteChange(slot: number): void {
@@ -209,7 +196,7 @@ export class OrgIndex {
       // Counted once for both the full-text index and the term space.
       const counted = chunk.counted ?? countedTermsOf(doc.content)
       primeCountedTerms(doc.content, counted)
-      if (this.meaning) this.embedMeaning(slot, counted)
+      this.meaning?.set(slot, doc.repositoryId, counted)
       this.noteChange(slot)
       insert(this.db, doc)
       this.track(doc)
@@ -326,11 +313,12 @@ export class OrgIndex {
     if (!this.vectorStore) return []
     if (vector.length !== this.vectorStore.dimensions)
       throw new Error(`the query vector has ${vector.length} dimensions, the index ${this.vectorStore.dimensions}`)
-    const parts: VectorQuery[] = [{ store: this.vectorStore, query: vector, weight: 1 }]
-    const meaningQuery = this.meaning && question !== undefined ? embedInTermSpace(this.meaning.space, weightedQueryTerms(question)) : undefined
-    if (meaningQuery?.some((value) => value !== 0)) {
+    const parts: (VectorQuery | ScoringPart)[] = [{ store: this.vectorStore, query: vector, weight: 1 }]
+    const meaning = this.meaning
+    const questions = meaning && question !== undefined ? meaning.questionVectors(weightedQueryTerms(question)) : undefined
+    if (meaning && questions) {
       parts[0]!.weight = 1 - MEANING_SHARE
-      parts.push({ store: this.meaning!.store, query: meaningQuery, weight: MEANING_SHARE })
+      parts.push({ slots: meaning.store.slots, weight: MEANING_SHARE, addScores: (weight, sums) => meaning.addScores(questions, weight, sums, repositoryIds) })
     }
     return nearestOf(parts, k, (slot) => {
       const doc = chunks[slot]
@@ -396,7 +384,7 @@ export class OrgIndex {
     uncountInRepository(this.db, String(slot))
     remove(this.db, String(slot))
     this.vectorStore?.clear(slot)
-    this.meaning?.store.clear(slot)
+    this.meaning?.clear(slot)
     this.noteChange(slot)
     this.chunks[slot] = undefined
     this.freeSlots.push(slot)

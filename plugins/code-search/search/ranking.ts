@@ -1,13 +1,14 @@
 /**
  * How chunks are ranked for a question, on one organisation's index. Each list (full-text, vectors) is weighed by
  * the kind of each chunk's file and, with several repositories, by how well the chunk's repository as a whole says
- * the question's words (so a question naming no repository is not ruled by the largest one); hybrid fuses the two
+ * the question's words (so a question naming no repository is not ruled by the largest one; the vector list less
+ * sharply, its scores already being each repository's own); hybrid fuses the two
  * lists' scores and adds a share of each chunk's whole file; with a model's code for the question, the question's
  * ranking and the code's are fused the same way. The ranking runs as a generator of steps, so a search can let
  * other work run between them.
  */
 import type { ChunkFilter, OrgIndex } from '../index/index.ts'
-import { EXPANSION_SHARE, FILE_PRIOR, FILE_SHARE, RANKING_DEPTH, TEXT_SHARE } from '../tuning.ts'
+import { EXPANSION_SHARE, FILE_PRIOR, FILE_SHARE, RANKING_DEPTH, REPOSITORY_FIT, TEXT_SHARE } from '../tuning.ts'
 import type { SearchMode } from '../types.ts'
 import type { ScoredSlot } from '../vectors/index.ts'
 
@@ -62,7 +63,9 @@ export function* rankingSteps(index: OrgIndex, query: RankingQuery): Generator<v
     const fit = filter.repositoryIds?.size === 1 ? NO_FIT : index.repositoryFit(words)
     const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests, fit)
     yield
-    const byVector = wordsVector ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests, fit) : []
+    const byVector = wordsVector
+      ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests, sharpened(fit, REPOSITORY_FIT.vectorSharpness))
+      : []
     if (mode !== 'hybrid') return mode === 'text' ? byText : byVector
     yield
     return withWholeFiles(index, words, fuse(byText, byVector), askingForTests, fit)
@@ -76,6 +79,13 @@ export function* rankingSteps(index: OrgIndex, query: RankingQuery): Generator<v
 }
 
 const NO_FIT: ReadonlyMap<string, number> = new Map()
+
+/** The repositories' fit at another sharpness: exp(sharpness x) from exp(REPOSITORY_FIT.sharpness x). */
+function sharpened(fit: ReadonlyMap<string, number>, sharpness: number): ReadonlyMap<string, number> {
+  if (fit.size === 0 || sharpness === REPOSITORY_FIT.sharpness) return fit
+  const power = sharpness / REPOSITORY_FIT.sharpness
+  return new Map([...fit].map(([repositoryId, weight]) => [repositoryId, weight ** power]))
+}
 
 /** A generator run to its end without pausing. */
 export function toEnd<T>(steps: Generator<void, T>): T {

@@ -6,25 +6,34 @@
  */
 import { nextTurn } from '../../../src/time-slices.ts'
 import { TERM_SPACE_DIMENSIONS, TERMS_PER_TURN } from '../tuning.ts'
+import { Meaning } from './meaning.ts'
 import type { PostedTermSpace, TermSpace } from './term-space.ts'
 import { VectorStore } from './vectors.ts'
 
-/** The learnt term space and every chunk's vector in it, by slot. */
-export interface Meaning {
-  space: TermSpace
-  store: VectorStore
-}
-
-/** Some of the chunks a term space is learnt from: their slots and texts, in slot order. */
+/** Some of the chunks term spaces are learnt from: their slots, repositories and texts, in slot order. */
 export interface MeaningBatch {
   slots: Int32Array
+  repositoryIds: string[]
   contents: string[]
 }
 
-export type TermSpaceRequest = { kind: 'chunks'; slots: Int32Array; contents: string[] } | { kind: 'learn'; id: number; dimensions: number }
+export type TermSpaceRequest =
+  | { kind: 'chunks'; slots: Int32Array; repositoryIds: string[]; contents: string[] }
+  | { kind: 'learn'; id: number; dimensions: number }
 
 export type TermSpaceAnswer =
-  | { id: number; learnt: true; space: PostedTermSpace; slots: number; vectors: Uint8Array }
+  | {
+      id: number
+      learnt: true
+      /** A space per repository, or shared by repositories with too little code alone. */
+      spaces: PostedTermSpace[]
+      /** The repositories of each space. */
+      repositoriesOfSpace: string[][]
+      slots: number
+      vectors: Uint8Array
+      /** Space of each slot, plus one (0: none). */
+      spaceOfSlot: Uint16Array
+    }
   | { id: number; learnt: false }
   | { id: number; error: string }
 
@@ -36,7 +45,7 @@ const TERM_SPACE_WORKER = import.meta.url.startsWith('file:///$bunfs/')
 
 export interface TermSpaceLearner {
   /**
-   * The space of the chunks and their vectors in it; undefined when there is too little code to learn from.
+   * The spaces of the chunks' repositories and each chunk's vector in its own; undefined when there is too little code to learn from.
    * Aborting `signal` drops a space still waiting its turn, and stops the Worker if it is learning this one.
    */
   learn(source: Iterable<MeaningBatch>, signal?: AbortSignal): Promise<Meaning | undefined>
@@ -93,7 +102,7 @@ function startLearner(): TermSpaceLearner {
     try {
       for (const batch of source) {
         signal?.throwIfAborted()
-        target.postMessage({ kind: 'chunks', slots: batch.slots, contents: batch.contents } satisfies TermSpaceRequest)
+        target.postMessage({ kind: 'chunks', slots: batch.slots, repositoryIds: batch.repositoryIds, contents: batch.contents } satisfies TermSpaceRequest)
         await nextTurn()
       }
       target.postMessage({ kind: 'learn', id, dimensions: TERM_SPACE_DIMENSIONS } satisfies TermSpaceRequest)
@@ -106,14 +115,19 @@ function startLearner(): TermSpaceLearner {
     const data = await answer.finally(() => signal?.removeEventListener('abort', abort))
     if ('error' in data) throw new Error(`learning the term space failed: ${data.error}`)
     if (!data.learnt) return undefined
-    const { dimensions, vocabulary, vectors, weights } = data.space
-    const rows = new Map<string, number>()
-    for (let row = 0; row < vocabulary.length; row++) {
-      rows.set(vocabulary[row]!, row)
-      if (row % TERMS_PER_TURN === TERMS_PER_TURN - 1) await nextTurn()
+    const spaces: TermSpace[] = []
+    const spaceOfRepository = new Map<string, number>()
+    let built = 0
+    for (const [at, { dimensions, vocabulary, vectors, weights }] of data.spaces.entries()) {
+      const rows = new Map<string, number>()
+      for (let row = 0; row < vocabulary.length; row++) {
+        rows.set(vocabulary[row]!, row)
+        if (++built % TERMS_PER_TURN === 0) await nextTurn()
+      }
+      spaces.push({ dimensions, vocabulary, rows, vectors, weights })
+      for (const repositoryId of data.repositoriesOfSpace[at]!) spaceOfRepository.set(repositoryId, at)
     }
-    const space: TermSpace = { dimensions, vocabulary, rows, vectors, weights }
-    return { space, store: VectorStore.deserialise(dimensions, data.slots, data.vectors) }
+    return new Meaning(spaces, spaceOfRepository, VectorStore.deserialise(TERM_SPACE_DIMENSIONS, data.slots, data.vectors), data.spaceOfSlot)
   }
 
   return {

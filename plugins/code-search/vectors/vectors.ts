@@ -19,19 +19,29 @@ export interface VectorQuery {
   weight: number
 }
 
+/** A part of a score computed its own way: adds `weight` times its score of each slot to `sums`. */
+export interface ScoringPart {
+  slots: number
+  addScores(weight: number, sums: Float32Array): void
+  weight: number
+}
+
 let sumsScratch = new Float32Array(1024)
 
 /**
  * The `k` slots of best summed score over the parts (stores addressed by the same slots), positive scores only,
  * best first, among those `accept` lets through.
  */
-export function nearestOf(parts: readonly VectorQuery[], k: number, accept?: (slot: number) => boolean): ScoredSlot[] {
-  const n = Math.max(0, ...parts.map((part) => part.store.slots))
+export function nearestOf(parts: readonly (VectorQuery | ScoringPart)[], k: number, accept?: (slot: number) => boolean): ScoredSlot[] {
+  const n = Math.max(0, ...parts.map((part) => ('store' in part ? part.store.slots : part.slots)))
   if (n === 0 || k <= 0) return []
   if (sumsScratch.length < n) sumsScratch = new Float32Array(Math.max(n, sumsScratch.length * 2))
   const sums = sumsScratch
   sums.fill(0, 0, n)
-  for (const { store, query, weight } of parts) store.addScores(query, weight, sums)
+  for (const part of parts) {
+    if ('store' in part) part.store.addScores(part.query, part.weight, sums)
+    else part.addScores(part.weight, sums)
+  }
   // Top k by insertion into a short sorted list: k is small, so this beats sorting n scores.
   const best: ScoredSlot[] = []
   let floor = 0
@@ -60,6 +70,7 @@ interface Block {
 export class VectorStore {
   private readonly blocks: Block[] = []
   private scratch = new Float32Array(0)
+  private rowScratch = new Int32Array(0)
   /** One past the highest slot ever set. */
   private used = 0
 
@@ -124,6 +135,31 @@ export class VectorStore {
         for (let i = 0; i < n; i++) partial[i]! += value * values[from + i]!
       }
       for (let i = 0; i < n; i++) sums[first + i]! += weight * partial[i]! * scales[i]!
+    }
+  }
+
+  /**
+   * Adds each used slot's similarity to its own query to `out` (at least `slots` long): `queries` holds one row of
+   * `dimensions` per group, and `groupOf[slot]` is the slot's row (slots past its end take row 0).
+   */
+  addScoresBy(queries: Float32Array, groupOf: Uint16Array, out: Float32Array): void {
+    const dimensions = this.dimensions
+    const size = this.blockSlots
+    if (this.scratch.length < size) this.scratch = new Float32Array(size)
+    if (this.rowScratch.length < size) this.rowScratch = new Int32Array(size)
+    const partial = this.scratch
+    for (let b = 0, first = 0; first < this.used; b++, first += size) {
+      const { values, scales } = this.blocks[b]!
+      const n = Math.min(size, this.used - first)
+      partial.fill(0, 0, n)
+      const rows = this.rowScratch
+      for (let i = 0; i < n; i++) rows[i] = first + i < groupOf.length ? groupOf[first + i]! * dimensions : 0
+      // Column by column, as addScores: each slot's query value looked up by its row.
+      for (let d = 0; d < dimensions; d++) {
+        const from = d * size
+        for (let i = 0; i < n; i++) partial[i]! += queries[rows[i]! + d]! * values[from + i]!
+      }
+      for (let i = 0; i < n; i++) out[first + i]! += partial[i]! * scales[i]!
     }
   }
 
