@@ -16,10 +16,11 @@ import { termSpaceLearner } from '../vectors/index.ts'
 import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
 import { OrgIndex } from './org-index.ts'
 import {
-  decodeSnapshot,
+  decodeSnapshotData,
   decodeSnapshotHeader,
   decodeSnapshotTail,
   encodeSegment,
+  restoreSnapshot,
   type SnapshotLayout,
   type SnapshotStore,
   type SnapshotVersion,
@@ -128,6 +129,26 @@ export class IndexLifecycle {
       if (org) this.used(org)
     }
     return pending
+  }
+
+  /**
+   * Whether the organisation's index can be searched now, waiting `waitMs` at most: `ready` (loaded, or nothing
+   * to load), `loading` (its snapshot is still being loaded, which goes on meanwhile), or `unavailable` (its
+   * snapshot could not be read or decoded; the next call tries again).
+   */
+  async readiness(orgId: string, waitMs: number): Promise<'ready' | 'loading' | 'unavailable'> {
+    if (this.resident.has(orgId)) return 'ready'
+    const loading = this.org(orgId).then(
+      () => 'ready' as const,
+      () => 'unavailable' as const,
+    )
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const waited = new Promise<'loading'>((resolve) => (timer = setTimeout(() => resolve('loading'), waitMs)))
+    try {
+      return await Promise.race([loading, waited])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   /** Runs `work` while keeping the organisation's index from being dropped. */
@@ -345,7 +366,9 @@ export class IndexLifecycle {
     let snapshot = named
     for (let attempt = 1; ; attempt++) {
       try {
-        const { header, index, layout } = decodeSnapshot(await snapshots!.read(orgId, snapshot))
+        // Read, decompressed and parsed on the snapshot Worker where the store has one: only the restore runs here.
+        const decoded = snapshots!.decode ? await snapshots!.decode(orgId, snapshot) : decodeSnapshotData(await snapshots!.read(orgId, snapshot))
+        const { header, layout } = decoded
         if (header.embeddings !== embeddings.id) {
           logger.warn('code index snapshot made with other embeddings; starting empty, re-import the repositories', {
             orgId,
@@ -355,7 +378,7 @@ export class IndexLifecycle {
           // No file to append to: the next save writes a whole one.
           return { version: snapshot.version, file: undefined, layout: undefined, index: new OrgIndex() }
         }
-        return { version: snapshot.version, file: snapshot.file, layout, index }
+        return { version: snapshot.version, file: snapshot.file, layout, index: restoreSnapshot(decoded) }
       } catch (error) {
         const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
         const newer = missing ? await snapshots!.current(orgId) : undefined
