@@ -81,7 +81,7 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
           description:
             'Ranks chunks of imported files (a function, a class or a window of lines) by BM25 over their words and identifiers, by vector similarity, or both, their scores fused (the default). ' +
             'Filters: repositoryIds, languages, pathPrefix. Answers carry Cache-Control: private, max-age=300. ' +
-            "An organisation's index whose snapshot is still loading (or could not be read) answers after at most CODE_INDEX_LOAD_WAIT_MS (200 ms) with no results, partial: true, the header X-Code-Search-Partial (loading or unavailable), Cache-Control: no-store and Retry-After: 1. " +
+            "An organisation's index whose snapshot is still loading (or could not be read) answers after at most CODE_INDEX_LOAD_WAIT_MS (150 ms) with no results, partial: true, the header X-Code-Search-Partial (loading or unavailable), Cache-Control: no-store and Retry-After: 1. " +
             'With a remote embeddings model configured, its failures are 502 upstream_error, 503 unavailable (rate limited) or 504 upstream_timeout for the hybrid and vector modes.',
         },
       },

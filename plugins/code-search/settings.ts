@@ -39,7 +39,7 @@ export const codeSearchSettings = defineSettings({
     CODE_INDEX_LOAD_WAIT_MS: {
       doc: "How long a search waits for its organisation's code index to be loaded from its snapshot (by a process taking over an index, or after one was dropped) before answering with no results, marked partial (X-Code-Search-Partial: loading); the load goes on meanwhile",
       parse: integer(0, 600_000),
-      fallback: 200,
+      fallback: 150,
     },
     CODE_INDEX_MEMORY_BUDGET_MB: {
       doc: "Megabytes of organisations' code indexes one process keeps, each counted as the size of its snapshot plus unsaved changes; beyond it the least recently used indexes are dropped (their changes saved first) and loaded again when next searched. 0: no limit",

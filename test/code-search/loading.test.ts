@@ -123,19 +123,32 @@ forEachBackend(({ name, open }) => {
       const { orgId, store, open, expected } = await saved({ decodeOnWorkerFrom: 0 })
       // A second save appends a segment: the Worker rebuilds base and segment before handing the index over.
       const writer = open(store()).index
+      // More chunks than one message of the hand-over carries.
+      const generated = Array.from({ length: 1200 }, (_, i) => ({
+        path: `gen/helper-${i}.ts`,
+        content: `export function generatedHelper${i}() {\n  return ${i}\n}\n`,
+      }))
+      await writer.indexFiles({ orgId, repositoryId: 'generated', repositoryName: 'acme/generated', files: generated })
       await writer.indexFiles({
         orgId,
         repositoryId: 'tools',
         repositoryName: 'acme/tools',
         files: [{ path: 'tools/verify.py', content: 'def verify_token_signature(token):\n    """Verify the token signature."""\n    return bool(token)\n' }],
       })
+      // Compared once each side has learnt its term space from the same chunks.
+      await writer.meaningLearnt!(orgId)
       const withSegment = paths(await writer.search({ orgId }, QUESTION))
       await writer.close()
       expect(withSegment).toContain('tools/verify.py')
       expect(withSegment).not.toEqual(paths(expected))
+      const late = { query: 'generatedHelper1187', mode: 'text' } as const
+      expect(paths(await writer.search({ orgId }, late))[0]).toBe('gen/helper-1187.ts')
       for (const decodeOnWorkerFrom of [0, Number.POSITIVE_INFINITY]) {
         const { index } = open(store({ decodeOnWorkerFrom }))
+        await index.meaningLearnt!(orgId)
         expect(paths(await index.search({ orgId }, QUESTION))).toEqual(withSegment)
+        expect(paths(await index.search({ orgId }, late))[0]).toBe('gen/helper-1187.ts')
+        expect(paths(await index.search({ orgId }, { query: 'generatedHelper3', mode: 'text' }))[0]).toBe('gen/helper-3.ts')
       }
     })
   })

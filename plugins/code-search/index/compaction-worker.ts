@@ -4,7 +4,7 @@
  * (transferred, not copied) for the store to claim as the next version. Loading: reads, decompresses and parses
  * a snapshot file (decodeSnapshotData), so that only restoring the index is left for the event loop.
  */
-import { decodeSnapshot, decodeSnapshotData, encodeSnapshot, type CompactionAnswer, type CompactionRequest } from './persistence.ts'
+import { decodeSnapshot, decodeSnapshotData, encodeSnapshot, sendDecoded, type CompactionAnswer, type CompactionRequest } from './persistence.ts'
 
 declare const self: Worker
 
@@ -13,8 +13,7 @@ self.onmessage = async ({ data }: MessageEvent<CompactionRequest>) => {
   try {
     if (!header) {
       const decoded = decodeSnapshotData(new Uint8Array(await Bun.file(path).arrayBuffer()))
-      const transfer = decoded.vectors ? [decoded.vectors.bytes.buffer as ArrayBuffer] : []
-      self.postMessage({ id, decoded } satisfies CompactionAnswer, transfer)
+      sendDecoded(id, decoded, (answer, transfer) => self.postMessage(answer, transfer))
       return
     }
     const { header: last, index } = decodeSnapshot(new Uint8Array(await Bun.file(path).arrayBuffer()))

@@ -447,7 +447,38 @@ export interface CompactionRequest {
   header?: Pick<SnapshotHeader, 'orgId' | 'version' | 'savedAt'>
 }
 
-export type CompactionAnswer = { id: number; bytes: Uint8Array } | { id: number; decoded: DecodedSnapshot } | { id: number; error: string; code?: string }
+export type CompactionAnswer =
+  | { id: number; bytes: Uint8Array }
+  | { id: number; decoded: DecodedSnapshot }
+  /** Some of a decoded snapshot's stored chunks, sent ahead of it (see sendDecoded). */
+  | { id: number; documents: Record<string, unknown> }
+  | { id: number; error: string; code?: string }
+
+/** Stored chunks per message when a decoded snapshot is handed over: each message is taken in a turn of its own. */
+const DOCUMENTS_PER_MESSAGE = 500
+
+type SavedDocuments = { docs: Record<string, unknown>; count: number }
+
+/**
+ * Hands a decoded snapshot to the event loop (from the Worker): its stored chunks, most of its bytes, in messages
+ * of DOCUMENTS_PER_MESSAGE, so that taking them over is spread over many short turns rather than one long one,
+ * then the rest, its vector block transferred. Messages of one Worker arrive in the order sent.
+ */
+export function sendDecoded(id: number, decoded: DecodedSnapshot, post: (answer: CompactionAnswer, transfer: ArrayBuffer[]) => void): void {
+  const saved = (decoded.raw as unknown as { docs: SavedDocuments }).docs
+  let batch: Record<string, unknown> = {}
+  let count = 0
+  for (const key in saved.docs) {
+    batch[key] = saved.docs[key]
+    if (++count < DOCUMENTS_PER_MESSAGE) continue
+    post({ id, documents: batch }, [])
+    batch = {}
+    count = 0
+  }
+  if (count > 0) post({ id, documents: batch }, [])
+  const raw = { ...decoded.raw, docs: { docs: {}, count: saved.count } } as unknown as RawData
+  post({ id, decoded: { ...decoded, raw } }, decoded.vectors ? [decoded.vectors.bytes.buffer as ArrayBuffer] : [])
+}
 
 // In the standalone executable (`npm run build`, which names the Worker as a second entry point) modules live in
 // Bun's embedded file system, where a Worker is found by its path from the build's root.
@@ -462,7 +493,17 @@ function startCompactor(): Compactor {
   worker.unref()
   const waiting = new Map<number, { resolve(answer: Uint8Array | DecodedSnapshot): void; reject(error: Error): void }>()
   let nextId = 1
+  /** Stored chunks of snapshots being handed over, by request. */
+  const documents = new Map<number, Record<string, unknown>>()
   worker.onmessage = ({ data }: MessageEvent<CompactionAnswer>) => {
+    if ('documents' in data) {
+      const gathered = documents.get(data.id)
+      if (gathered) Object.assign(gathered, data.documents)
+      else documents.set(data.id, data.documents)
+      return
+    }
+    if ('decoded' in data) (data.decoded.raw as unknown as { docs: SavedDocuments }).docs.docs = documents.get(data.id) ?? {}
+    documents.delete(data.id)
     const caller = waiting.get(data.id)
     waiting.delete(data.id)
     if (waiting.size === 0) worker.unref()
@@ -479,6 +520,7 @@ function startCompactor(): Compactor {
   worker.onerror = (event) => {
     for (const caller of waiting.values()) caller.reject(new Error(`compaction worker failed: ${event.message}`))
     waiting.clear()
+    documents.clear()
   }
   return {
     compact: (path, header) => ask<Uint8Array>({ path, header }),
