@@ -37,7 +37,7 @@ export const codeSearchSettings = defineSettings({
       fallback: 2000,
     },
     CODE_INDEX_LOAD_WAIT_MS: {
-      doc: "How long a search waits for its organisation's code index to be loaded from its snapshot (by a process taking over an index, or after one was dropped) before answering with no results, marked partial (X-Code-Search-Partial: loading); the load goes on meanwhile",
+      doc: "How long a search waits for its organisation's code index to be loaded from a snapshot of 512 KiB or more (by a process taking over an index, or after one was dropped) before answering with no results, marked partial (X-Code-Search-Partial: loading); the load goes on meanwhile. A smaller snapshot is always waited for",
       parse: integer(0, 600_000),
       fallback: 150,
     },

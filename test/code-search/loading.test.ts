@@ -1,6 +1,7 @@
 /**
  * Loading an organisation's index from its snapshot, as a process taking over an index does: searches are told
- * the index is still loading rather than kept waiting for the whole load, a snapshot missing or cut short
+ * the index is still loading rather than kept waiting for the whole load of a large snapshot (a small one is
+ * waited for), a snapshot missing or cut short
  * leaves the organisation searchable again once it can be read, and a snapshot decoded on the Worker gives
  * the same index as one decoded on the event loop.
  */
@@ -65,7 +66,9 @@ forEachBackend(({ name, open }) => {
       const decoding = new Promise<void>((resolve) => (started = resolve))
       const files = store()
       const gated = store({
-        async decode(org, snapshot): Promise<DecodedSnapshot> {
+        async decode(org, snapshot, aside): Promise<DecodedSnapshot> {
+          // As a snapshot large enough for the Worker.
+          aside?.()
           events.push('decoding')
           started()
           await held
@@ -89,6 +92,30 @@ forEachBackend(({ name, open }) => {
       expect(paths(await index.search({ orgId }, QUESTION))).toEqual(paths(expected))
       expect(events).toEqual(['decoding', 'answered: loading', 'decoded'])
       expect(await index.readiness!(orgId)).toBe('ready')
+    })
+
+    test('a search waits for a snapshot small enough to be decoded on the event loop, however long that takes', async () => {
+      const { orgId, store, open, expected } = await saved()
+      let release!: () => void
+      const held = new Promise<void>((resolve) => (release = resolve))
+      let started!: () => void
+      const decoding = new Promise<void>((resolve) => (started = resolve))
+      const files = store()
+      const gated = store({
+        async decode(org, snapshot): Promise<DecodedSnapshot> {
+          started()
+          await held
+          return files.decode!(org, snapshot)
+        },
+      })
+      const { index } = open(gated, 0)
+      const readiness = index.readiness!(orgId)
+      await decoding
+      // Well past the wait of 0 ms before the load may end.
+      await Bun.sleep(50)
+      release()
+      expect(await readiness).toBe('ready')
+      expect(paths(await index.search({ orgId }, QUESTION))).toEqual(paths(expected))
     })
 
     test('a missing snapshot file makes the index unavailable, not an error, and it is searchable once the file is back', async () => {

@@ -32,9 +32,6 @@ const clusterEnv = (git: GitServer, extra: Record<string, string> = {}) => ({
   CODE_INDEX_SNAPSHOT_DELAY_MS: '100',
   // Far beyond the test: a process sees another's import only if it is told of it.
   CODE_INDEX_REFRESH_MS: '600000',
-  // A search waits for a load however long it takes, so that what it finds does not hang on the machine's speed;
-  // a failed load is answered as soon as it fails.
-  CODE_INDEX_LOAD_WAIT_MS: '600000',
   ALLOW_REGISTRATION: 'true',
   RATE_LIMIT_BURST: '10000',
   ...extra,

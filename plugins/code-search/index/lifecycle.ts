@@ -94,6 +94,8 @@ export class IndexLifecycle {
   private readonly holds = new Map<string, number>()
   private isClosed = false
   private readonly closing = new AbortController()
+  /** Organisations whose snapshot is being decoded on the Worker: a load long enough not to keep a search waiting. */
+  private readonly decodingAside = new Set<string>()
   /** Organisations whose compacted snapshot is being claimed: a save of this process, as far as a search is concerned. */
   private readonly claiming = new WeakSet<OrgState>()
 
@@ -132,9 +134,10 @@ export class IndexLifecycle {
   }
 
   /**
-   * Whether the organisation's index can be searched now, waiting `waitMs` at most: `ready` (loaded, or nothing
-   * to load), `loading` (its snapshot is still being loaded, which goes on meanwhile), or `unavailable` (its
-   * snapshot could not be read or decoded; the next call tries again).
+   * Whether the organisation's index can be searched now: `ready` (loaded, or nothing to load), `loading` (its
+   * snapshot is being decoded on the Worker and did not end within `waitMs`; the load goes on), or `unavailable`
+   * (its snapshot could not be read or decoded; the next call tries again). A snapshot small enough to be decoded
+   * on the event loop is waited for: it takes less time than asking again would.
    */
   async readiness(orgId: string, waitMs: number): Promise<'ready' | 'loading' | 'unavailable'> {
     if (this.resident.has(orgId)) return 'ready'
@@ -143,7 +146,10 @@ export class IndexLifecycle {
       () => 'unavailable' as const,
     )
     let timer: ReturnType<typeof setTimeout> | undefined
-    const waited = new Promise<'loading'>((resolve) => (timer = setTimeout(() => resolve('loading'), waitMs)))
+    const waited = new Promise<'loading'>((resolve) => {
+      const check = () => (this.decodingAside.has(orgId) ? resolve('loading') : (timer = setTimeout(check, Math.max(waitMs, 10))))
+      timer = setTimeout(check, waitMs)
+    })
     try {
       return await Promise.race([loading, waited])
     } finally {
@@ -367,7 +373,9 @@ export class IndexLifecycle {
     for (let attempt = 1; ; attempt++) {
       try {
         // Read, decompressed and parsed on the snapshot Worker where the store has one: only the restore runs here.
-        const decoded = snapshots!.decode ? await snapshots!.decode(orgId, snapshot) : decodeSnapshotData(await snapshots!.read(orgId, snapshot))
+        const decoded = snapshots!.decode
+          ? await snapshots!.decode(orgId, snapshot, () => this.decodingAside.add(orgId)).finally(() => this.decodingAside.delete(orgId))
+          : decodeSnapshotData(await snapshots!.read(orgId, snapshot))
         const { header, layout } = decoded
         if (header.embeddings !== embeddings.id) {
           logger.warn('code index snapshot made with other embeddings; starting empty, re-import the repositories', {

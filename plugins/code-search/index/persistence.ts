@@ -258,8 +258,11 @@ export interface SnapshotStore {
   /** What the database names for the organisation; undefined when it has never been saved. */
   current(orgId: string): Promise<SnapshotVersion | undefined>
   read(orgId: string, snapshot: SnapshotVersion): Promise<Uint8Array>
-  /** The snapshot read and decoded off the event loop (decodeSnapshotData, on a Worker); without it, read is decoded here. */
-  decode?(orgId: string, snapshot: SnapshotVersion): Promise<DecodedSnapshot>
+  /**
+   * The snapshot read and decoded (decodeSnapshotData): a large one on a Worker, off the event loop, telling
+   * `aside` when it goes there; a small one here. Without it, read is decoded here.
+   */
+  decode?(orgId: string, snapshot: SnapshotVersion, aside?: () => void): Promise<DecodedSnapshot>
   /**
    * Writes version `base + 1` and claims it; undefined when another process claimed that version first.
    * With `appendTo` (the file of version `base`), `bytes` is a segment written after a copy of that file.
@@ -418,11 +421,12 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
       }
     },
 
-    async decode(orgId, snapshot) {
+    async decode(orgId, snapshot, aside) {
       const path = join(orgDir(orgId), snapshot.file)
       // A small file decodes here in less time than a Worker takes to start.
       if ((await stat(path)).size < (options.decodeOnWorkerFrom ?? DECODE_ON_WORKER_FROM))
         return decodeSnapshotData(new Uint8Array(await Bun.file(path).arrayBuffer()))
+      aside?.()
       // The Worker opens the file by name: a file pruned meanwhile is ENOENT there, as a read here would be.
       return onWorker((worker) => worker.decode(path))
     },
