@@ -150,10 +150,10 @@ forEachBackend(({ name, open }) => {
       const { orgId, store, open, expected } = await saved({ decodeOnWorkerFrom: 0 })
       // A second save appends a segment: the Worker rebuilds base and segment before handing the index over.
       const writer = open(store()).index
-      // More chunks than one message of the hand-over carries.
+      // More chunks, and more terms of one field, than one message of the hand-over carries.
       const generated = Array.from({ length: 1200 }, (_, i) => ({
         path: `gen/helper-${i}.ts`,
-        content: `export function generatedHelper${i}() {\n  return ${i}\n}\n`,
+        content: `export function generatedHelper${i}() {\n  return 'alpha${i} beta${i} gamma${i} delta${i}'\n}\n`,
       }))
       await writer.indexFiles({ orgId, repositoryId: 'generated', repositoryName: 'acme/generated', files: generated })
       await writer.indexFiles({
@@ -169,6 +169,9 @@ forEachBackend(({ name, open }) => {
       expect(withSegment).toContain('tools/verify.py')
       expect(withSegment).not.toEqual(paths(expected))
       const late = { query: 'generatedHelper1187', mode: 'text' } as const
+      const rare = { query: 'delta1190 gamma1190', mode: 'text', limit: 50 } as const
+      const rareFound = paths(await writer.search({ orgId }, rare))
+      expect(rareFound[0]).toBe('gen/helper-1190.ts')
       expect(paths(await writer.search({ orgId }, late))[0]).toBe('gen/helper-1187.ts')
       for (const decodeOnWorkerFrom of [0, Number.POSITIVE_INFINITY]) {
         const { index } = open(store({ decodeOnWorkerFrom }))
@@ -176,6 +179,7 @@ forEachBackend(({ name, open }) => {
         expect(paths(await index.search({ orgId }, QUESTION))).toEqual(withSegment)
         expect(paths(await index.search({ orgId }, late))[0]).toBe('gen/helper-1187.ts')
         expect(paths(await index.search({ orgId }, { query: 'generatedHelper3', mode: 'text' }))[0]).toBe('gen/helper-3.ts')
+        expect(paths(await index.search({ orgId }, rare))).toEqual(rareFound)
       }
     })
   })

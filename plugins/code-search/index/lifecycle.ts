@@ -386,7 +386,7 @@ export class IndexLifecycle {
           // No file to append to: the next save writes a whole one.
           return { version: snapshot.version, file: undefined, layout: undefined, index: new OrgIndex() }
         }
-        return { version: snapshot.version, file: snapshot.file, layout, index: restoreSnapshot(decoded) }
+        return { version: snapshot.version, file: snapshot.file, layout, index: await restoreSnapshot(decoded) }
       } catch (error) {
         const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
         const newer = missing ? await snapshots!.current(orgId) : undefined

@@ -24,6 +24,7 @@ import { join } from 'node:path'
 import type { RawData } from '@orama/orama'
 import type { Database } from '../../../src/storage/database.ts'
 import { toNumber } from '../../../src/storage/database.ts'
+import { timeSlices } from '../../../src/time-slices.ts'
 import { VectorStore } from '../vectors/index.ts'
 import { applyChange, decodeChanges, type Change } from './changes.ts'
 import { OrgIndex } from './org-index.ts'
@@ -220,11 +221,17 @@ export function decodeSnapshotData(bytes: Uint8Array): DecodedSnapshot {
   return { header, layout, raw, vectors: store ? { dimensions: store.dimensions, slots: store.slots, bytes: store.serialise() } : undefined }
 }
 
-/** The index a decoded snapshot holds. */
-export function restoreSnapshot(decoded: DecodedSnapshot): OrgIndex {
+/** The index a decoded snapshot holds, restored in slices of about `sliceMs` between turns of the event loop. */
+export async function restoreSnapshot(decoded: DecodedSnapshot, sliceMs = RESTORE_SLICE_MS): Promise<OrgIndex> {
   const { raw, vectors } = decoded
-  return OrgIndex.restore(raw, vectors ? VectorStore.deserialise(vectors.dimensions, vectors.slots, vectors.bytes) : undefined)
+  const giveWay = timeSlices(sliceMs)
+  const store = vectors ? VectorStore.deserialise(vectors.dimensions, vectors.slots, vectors.bytes) : undefined
+  await giveWay()
+  return OrgIndex.restoreGivingWay(raw, store, giveWay)
 }
+
+/** Milliseconds of restoring a loaded snapshot between two turns of the event loop. */
+const RESTORE_SLICE_MS = 4
 
 function layoutOf(sections: Section[]): SnapshotLayout {
   const baseBytes = sections[0]!.kind === BASE ? sections[0]!.size : 0
@@ -454,19 +461,24 @@ export interface CompactionRequest {
 export type CompactionAnswer =
   | { id: number; bytes: Uint8Array }
   | { id: number; decoded: DecodedSnapshot }
-  /** Some of a decoded snapshot's stored chunks, sent ahead of it (see sendDecoded). */
+  /** Some of a decoded snapshot's stored chunks, or of one field's postings, sent ahead of it (see sendDecoded). */
   | { id: number; documents: Record<string, unknown> }
+  | { id: number; postings: { field: string; entries: unknown[] } }
   | { id: number; error: string; code?: string }
 
 /** Stored chunks per message when a decoded snapshot is handed over: each message is taken in a turn of its own. */
 const DOCUMENTS_PER_MESSAGE = 500
+/** Terms of one field's postings per message, likewise. */
+const TERMS_PER_MESSAGE = 4000
 
 type SavedDocuments = { docs: Record<string, unknown>; count: number }
+type SavedIndex = { postings?: Record<string, unknown[]> }
 
 /**
- * Hands a decoded snapshot to the event loop (from the Worker): its stored chunks, most of its bytes, in messages
- * of DOCUMENTS_PER_MESSAGE, so that taking them over is spread over many short turns rather than one long one,
- * then the rest, its vector block transferred. Messages of one Worker arrive in the order sent.
+ * Hands a decoded snapshot to the event loop (from the Worker): its stored chunks and its postings, most of its
+ * bytes, in messages of DOCUMENTS_PER_MESSAGE chunks or TERMS_PER_MESSAGE terms, so that taking them over is spread
+ * over many short turns rather than one long one, then the rest, its vector block transferred. Messages of one
+ * Worker arrive in the order sent.
  */
 export function sendDecoded(id: number, decoded: DecodedSnapshot, post: (answer: CompactionAnswer, transfer: ArrayBuffer[]) => void): void {
   const saved = (decoded.raw as unknown as { docs: SavedDocuments }).docs
@@ -480,7 +492,11 @@ export function sendDecoded(id: number, decoded: DecodedSnapshot, post: (answer:
     count = 0
   }
   if (count > 0) post({ id, documents: batch }, [])
-  const raw = { ...decoded.raw, docs: { docs: {}, count: saved.count } } as unknown as RawData
+  const index = (decoded.raw as unknown as { index: SavedIndex }).index
+  for (const [field, entries] of Object.entries(index.postings ?? {}))
+    for (let first = 0; first < entries.length; first += TERMS_PER_MESSAGE)
+      post({ id, postings: { field, entries: entries.slice(first, first + TERMS_PER_MESSAGE) } }, [])
+  const raw = { ...decoded.raw, docs: { docs: {}, count: saved.count }, index: { ...index, postings: undefined } } as unknown as RawData
   post({ id, decoded: { ...decoded, raw } }, decoded.vectors ? [decoded.vectors.bytes.buffer as ArrayBuffer] : [])
 }
 
@@ -497,8 +513,9 @@ function startCompactor(): Compactor {
   worker.unref()
   const waiting = new Map<number, { resolve(answer: Uint8Array | DecodedSnapshot): void; reject(error: Error): void }>()
   let nextId = 1
-  /** Stored chunks of snapshots being handed over, by request. */
+  /** Stored chunks and postings of snapshots being handed over, by request. */
   const documents = new Map<number, Record<string, unknown>>()
+  const postings = new Map<number, Record<string, unknown[]>>()
   worker.onmessage = ({ data }: MessageEvent<CompactionAnswer>) => {
     if ('documents' in data) {
       const gathered = documents.get(data.id)
@@ -506,8 +523,20 @@ function startCompactor(): Compactor {
       else documents.set(data.id, data.documents)
       return
     }
-    if ('decoded' in data) (data.decoded.raw as unknown as { docs: SavedDocuments }).docs.docs = documents.get(data.id) ?? {}
+    if ('postings' in data) {
+      let fields = postings.get(data.id)
+      if (!fields) postings.set(data.id, (fields = {}))
+      const list = (fields[data.postings.field] ??= [])
+      for (const entry of data.postings.entries) list.push(entry)
+      return
+    }
+    if ('decoded' in data) {
+      const raw = data.decoded.raw as unknown as { docs: SavedDocuments; index: SavedIndex }
+      raw.docs.docs = documents.get(data.id) ?? {}
+      raw.index.postings = postings.get(data.id) ?? {}
+    }
     documents.delete(data.id)
+    postings.delete(data.id)
     const caller = waiting.get(data.id)
     waiting.delete(data.id)
     if (waiting.size === 0) worker.unref()
@@ -525,6 +554,7 @@ function startCompactor(): Compactor {
     for (const caller of waiting.values()) caller.reject(new Error(`compaction worker failed: ${event.message}`))
     waiting.clear()
     documents.clear()
+    postings.clear()
   }
   return {
     compact: (path, header) => ask<Uint8Array>({ path, header }),
