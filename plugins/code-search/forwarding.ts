@@ -18,7 +18,7 @@ const SIGNATURE_HEADER = 'x-code-search-forwarded'
 /** How long a signature stays good: clocks of one deployment agree far better than this. */
 const SIGNATURE_MAX_AGE_MS = 60_000
 // Headers of the owner's answer that mean something to the caller.
-const ANSWER_HEADERS = ['content-type', 'cache-control', 'retry-after', 'www-authenticate']
+const ANSWER_HEADERS = ['content-type', 'cache-control', 'retry-after', 'www-authenticate', 'x-code-search-partial']
 
 export interface SearchForwardingOptions {
   ownership: IndexOwnership

@@ -32,6 +32,8 @@ export interface CodeSearchPluginOptions {
 
 /** Clients may reuse an answer for 5 minutes, the contract's recommended cache TTL for search results. */
 export const SEARCH_CACHE_SECONDS = 300
+/** Says why an answer is partial: the index is `loading`, or `unavailable` (its snapshot could not be read). */
+export const PARTIAL_HEADER = 'x-code-search-partial'
 
 /**
  * POST /api/search: semantic search over the organisation's imported repositories. The organisation is
@@ -43,6 +45,14 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
   const forwarding = codeIndex.forwarding
   const searchHere = async (principal: { orgId: string; userId: string }, body: typeof codeSearchBody.static, set: { headers: Record<string, unknown> }) => {
     const mode = body.mode ?? 'hybrid'
+    // A snapshot still loading (a process taking over an index) answers at once rather than after the whole load.
+    const readiness = (await codeIndex.readiness?.(principal.orgId)) ?? 'ready'
+    if (readiness !== 'ready') {
+      set.headers[PARTIAL_HEADER] = readiness
+      set.headers['cache-control'] = 'no-store'
+      set.headers['retry-after'] = '1'
+      return { query: body.query, mode, results: [], partial: true }
+    }
     const results = await codeIndex.search({ orgId: principal.orgId, userId: principal.userId }, { ...body, mode })
     // private: the answer went through one user's authorisation and must not sit in a shared cache.
     set.headers['cache-control'] = `private, max-age=${SEARCH_CACHE_SECONDS}`
@@ -71,6 +81,7 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
           description:
             'Ranks chunks of imported files (a function, a class or a window of lines) by BM25 over their words and identifiers, by vector similarity, or both, their scores fused (the default). ' +
             'Filters: repositoryIds, languages, pathPrefix. Answers carry Cache-Control: private, max-age=300. ' +
+            "An organisation's index whose snapshot is still loading (or could not be read) answers after at most CODE_INDEX_LOAD_WAIT_MS (150 ms) with no results, partial: true, the header X-Code-Search-Partial (loading or unavailable), Cache-Control: no-store and Retry-After: 1. " +
             'With a remote embeddings model configured, its failures are 502 upstream_error, 503 unavailable (rate limited) or 504 upstream_timeout for the hybrid and vector modes.',
         },
       },

@@ -65,4 +65,10 @@ export const codeSearchAnswer = t.Object({
   query: t.String(),
   mode: oneOf(SEARCH_MODES),
   results: t.Array(codeSearchResult),
+  partial: t.Optional(
+    t.Boolean({
+      description:
+        "Present and true when the organisation's index could not be searched whole yet: its snapshot is still being loaded by the process answering (after the process holding it stopped), or could not be read. The results are then empty; the X-Code-Search-Partial header says which (loading, unavailable); ask again shortly",
+    }),
+  ),
 })

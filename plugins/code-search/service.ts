@@ -26,6 +26,8 @@ export interface CodeIndexOptions {
   snapshotDelayMs?: number
   /** How often a search checks the database for a newer snapshot. Default 2000 (CODE_INDEX_REFRESH_MS); 0 checks every time. */
   refreshIntervalMs?: number
+  /** How long readiness waits for a snapshot being loaded. Default 150 (CODE_INDEX_LOAD_WAIT_MS): with the hop to an owner that died, a search is answered within about 200 ms. */
+  loadWaitMs?: number
   /** Chunks embedded per call. Default 64. */
   embedBatchSize?: number
   /**
@@ -132,6 +134,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     },
     indexedCommit: (orgId, repositoryId) => indexedCommit(indexing, orgId, repositoryId),
     meaningLearnt: (orgId) => lifecycle.meaningLearnt(orgId),
+    readiness: (orgId) => lifecycle.readiness(orgId, options.loadWaitMs ?? 150),
     search: createSearch({
       embeddings,
       lifecycle,

@@ -36,6 +36,11 @@ export const codeSearchSettings = defineSettings({
       parse: integer(0, 600_000),
       fallback: 2000,
     },
+    CODE_INDEX_LOAD_WAIT_MS: {
+      doc: "How long a search waits for its organisation's code index to be loaded from a snapshot of 512 KiB or more (by a process taking over an index, or after one was dropped) before answering with no results, marked partial (X-Code-Search-Partial: loading); the load goes on meanwhile. A smaller snapshot is always waited for",
+      parse: integer(0, 600_000),
+      fallback: 150,
+    },
     CODE_INDEX_MEMORY_BUDGET_MB: {
       doc: "Megabytes of organisations' code indexes one process keeps, each counted as the size of its snapshot plus unsaved changes; beyond it the least recently used indexes are dropped (their changes saved first) and loaded again when next searched. 0: no limit",
       parse: decimal(0, 1_000_000),
@@ -71,6 +76,7 @@ export const codeSearchSettings = defineSettings({
         expansion: expansion(),
         snapshotDelayMs: v.CODE_INDEX_SNAPSHOT_DELAY_MS,
         refreshMs: v.CODE_INDEX_REFRESH_MS,
+        loadWaitMs: v.CODE_INDEX_LOAD_WAIT_MS,
         memoryBudgetBytes: Math.round(v.CODE_INDEX_MEMORY_BUDGET_MB * 1024 * 1024),
         advertiseUrl: v.CODE_SEARCH_ADVERTISE_URL,
       },

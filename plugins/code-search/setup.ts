@@ -19,7 +19,7 @@ export function codeIndexFromConfig(
   config: {
     readonly dataDir: string
     // Memory budget and advertised address optional: one process with no budget when left out.
-    readonly codeSearch: Omit<CodeSearchSettings, 'memoryBudgetBytes' | 'advertiseUrl'> & Partial<CodeSearchSettings>
+    readonly codeSearch: Omit<CodeSearchSettings, 'memoryBudgetBytes' | 'advertiseUrl' | 'loadWaitMs'> & Partial<CodeSearchSettings>
   },
   {
     db,
@@ -41,6 +41,7 @@ export function codeIndexFromConfig(
     logger: logger.child({ component: 'code-index' }),
     snapshotDelayMs: config.codeSearch.snapshotDelayMs,
     refreshIntervalMs: config.codeSearch.refreshMs,
+    loadWaitMs: config.codeSearch.loadWaitMs,
     memoryBudgetBytes: config.codeSearch.memoryBudgetBytes,
     cluster: redis && secret ? { redis, secret, advertiseUrl: config.codeSearch.advertiseUrl } : undefined,
   })

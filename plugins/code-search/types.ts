@@ -78,6 +78,12 @@ export interface CodeIndex {
    * found unneeded; vector search uses the embeddings alone until then. For tests and benchmarks.
    */
   meaningLearnt?(orgId: string): Promise<void>
+  /**
+   * Whether the organisation's index can be searched now, waiting a short while at most (CODE_INDEX_LOAD_WAIT_MS):
+   * `loading` while its snapshot is still being loaded (the load goes on), `unavailable` when its snapshot could
+   * not be read (tried again on the next call). An index that loads nothing may leave it out: always ready.
+   */
+  readiness?(orgId: string): Promise<'ready' | 'loading' | 'unavailable'>
   /** Only ever searches repositories of `scope.orgId`; a model's tokens spent on the question are metered to `scope.userId`. */
   search(scope: { orgId: string; userId?: string }, query: CodeSearchQuery): Promise<CodeSearchResult[]>
   /** With several processes sharing Redis: sends POST /api/search to the process that owns the organisation's index. */

@@ -2,10 +2,13 @@
  * One owner process per organisation's code index, with two real processes sharing PostgreSQL, DATA_DIR and a
  * private Redis: searches reaching the other process are forwarded to the owner (authorised there again), a
  * finished import is found without waiting for the version check, the owner killed mid-search is taken over
- * and searches keep answering, and with a tiny memory budget using one organisation drops another's index,
+ * and searches keep answering (partial, not an error, while its snapshot cannot be read), and with a tiny memory budget using one organisation drops another's index,
  * which still answers afterwards.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { readdirSync, renameSync } from 'node:fs'
+import { join } from 'node:path'
+import { orgDirName } from '../../plugins/code-search/index.ts'
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../event-log/private-redis.ts'
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai.ts'
 import { startGitServer, type GitServer } from '../fakes/git-server.ts'
@@ -170,6 +173,25 @@ describe.skipIf(!ready)('one code index owner per organisation', () => {
     const c = await cluster.start('c')
     expect((await pathsOf(await search(c, token, 'reconcile ledger entries', { expand: false })))[0]).toBe('ledger/reconcile.ts')
     expect(c.logs.some((line) => line.msg === 'code index loaded' && line.orgId === orgId)).toBe(false)
+  })
+
+  test('the owner killed with its snapshot file gone: the process taking over answers partial, not an error, and whole once the file is back', async () => {
+    const c = cluster.processes.find((p) => p.name === 'c')!
+    await a.kill()
+    const folder = join(cluster.dataDir, 'code-index', orgDirName(orgId))
+    const file = join(folder, readdirSync(folder).find((entry) => entry.endsWith('.snapshot'))!)
+    renameSync(file, `${file}.away`)
+    const answer = await search(c, token, 'reconcile ledger entries', { expand: false })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get('x-code-search-partial')).toBe('unavailable')
+    expect(answer.headers.get('cache-control')).toBe('no-store')
+    expect(await answer.json()).toEqual({ query: 'reconcile ledger entries', mode: 'text', results: [], partial: true })
+    await c.waitForLog((line) => line.msg === 'code index owner did not answer a forwarded search; searching here' && line.orgId === orgId)
+    // Not wedged: once the file can be read, the next search loads it.
+    renameSync(`${file}.away`, file)
+    const whole = await search(c, token, 'reconcile ledger entries', { expand: false })
+    expect(whole.headers.get('x-code-search-partial')).toBeNull()
+    expect((await pathsOf(whole))[0]).toBe('ledger/reconcile.ts')
   })
 })
 

@@ -16,11 +16,12 @@ import { termSpaceLearner } from '../vectors/index.ts'
 import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
 import type { OrgIndex } from './org-index.ts'
 import {
-  decodeSnapshot,
+  decodeSnapshotData,
   decodeSnapshotHeader,
   decodeSnapshotTail,
   encodeSegment,
   orgIndexModule,
+  restoreSnapshot,
   type SnapshotLayout,
   type SnapshotStore,
   type SnapshotVersion,
@@ -100,6 +101,8 @@ export class IndexLifecycle {
   private readonly holds = new Map<string, number>()
   private isClosed = false
   private readonly closing = new AbortController()
+  /** Organisations whose snapshot is being decoded on the Worker: a load long enough not to keep a search waiting. */
+  private readonly decodingAside = new Set<string>()
   /** Organisations whose compacted snapshot is being claimed: a save of this process, as far as a search is concerned. */
   private readonly claiming = new WeakSet<OrgState>()
 
@@ -135,6 +138,30 @@ export class IndexLifecycle {
       if (org) this.used(org)
     }
     return pending
+  }
+
+  /**
+   * Whether the organisation's index can be searched now: `ready` (loaded, or nothing to load), `loading` (its
+   * snapshot is being decoded on the Worker and did not end within `waitMs`; the load goes on), or `unavailable`
+   * (its snapshot could not be read or decoded; the next call tries again). A snapshot small enough to be decoded
+   * on the event loop is waited for: it takes less time than asking again would.
+   */
+  async readiness(orgId: string, waitMs: number): Promise<'ready' | 'loading' | 'unavailable'> {
+    if (this.resident.has(orgId)) return 'ready'
+    const loading = this.org(orgId).then(
+      () => 'ready' as const,
+      () => 'unavailable' as const,
+    )
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const waited = new Promise<'loading'>((resolve) => {
+      const check = () => (this.decodingAside.has(orgId) ? resolve('loading') : (timer = setTimeout(check, Math.max(waitMs, 10))))
+      timer = setTimeout(check, waitMs)
+    })
+    try {
+      return await Promise.race([loading, waited])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   /** Runs `work` while keeping the organisation's index from being dropped. */
@@ -352,7 +379,11 @@ export class IndexLifecycle {
     let snapshot = named
     for (let attempt = 1; ; attempt++) {
       try {
-        const { header, index, layout } = decodeSnapshot(await snapshots!.read(orgId, snapshot))
+        // Read, decompressed and parsed on the snapshot Worker where the store has one: only the restore runs here.
+        const decoded = snapshots!.decode
+          ? await snapshots!.decode(orgId, snapshot, () => this.decodingAside.add(orgId)).finally(() => this.decodingAside.delete(orgId))
+          : decodeSnapshotData(await snapshots!.read(orgId, snapshot))
+        const { header, layout } = decoded
         if (header.embeddings !== embeddings.id) {
           logger.warn('code index snapshot made with other embeddings; starting empty, re-import the repositories', {
             orgId,
@@ -362,7 +393,7 @@ export class IndexLifecycle {
           // No file to append to: the next save writes a whole one.
           return { version: snapshot.version, file: undefined, layout: undefined, index: emptyIndex() }
         }
-        return { version: snapshot.version, file: snapshot.file, layout, index }
+        return { version: snapshot.version, file: snapshot.file, layout, index: await restoreSnapshot(decoded) }
       } catch (error) {
         const missing = (error as NodeJS.ErrnoException).code === 'ENOENT'
         const newer = missing ? await snapshots!.current(orgId) : undefined

@@ -77,14 +77,18 @@ export class OrgIndex {
   /** Chunks stored or removed, ever. */
   private changes = 0
 
-  constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined; repositories?: [string, RepositoryRecord][] }) {
+  constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined; repositories?: [string, RepositoryRecord][]; untracked?: boolean }) {
     this.db = restored?.db ?? createChunkDatabase()
     this.vectorStore = restored?.vectors
     this.repositories = new Map(restored?.repositories)
-    if (restored) {
+    if (restored && !restored.untracked) {
       for (const doc of Object.values(this.storedDocuments())) if (doc) this.track(doc)
-      for (let slot = 0; slot < this.chunks.length; slot++) if (!this.chunks[slot]) this.freeSlots.push(slot)
+      this.findFreeSlots()
     }
+  }
+
+  private findFreeSlots(): void {
+    for (let slot = 0; slot < this.chunks.length; slot++) if (!this.chunks[slot]) this.freeSlots.push(slot)
   }
 
   get vectors(): VectorStore | undefined {
@@ -342,6 +346,24 @@ export class OrgIndex {
     // Snapshots saved before repositories were recorded have none: their repositories are indexed again in full.
     const repositories = (raw as { repositories?: [string, RepositoryRecord][] }).repositories
     return new OrgIndex({ db, vectors, repositories })
+  }
+
+  /**
+   * As restore, with the stored chunks tracked between turns of the event loop (`giveWay`, see time-slices.ts):
+   * the same index, loaded without holding the loop for the whole of it. Nothing sees the index before it resolves.
+   */
+  static async restoreGivingWay(raw: RawData, vectors: VectorStore | undefined, giveWay: () => Promise<void>): Promise<OrgIndex> {
+    const db = createChunkDatabase()
+    load(db, raw)
+    await giveWay()
+    const repositories = (raw as { repositories?: [string, RepositoryRecord][] }).repositories
+    const index = new OrgIndex({ db, vectors, repositories, untracked: true })
+    for (const doc of Object.values(index.storedDocuments())) {
+      if (doc) index.track(doc)
+      await giveWay()
+    }
+    index.findFreeSlots()
+    return index
   }
 
   /**

@@ -24,6 +24,7 @@ import { join } from 'node:path'
 import type { RawData } from '@orama/orama'
 import type { Database } from '../../../src/storage/database.ts'
 import { toNumber } from '../../../src/storage/database.ts'
+import { timeSlices } from '../../../src/time-slices.ts'
 import { VectorStore } from '../vectors/index.ts'
 import { applyChange, decodeChanges, type Change } from './changes.ts'
 import type { OrgIndex } from './org-index.ts'
@@ -195,6 +196,51 @@ export function decodeSnapshot(bytes: Uint8Array): { header: SnapshotHeader; ind
   return { header: sections.at(-1)!.header, index: index!, layout: layoutOf(sections) }
 }
 
+/**
+ * A snapshot decoded as far as it can be off the event loop (on the snapshot Worker): Orama's saved state as
+ * plain data, which crosses to the event loop by structured clone, and the vector block, transferred. What is
+ * left for the event loop is restoreSnapshot: Orama's load and the index's own tables.
+ */
+export interface DecodedSnapshot {
+  header: SnapshotHeader
+  layout: SnapshotLayout
+  raw: RawData
+  vectors: { dimensions: number; slots: number; bytes: Uint8Array } | undefined
+}
+
+/** Decodes a snapshot into what restoreSnapshot takes; a base with segments is rebuilt and saved again first. */
+export function decodeSnapshotData(bytes: Uint8Array): DecodedSnapshot {
+  const sections = sectionsOf(bytes)
+  const header = sections.at(-1)!.header
+  const layout = layoutOf(sections)
+  const only = sections.length === 1 && sections[0]!.kind === BASE ? sections[0]! : undefined
+  if (only) {
+    const [databaseBlock, vectorBlock] = only.blocks
+    const raw = JSON.parse(decoder.decode(Bun.zstdDecompressSync(databaseBlock!))) as RawData
+    const vectors =
+      header.dimensions > 0 ? { dimensions: header.dimensions, slots: header.slots, bytes: new Uint8Array(Bun.zstdDecompressSync(vectorBlock!)) } : undefined
+    return { header, layout, raw, vectors }
+  }
+  // Through JSON, as a base section would hold it: restoreSnapshot then sees exactly what a load of a base sees.
+  const { index } = decodeSnapshot(bytes)
+  const raw = JSON.parse(JSON.stringify(index.saveDatabase())) as RawData
+  const store = index.vectors
+  return { header, layout, raw, vectors: store ? { dimensions: store.dimensions, slots: store.slots, bytes: store.serialise() } : undefined }
+}
+
+/** The index a decoded snapshot holds, restored in slices of about `sliceMs` between turns of the event loop. */
+export async function restoreSnapshot(decoded: DecodedSnapshot, sliceMs = RESTORE_SLICE_MS): Promise<OrgIndex> {
+  const { OrgIndex } = orgIndexModule()
+  const { raw, vectors } = decoded
+  const giveWay = timeSlices(sliceMs)
+  const store = vectors ? VectorStore.deserialise(vectors.dimensions, vectors.slots, vectors.bytes) : undefined
+  await giveWay()
+  return OrgIndex.restoreGivingWay(raw, store, giveWay)
+}
+
+/** Milliseconds of restoring a loaded snapshot between two turns of the event loop. */
+const RESTORE_SLICE_MS = 4
+
 function layoutOf(sections: Section[]): SnapshotLayout {
   const baseBytes = sections[0]!.kind === BASE ? sections[0]!.size : 0
   return { chain: sections[0]!.header.chain, sections: sections.length, baseBytes, segmentBytes: sections.reduce((sum, s) => sum + s.size, 0) - baseBytes }
@@ -228,13 +274,18 @@ export interface SnapshotStore {
   current(orgId: string): Promise<SnapshotVersion | undefined>
   read(orgId: string, snapshot: SnapshotVersion): Promise<Uint8Array>
   /**
+   * The snapshot read and decoded (decodeSnapshotData): a large one on a Worker, off the event loop, telling
+   * `aside` when it goes there; a small one here. Without it, read is decoded here.
+   */
+  decode?(orgId: string, snapshot: SnapshotVersion, aside?: () => void): Promise<DecodedSnapshot>
+  /**
    * Writes version `base + 1` and claims it; undefined when another process claimed that version first.
    * With `appendTo` (the file of version `base`), `bytes` is a segment written after a copy of that file.
    */
   commit(orgId: string, base: number, bytes: Uint8Array | readonly Uint8Array[], appendTo?: string): Promise<SnapshotVersion | undefined>
   /** The snapshot rewritten as one base section, by a Worker; claim it with commit. */
   compact?(orgId: string, snapshot: SnapshotVersion): Promise<Uint8Array>
-  /** Ends the compaction Worker. */
+  /** Ends the snapshot Worker. */
   close?(): void
   /** Deletes every snapshot of the organisation and the database's record of its version (an organisation's deletion). */
   remove?(orgId: string): Promise<void>
@@ -245,7 +296,12 @@ export interface FileSnapshotStoreOptions {
   /** Snapshots go in `<dir>/<org>/<version>-<writer>.snapshot`. */
   dir: string
   now?: () => number
+  /** Files of at least this many bytes are decoded on the snapshot Worker when loaded; default 512 KiB. */
+  decodeOnWorkerFrom?: number
 }
+
+/** Snapshot files from this size are read and decoded on the snapshot Worker when loaded (about 1,000 chunks, 30 ms of decoding). */
+const DECODE_ON_WORKER_FROM = 512 * 1024
 
 /** Pieces handed to one writev: the usual IOV_MAX. */
 const WRITEV_PIECES = 1024
@@ -260,6 +316,21 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
   const orgDir = (orgId: string) => join(dir, orgDirName(orgId))
   let compactor: Compactor | undefined
   let compactions = 0
+
+  /** Runs a task on the snapshot Worker, started for it and ended once no task is under way. */
+  async function onWorker<T>(task: (worker: Compactor) => Promise<T>): Promise<T> {
+    compactor ??= startCompactor()
+    compactions++
+    try {
+      return await task(compactor)
+    } finally {
+      // Ended once idle: it held a second copy of an index, and its heap keeps that size while it lives.
+      if (--compactions === 0) {
+        compactor?.terminate()
+        compactor = undefined
+      }
+    }
+  }
 
   async function writeDurably(path: string, pieces: Uint8Array | readonly Uint8Array[], append: boolean): Promise<void> {
     const file = await open(path, append ? 'a' : 'w', 0o600)
@@ -355,21 +426,24 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
     },
 
     async compact(orgId, snapshot) {
-      compactor ??= startCompactor()
       // A link of its own, which pruning leaves alone until it is orphaned: a save claimed meanwhile prunes the file.
       const pinned = join(orgDir(orgId), `compacting-${crypto.randomUUID().slice(0, 12)}.tmp`)
       await link(join(orgDir(orgId), snapshot.file), pinned)
-      compactions++
       try {
-        return await compactor.compact(pinned, { orgId, version: snapshot.version + 1, savedAt: now() })
+        return await onWorker((worker) => worker.compact(pinned, { orgId, version: snapshot.version + 1, savedAt: now() }))
       } finally {
-        // Ended once idle: it held a second copy of an index, and its heap keeps that size while it lives.
-        if (--compactions === 0) {
-          compactor?.terminate()
-          compactor = undefined
-        }
         await rm(pinned, { force: true })
       }
+    },
+
+    async decode(orgId, snapshot, aside) {
+      const path = join(orgDir(orgId), snapshot.file)
+      // A small file decodes here in less time than a Worker takes to start.
+      if ((await stat(path)).size < (options.decodeOnWorkerFrom ?? DECODE_ON_WORKER_FROM))
+        return decodeSnapshotData(new Uint8Array(await Bun.file(path).arrayBuffer()))
+      aside?.()
+      // The Worker opens the file by name: a file pruned meanwhile is ENOENT there, as a read here would be.
+      return onWorker((worker) => worker.decode(path))
     },
 
     close() {
@@ -381,16 +455,58 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
 
 interface Compactor {
   compact(path: string, header: CompactionRequest['header']): Promise<Uint8Array>
+  decode(path: string): Promise<DecodedSnapshot>
   terminate(): void
 }
 
+/** A file to compact (with the header of the version it becomes), or, without a header, to decode for loading. */
 export interface CompactionRequest {
   id: number
   path: string
-  header: Pick<SnapshotHeader, 'orgId' | 'version' | 'savedAt'>
+  header?: Pick<SnapshotHeader, 'orgId' | 'version' | 'savedAt'>
 }
 
-export type CompactionAnswer = { id: number; bytes: Uint8Array } | { id: number; error: string; code?: string }
+export type CompactionAnswer =
+  | { id: number; bytes: Uint8Array }
+  | { id: number; decoded: DecodedSnapshot }
+  /** Some of a decoded snapshot's stored chunks, or of one field's postings, sent ahead of it (see sendDecoded). */
+  | { id: number; documents: Record<string, unknown> }
+  | { id: number; postings: { field: string; entries: unknown[] } }
+  | { id: number; error: string; code?: string }
+
+/** Stored chunks per message when a decoded snapshot is handed over: each message is taken in a turn of its own. */
+const DOCUMENTS_PER_MESSAGE = 500
+/** Terms of one field's postings per message, likewise. */
+const TERMS_PER_MESSAGE = 4000
+
+type SavedDocuments = { docs: Record<string, unknown>; count: number }
+type SavedIndex = { postings?: Record<string, unknown[]> }
+
+/**
+ * Hands a decoded snapshot to the event loop (from the Worker): its stored chunks and its postings, most of its
+ * bytes, in messages of DOCUMENTS_PER_MESSAGE chunks or TERMS_PER_MESSAGE terms, so that taking them over is spread
+ * over many short turns rather than one long one, then the rest, its vector block transferred. Messages of one
+ * Worker arrive in the order sent.
+ */
+export function sendDecoded(id: number, decoded: DecodedSnapshot, post: (answer: CompactionAnswer, transfer: ArrayBuffer[]) => void): void {
+  const saved = (decoded.raw as unknown as { docs: SavedDocuments }).docs
+  let batch: Record<string, unknown> = {}
+  let count = 0
+  for (const key in saved.docs) {
+    batch[key] = saved.docs[key]
+    if (++count < DOCUMENTS_PER_MESSAGE) continue
+    post({ id, documents: batch }, [])
+    batch = {}
+    count = 0
+  }
+  if (count > 0) post({ id, documents: batch }, [])
+  const index = (decoded.raw as unknown as { index: SavedIndex }).index
+  for (const [field, entries] of Object.entries(index.postings ?? {}))
+    for (let first = 0; first < entries.length; first += TERMS_PER_MESSAGE)
+      post({ id, postings: { field, entries: entries.slice(first, first + TERMS_PER_MESSAGE) } }, [])
+  const raw = { ...decoded.raw, docs: { docs: {}, count: saved.count }, index: { ...index, postings: undefined } } as unknown as RawData
+  post({ id, decoded: { ...decoded, raw } }, decoded.vectors ? [decoded.vectors.bytes.buffer as ArrayBuffer] : [])
+}
 
 // In the standalone executable (`npm run build`, which names the Worker as a second entry point) modules live in
 // Bun's embedded file system, where a Worker is found by its path from the build's root.
@@ -403,26 +519,54 @@ function startCompactor(): Compactor {
   const worker = new Worker(COMPACTION_WORKER)
   // An idle Worker must not keep the process alive.
   worker.unref()
-  const waiting = new Map<number, { resolve(bytes: Uint8Array): void; reject(error: Error): void }>()
+  const waiting = new Map<number, { resolve(answer: Uint8Array | DecodedSnapshot): void; reject(error: Error): void }>()
   let nextId = 1
+  /** Stored chunks and postings of snapshots being handed over, by request. */
+  const documents = new Map<number, Record<string, unknown>>()
+  const postings = new Map<number, Record<string, unknown[]>>()
   worker.onmessage = ({ data }: MessageEvent<CompactionAnswer>) => {
+    if ('documents' in data) {
+      const gathered = documents.get(data.id)
+      if (gathered) Object.assign(gathered, data.documents)
+      else documents.set(data.id, data.documents)
+      return
+    }
+    if ('postings' in data) {
+      let fields = postings.get(data.id)
+      if (!fields) postings.set(data.id, (fields = {}))
+      const list = (fields[data.postings.field] ??= [])
+      for (const entry of data.postings.entries) list.push(entry)
+      return
+    }
+    if ('decoded' in data) {
+      const raw = data.decoded.raw as unknown as { docs: SavedDocuments; index: SavedIndex }
+      raw.docs.docs = documents.get(data.id) ?? {}
+      raw.index.postings = postings.get(data.id) ?? {}
+    }
+    documents.delete(data.id)
+    postings.delete(data.id)
     const caller = waiting.get(data.id)
     waiting.delete(data.id)
     if (waiting.size === 0) worker.unref()
     if ('bytes' in data) caller?.resolve(data.bytes)
+    else if ('decoded' in data) caller?.resolve(data.decoded)
     else caller?.reject(Object.assign(new Error(data.error), { code: data.code }))
+  }
+  const ask = <T>(request: Omit<CompactionRequest, 'id'>) => {
+    const id = nextId++
+    worker.ref()
+    worker.postMessage({ id, ...request } satisfies CompactionRequest)
+    return new Promise<T>((resolve, reject) => waiting.set(id, { resolve: resolve as (answer: unknown) => void, reject }))
   }
   worker.onerror = (event) => {
     for (const caller of waiting.values()) caller.reject(new Error(`compaction worker failed: ${event.message}`))
     waiting.clear()
+    documents.clear()
+    postings.clear()
   }
   return {
-    compact(path, header) {
-      const id = nextId++
-      worker.ref()
-      worker.postMessage({ id, path, header } satisfies CompactionRequest)
-      return new Promise((resolve, reject) => waiting.set(id, { resolve, reject }))
-    },
+    compact: (path, header) => ask<Uint8Array>({ path, header }),
+    decode: (path) => ask<DecodedSnapshot>({ path }),
     terminate: () => worker.terminate(),
   }
 }
