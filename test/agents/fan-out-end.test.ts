@@ -54,6 +54,7 @@ function hubWithOneTask() {
     rateLimit: { limiter: {} as ConnectionHubOptions['rateLimit']['limiter'], policies: [] },
     settings: { maxConnectionsPerUser: FOLLOWERS + 1, maxMessageBytes: 4096, maxBadMessages: 10, heartbeatIntervalMs: 60_000, idleTimeoutMs: 60_000 },
   })
+  // biome-ignore lint/correctness/useHookAtTopLevel: the hub's method, not a React hook
   hub.useServer({ publish: (topic, text) => published.push({ topic, text }) })
   return { hub, followers, published }
 }
