@@ -2,13 +2,14 @@
  * The memory budget: beyond it the least recently used whole indexes are dropped, their unsaved changes saved
  * first, and loaded again on next use with the same answers.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { memoryLogger } from '../../src/log.ts'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
 import { createFileSnapshotStore } from '../../plugins/code-search/index/persistence.ts'
 import { createCodeIndex, type CodeIndexOptions } from '../../plugins/code-search/service.ts'
-import { forEachBackend, tempDir, type BackendDatabase } from '../helpers.ts'
+import { forEachBackend, tempDir } from '../helpers.ts'
 import { corpus } from './fixtures.ts'
+import { suiteBackend } from './suite.ts'
 
 const wombats = [{ path: 'src/http/retry.ts', content: 'export function retryWithWombats(attempts: number) {\n  return attempts * 2\n}\n' }]
 const invoices = [{ path: 'billing/invoice.ts', content: 'export function renderInvoicePdf(lines: string[]) {\n  return lines.join("\\n")\n}\n' }]
@@ -20,21 +21,13 @@ async function until(condition: () => boolean, what: string) {
 
 forEachBackend(({ name, open }) => {
   describe(`code index memory budget (${name})`, () => {
-    let backend: BackendDatabase
-    beforeAll(async () => {
-      backend = await open()
-    })
-    afterAll(() => backend.close())
-    const cleanups: (() => Promise<void> | void)[] = []
-    afterEach(async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup()
-      cleanups.length = 0
-    })
+    const suite = suiteBackend(open)
+    const { cleanups } = suite
 
     function setUp(options: Partial<CodeIndexOptions> = {}) {
       const dir = tempDir('code-eviction-')
       cleanups.push(() => dir.remove())
-      const store = createFileSnapshotStore({ db: backend.db, dir: dir.path })
+      const store = createFileSnapshotStore({ db: suite.backend.db, dir: dir.path })
       const make = (more: Partial<CodeIndexOptions> = {}) => {
         const logger = memoryLogger('info')
         // Changes are saved only when an import ends or an index is dropped, within the test.

@@ -5,31 +5,24 @@
  * leaves the organisation searchable again once it can be read, and a snapshot decoded on the Worker gives
  * the same index as one decoded on the event loop.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
 import { createFileSnapshotStore, orgDirName, type DecodedSnapshot, type SnapshotStore } from '../../plugins/code-search/index/persistence.ts'
 import { createCodeIndex } from '../../plugins/code-search/service.ts'
-import { forEachBackend, tempDir, type BackendDatabase } from '../helpers.ts'
+import { forEachBackend, tempDir } from '../helpers.ts'
 import { corpus } from './fixtures.ts'
+import { suiteBackend } from './suite.ts'
 
 const QUESTION = { query: 'verify the token signature', mode: 'hybrid' } as const
 const paths = (results: { path: string }[]) => results.map((r) => r.path)
 
 forEachBackend(({ name, open }) => {
   describe(`loading a code index from its snapshot (${name})`, () => {
-    let backend: BackendDatabase
-    beforeAll(async () => {
-      backend = await open()
-    })
-    afterAll(() => backend.close())
-    const cleanups: (() => Promise<void> | void)[] = []
-    afterEach(async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup()
-      cleanups.length = 0
-    })
+    const suite = suiteBackend(open)
+    const { cleanups } = suite
 
     /** A data directory holding one organisation's saved index, and the answer the process that saved it gave. */
     async function saved(options: { decodeOnWorkerFrom?: number } = {}) {
@@ -37,7 +30,7 @@ forEachBackend(({ name, open }) => {
       cleanups.push(() => dir.remove())
       const orgId = `org-${crypto.randomUUID().slice(0, 8)}`
       const store = ({ decodeOnWorkerFrom, ...more }: Partial<SnapshotStore> & { decodeOnWorkerFrom?: number } = {}) => {
-        const files = createFileSnapshotStore({ db: backend.db, dir: dir.path, decodeOnWorkerFrom: decodeOnWorkerFrom ?? options.decodeOnWorkerFrom })
+        const files = createFileSnapshotStore({ db: suite.backend.db, dir: dir.path, decodeOnWorkerFrom: decodeOnWorkerFrom ?? options.decodeOnWorkerFrom })
         cleanups.push(() => files.close?.())
         return { ...files, ...more } as SnapshotStore
       }

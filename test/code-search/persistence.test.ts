@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
@@ -7,8 +7,9 @@ import type { EmbeddingProvider } from '../../plugins/code-search/embeddings/pro
 import { createFileSnapshotStore, decodeSnapshotHeader, orgDirName, type SnapshotStore } from '../../plugins/code-search/index/persistence.ts'
 import { createCodeIndex, type CodeIndexOptions } from '../../plugins/code-search/service.ts'
 import type { RepositoryFile } from '../../plugins/code-search/types.ts'
-import { forEachBackend, tempDir, type BackendDatabase } from '../helpers.ts'
+import { forEachBackend, tempDir } from '../helpers.ts'
 import { corpus } from './fixtures.ts'
+import { suiteBackend } from './suite.ts'
 
 /** Hashed embeddings that count the texts they embed, to tell a re-index from a load. */
 function countingEmbeddings(): EmbeddingProvider & { texts: number } {
@@ -38,21 +39,13 @@ const farm: RepositoryFile[] = [{ path: 'farm/barn.py', content: 'def milk_cows(
 forEachBackend(({ name, open }) => {
   describe(`code index persistence (${name})`, () => {
     // One database per backend; each test has its own organisation and data directory.
-    let backend: BackendDatabase
-    beforeAll(async () => {
-      backend = await open()
-    })
-    afterAll(() => backend.close())
-    const cleanups: (() => Promise<void> | void)[] = []
-    afterEach(async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup()
-      cleanups.length = 0
-    })
+    const suite = suiteBackend(open)
+    const { cleanups } = suite
 
     async function setUp() {
       const dir = tempDir('code-index-')
       cleanups.push(() => dir.remove())
-      const store = createFileSnapshotStore({ db: backend.db, dir: dir.path })
+      const store = createFileSnapshotStore({ db: suite.backend.db, dir: dir.path })
       const make = (options: Partial<CodeIndexOptions> = {}) => {
         const index = createCodeIndex({ embeddings: createHashedEmbeddings(), snapshots: store, refreshIntervalMs: 0, ...options })
         cleanups.push(() => index.close())

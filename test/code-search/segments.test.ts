@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { memoryLogger } from '../../src/log.ts'
@@ -6,7 +6,8 @@ import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/has
 import { createFileSnapshotStore, decodeSnapshot, decodeSnapshotHeader, orgDirName, type SnapshotStore } from '../../plugins/code-search/index/persistence.ts'
 import { createCodeIndex, type CodeIndexOptions } from '../../plugins/code-search/service.ts'
 import type { SearchMode } from '../../plugins/code-search/types.ts'
-import { forEachBackend, tempDir, type BackendDatabase } from '../helpers.ts'
+import { forEachBackend, tempDir } from '../helpers.ts'
+import { suiteBackend } from './suite.ts'
 import { corpus, labelledQueries } from './fixtures.ts'
 
 async function waitFor(condition: () => Promise<boolean> | boolean, what: string): Promise<void> {
@@ -21,21 +22,13 @@ const change = [{ path: 'src/http/retry.ts', content: 'export function retryWith
 
 forEachBackend(({ name, open }) => {
   describe(`code index snapshot segments (${name})`, () => {
-    let backend: BackendDatabase
-    beforeAll(async () => {
-      backend = await open()
-    })
-    afterAll(() => backend.close())
-    const cleanups: (() => Promise<void> | void)[] = []
-    afterEach(async () => {
-      for (const cleanup of cleanups.reverse()) await cleanup()
-      cleanups.length = 0
-    })
+    const suite = suiteBackend(open)
+    const { cleanups } = suite
 
     function setUp() {
       const dir = tempDir('code-segments-')
       cleanups.push(() => dir.remove())
-      const store = createFileSnapshotStore({ db: backend.db, dir: dir.path })
+      const store = createFileSnapshotStore({ db: suite.backend.db, dir: dir.path })
       const make = (options: Partial<CodeIndexOptions> = {}) => {
         const index = createCodeIndex({ embeddings: createHashedEmbeddings(), snapshots: store, refreshIntervalMs: 0, snapshotDelayMs: 60_000, ...options })
         cleanups.push(() => index.close())

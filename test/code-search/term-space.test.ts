@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
 import { createFileSnapshotStore } from '../../plugins/code-search/index/persistence.ts'
 import { createCodeIndex, type CodeIndexOptions } from '../../plugins/code-search/service.ts'
@@ -10,6 +10,7 @@ import { migrate } from '../../src/storage/migrate.ts'
 import { migrations } from '../../src/storage/migrations/index.ts'
 import { openDatabase } from '../../src/storage/database.ts'
 import { tempDir } from '../helpers.ts'
+import { cleanupsAfterEach } from './suite.ts'
 
 // Made-up words, so nothing but this code relates them: each topic's words are used together and never with
 // another topic's.
@@ -87,11 +88,7 @@ describe('learning a term space', () => {
 })
 
 describe('vector search in the learnt space', () => {
-  const cleanups: (() => Promise<void> | void)[] = []
-  afterEach(async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup()
-    cleanups.length = 0
-  })
+  const cleanups = cleanupsAfterEach()
   const make = (options: Partial<CodeIndexOptions> = {}) => {
     const index = createCodeIndex({ embeddings: createHashedEmbeddings(), ...options })
     cleanups.push(() => index.close())
