@@ -16,8 +16,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { createCodeIndex, createEmbeddings, createFileSnapshotStore } from '../plugins/code-search/index.ts'
-import { decodeSnapshot } from '../plugins/code-search/index/persistence.ts'
+import { createCodeIndex, createEmbeddings, createFileSnapshotStore, decodeSnapshot } from '../plugins/code-search/index.ts'
 import { openDatabase } from '../src/storage/database.ts'
 import { loadCodeCorpus } from './lib/code-corpus.ts'
 import { meterLoop } from './lib/loop-meter.ts'

@@ -4,7 +4,7 @@
  * space's scores calibrated to the spread of all), against the same chunks in one space, in the same run. 100,000
  * chunks of 32 dimensions, random vectors (the scan's cost does not depend on what they mean).
  */
-import { Meaning, VectorStore, type TermSpace } from '../plugins/code-search/vectors/index.ts'
+import { Meaning, VectorStore, type TermSpace } from '../plugins/code-search/index.ts'
 import { quickOr } from './lib/mode.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 

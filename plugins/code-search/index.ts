@@ -19,7 +19,8 @@ export type { CodeIndex, CodeSearchQuery, CodeSearchResult, IndexFilesInput, Rep
 export { chunkFile } from './indexing/index.ts'
 export { createEmbeddings, createHashedEmbeddings, hashedVector } from './embeddings/index.ts'
 export { createQueryExpander } from './expansion.ts'
-export { createFileSnapshotStore, orgDirName } from './index/index.ts'
+export { createFileSnapshotStore, decodeSnapshot, orgDirName } from './index/index.ts'
+export { Meaning, VectorStore, type TermSpace } from './vectors/index.ts'
 
 export interface CodeSearchPluginOptions {
   codeIndex: CodeIndex

@@ -6,4 +6,4 @@
 export { encodeFileChange } from './changes.ts'
 export { IndexLifecycle, type OrgState } from './lifecycle.ts'
 export type { OrgIndex, ChunkFilter, FileChunks, IndexedChunk } from './org-index.ts'
-export { createFileSnapshotStore, orgDirName, type SnapshotStore } from './persistence.ts'
+export { createFileSnapshotStore, decodeSnapshot, orgDirName, type SnapshotStore } from './persistence.ts'
