@@ -6,7 +6,7 @@
 import { AppError } from '../../src/errors.ts'
 import type { HttpClient } from '../../src/http.ts'
 import type { Logger } from '../../src/log.ts'
-import { isLeased, refreshUnderLease, sharedFlights, SPEND } from '../../src/refresh-lease.ts'
+import { isLeased, refreshUnderLease, sharedFlights, SPEND, wallClock, type LeaseClock } from '../../src/refresh-lease.ts'
 import { SecretBoxError, type SecretBox } from '../../src/secret-box.ts'
 import type { ConnectionRow, ConnectionStore, SealedGrant } from './connection-store.ts'
 import { refreshGrant, TokenEndpointError, type GrantedTokens } from './oauth.ts'
@@ -20,8 +20,10 @@ export interface TokenKeeperOptions {
   box: SecretBox
   http: HttpClient
   logger: Logger
-  /** Clock for token expiry. Leases always use the wall clock, which every process shares. */
+  /** Clock for token expiry. */
   now: () => number
+  /** Clock of the refresh lease: the wall clock, which every process shares. */
+  leaseClock?: LeaseClock
 }
 
 /** A usable access token and the row version it belongs to. */
@@ -35,6 +37,7 @@ const context = (row: Pick<ConnectionRow, 'userId' | 'provider'>, kind: 'access'
 
 export function createTokenKeeper(options: TokenKeeperOptions) {
   const { store, box, http, logger, now } = options
+  const leaseClock = options.leaseClock ?? wallClock
   const shared = sharedFlights<CurrentToken | undefined>()
 
   const isExpired = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt <= now()
@@ -117,20 +120,23 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
   /** Refreshes while `stillNeeded(row)`; waits for another process's lease instead of refreshing beside it. */
   function refresh(userId: string, provider: Provider, stillNeeded: (row: ConnectionRow) => boolean): Promise<CurrentToken | undefined> {
     const { id, label } = provider.definition
-    return refreshUnderLease<ConnectionRow, CurrentToken>({
-      read: async () => {
-        const row = await store.get(userId, id)
-        return row && !row.brokenReason ? row : undefined
+    return refreshUnderLease<ConnectionRow, CurrentToken>(
+      {
+        read: async () => {
+          const row = await store.get(userId, id)
+          return row && !row.brokenReason ? row : undefined
+        },
+        settle: async (row) => {
+          if (!stillNeeded(row)) return usable(row)
+          if (!row.refreshToken || !provider.client) return isExpired(row) ? undefined : usable(row)
+          return SPEND
+        },
+        lease: (row, until, at) => store.leaseRefresh(userId, id, row.version, until, at),
+        spend: (row, leased) => spend(provider, row, leased),
+        stillHeld: () => new AppError('unavailable', `${label} token refresh is still running elsewhere; try again`, { extensions: { provider: id } }),
       },
-      settle: async (row) => {
-        if (!stillNeeded(row)) return usable(row)
-        if (!row.refreshToken || !provider.client) return isExpired(row) ? undefined : usable(row)
-        return SPEND
-      },
-      lease: (row, until, at) => store.leaseRefresh(userId, id, row.version, until, at),
-      spend: (row, leased) => spend(provider, row, leased),
-      stillHeld: () => new AppError('unavailable', `${label} token refresh is still running elsewhere; try again`, { extensions: { provider: id } }),
-    })
+      leaseClock,
+    )
   }
 
   const flightKey = (userId: string, provider: Provider) => `${userId}\u0000${provider.definition.id}`
@@ -143,7 +149,7 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
     async current(userId: string, provider: Provider): Promise<CurrentToken | undefined> {
       const row = await store.get(userId, provider.definition.id)
       if (!row || row.brokenReason) return undefined
-      if (!isDue(row) && !isLeased(row)) return usable(row)
+      if (!isDue(row) && !isLeased(row, leaseClock)) return usable(row)
       if (!row.refreshToken) return isExpired(row) ? undefined : usable(row)
       return shared(flightKey(userId, provider), () => refresh(userId, provider, isDue))
     },
