@@ -45,6 +45,10 @@ export interface CurrentToken {
 
 const context = (row: Pick<ConnectionRow, 'userId' | 'provider'>, kind: 'access' | 'refresh') => `integration:${row.userId}:${row.provider}:${kind}`
 
+/** A refusal after taking over a lapsed lease: the earlier holder's tokens may still be landing, so try again. */
+const settling = (label: string, id: string) =>
+  new AppError('unavailable', `${label} token refresh is being settled by another process; try again`, { extensions: { provider: id } })
+
 export function createTokenKeeper(options: TokenKeeperOptions) {
   const { store, box, http, logger, now } = options
   const leaseClock = options.leaseClock ?? wallClock
@@ -109,7 +113,7 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
     try {
       granted = await refreshGrant(http, provider, provider.client!, refreshToken!, now)
     } catch (error) {
-      if (error instanceof TokenEndpointError && refusesGrant(error.error, error.status)) return afterRefusal(id, row, leased, error.error)
+      if (error instanceof TokenEndpointError && refusesGrant(error.error, error.status)) return afterRefusal(provider, row, leased, error.error)
       await release()
       if (error instanceof TokenEndpointError) {
         logger.warn('integration refresh failed; the connection is kept', { provider: id, userId: row.userId, status: error.status, error: error.error })
@@ -135,12 +139,13 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
   }
 
   /** The provider refused the grant: the connection breaks only while it still holds the refused token. */
-  async function afterRefusal(id: string, row: ConnectionRow, leased: number, error: string): Promise<{ retry?: boolean }> {
+  async function afterRefusal(provider: Provider, row: ConnectionRow, leased: number, error: string): Promise<{ retry?: boolean }> {
+    const { id, label } = provider.definition
     const { userId } = row
     if (tookOverLapsedLease(row)) {
       await store.releaseLease(userId, id, leased, leaseClock.now())
       logger.warn('integration refresh refused a token a previous lease holder may have spent; the connection is kept', { provider: id, userId, error })
-      return {}
+      throw settling(label, id)
     }
     if (await store.breakRefused(userId, id, leased, row.refreshToken!, leaseClock.now())) {
       logger.warn('integration refresh refused', { provider: id, userId, error })

@@ -179,14 +179,14 @@ export function createMcpOAuth(options: McpOAuthOptions) {
         )
       }
       // Refused (invalid_grant...) after taking over from a holder whose lease ran out: its call may be the one the
-      // server honoured, and its tokens are on their way to the row. This call goes without.
+      // server honoured, and its tokens are on their way to the row. This call fails; the next one uses them.
       if (tookOverLapsedLease(row)) {
         await release()
         logger.warn('MCP server refused a refresh token a previous lease holder may have spent; the connection is kept', {
           serverId: server.id,
           userId,
         })
-        return {}
+        throw new AppError('unavailable', `The token refresh for the MCP server ${server.name} is being settled by another process; try again`)
       }
       if (await store.dropRefused(server.id, userId, leased, sealedRefresh, leaseClock.now())) {
         logger.warn('MCP server refused a token refresh; the connection is dropped', { serverId: server.id, userId, error: code })

@@ -96,8 +96,8 @@ describe.each(BACKENDS)('an integration refreshed by two processes on %s', (back
     // The provider rotated the refresh token on A's call; its answer is on the way while A's lease runs out.
     await held.arrived
     clock.advance(REFRESH_LEASE_MS + 1)
-    // B takes the lease over and is refused the token A spent: B goes without, and the connection is not broken.
-    expect(await processB.tokenFor(userId, 'github')).toBeUndefined()
+    // B takes the lease over and is refused the token A spent: B's call fails as retryable, and nothing is broken.
+    await expect(processB.tokenFor(userId, 'github')).rejects.toMatchObject({ code: 'unavailable' })
     expect((await stored()).broken_reason).toBeNull()
     held.release()
     const token = await slow
@@ -117,7 +117,7 @@ describe.each(BACKENDS)('an integration refreshed by two processes on %s', (back
     const slow = processA.tokenFor(userId, 'github')
     await held.arrived
     clock.advance(REFRESH_LEASE_MS + 1)
-    expect(await processB.tokenFor(userId, 'github')).toBeUndefined()
+    await expect(processB.tokenFor(userId, 'github')).rejects.toMatchObject({ code: 'unavailable' })
     // With no lease left to take over, the next refusal of the spent token breaks the connection.
     expect(await processB.tokenFor(userId, 'github')).toBeUndefined()
     expect((await stored()).broken_reason).toBe('refresh_failed')

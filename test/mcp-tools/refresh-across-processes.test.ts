@@ -181,16 +181,16 @@ describe.each(BACKENDS)('an MCP connection refreshed by two processes on %s', (b
     expect(await whoami(processA, caller, name)).toBe('alice')
   })
 
-  test('a holder whose lease ran out keeps the tokens the server honoured on its call; the process that took over goes without', async () => {
-    const { caller, name, connection } = await connectedWithDueToken()
+  test('a holder whose lease ran out keeps the tokens the server honoured on its call; the process that took over fails that call as retryable', async () => {
+    const { caller, name, id, connection } = await connectedWithDueToken()
     const before = refreshes()
     const held = holdFirstRefresh('answer')
     const slow = whoami(processA, caller, name)
     // The server has rotated the refresh token on A's call; its answer is on the way while A's lease runs out.
     await held.arrived
     clock.advance(leaseLongerThan(CALL_TIMEOUT_MS) + 1)
-    // B takes the lease over and is refused the token A spent: B's call gets no token, and the connection stays.
-    expect(await whoami(processB, caller, name)).toBe('refused')
+    // B takes the lease over and is refused the token A spent: B's call fails as retryable, and the connection stays.
+    await expect(processB.update(caller, id, { refreshTools: true })).rejects.toMatchObject({ code: 'unavailable' })
     expect(await connection()).toBeDefined()
     held.release()
     expect(await slow).toBe('alice')
