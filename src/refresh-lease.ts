@@ -81,3 +81,26 @@ export function sharedFlights<Result>() {
     return flight
   }
 }
+
+/**
+ * Token endpoint errors (RFC 6749 5.2) that refuse the grant itself: the refresh token is dead (invalid_grant, or
+ * GitHub's bad_refresh_token) or the client may not use it (invalid_client, unauthorized_client). Anything else
+ * (server_error, temporarily_unavailable, invalid_request, a 5xx or 429, an answer that is no OAuth error) says
+ * nothing about the token, which stays for the next try.
+ */
+const GRANT_REFUSALS = new Set(['invalid_grant', 'bad_refresh_token', 'invalid_client', 'unauthorized_client'])
+
+/** Whether a token endpoint's answer (`status`, OAuth `error`) refuses the grant; only then may a connection go. */
+export const refusesGrant = (error: string | undefined, status: number | undefined) =>
+  status !== undefined && status < 500 && status !== 429 && error !== undefined && GRANT_REFUSALS.has(error)
+
+/** The AppError code of a refresh that failed without a refusal: both say "try again". */
+export const retryableRefreshCode = (error: string | undefined, status: number | undefined): 'unavailable' | 'upstream_error' =>
+  status === 429 || status === 503 || error === 'temporarily_unavailable' ? 'unavailable' : 'upstream_error'
+
+/**
+ * Whether `row` was read with a lapsed lease, so its spender took over from a holder that may still be waiting for
+ * the authorization server: a refusal then may only mean that holder's call was honoured, and its tokens are on
+ * their way to the row. Such a refusal keeps the connection; the next refresh, with no lease to take over, decides.
+ */
+export const tookOverLapsedLease = (row: LeasedRow) => row.refreshLeaseUntil !== null

@@ -105,7 +105,7 @@ export class ConnectionStore {
 
   /**
    * Claims the right to refresh: succeeds only for the version the caller read and when no unexpired
-   * lease is held. Answers the new version, which the holder passes to saveRefreshed.
+   * lease is held. Answers the new version, which the holder passes to releaseLease or breakRefused.
    */
   async leaseRefresh(userId: string, provider: string, version: number, until: number, now: number): Promise<number | undefined> {
     const [row] = await this.db.sql`
@@ -116,15 +116,22 @@ export class ConnectionStore {
     return row ? toNumber(row.version) : undefined
   }
 
-  /** Writes refreshed tokens and ends the lease; false when the row changed meanwhile (reconnected, deleted). */
-  async saveRefreshed(userId: string, provider: string, leasedVersion: number, grant: SealedGrant, now: number): Promise<boolean> {
+  /**
+   * Writes refreshed tokens and ends any lease, only while the row still holds the refresh token that was spent (by
+   * its sealed value, which every write seals anew): the new version, or undefined when a new grant replaced it or the
+   * row is gone. Not by version: a holder whose lease ran out still owns the only working tokens once the provider
+   * rotated on its call, and a refresh_failed judged meanwhile on that spent token is undone by them.
+   */
+  async saveRefreshed(userId: string, provider: string, spentRefreshToken: string, grant: SealedGrant, now: number): Promise<number | undefined> {
     const rows = await this.db.sql`
       UPDATE integration_connections SET access_token = ${grant.accessToken}, refresh_token = ${grant.refreshToken}, token_type = ${grant.tokenType},
         scopes = ${grant.scopes.join(' ')}, expires_at = ${grant.expiresAt}, refresh_expires_at = ${grant.refreshExpiresAt},
-        version = version + 1, refresh_lease_until = NULL, updated_at = ${now}
-      WHERE user_id = ${userId} AND provider = ${provider} AND version = ${leasedVersion}
+        version = version + 1, refresh_lease_until = NULL, updated_at = ${now},
+        broken_at = CASE WHEN broken_reason = 'refresh_failed' THEN NULL ELSE broken_at END,
+        broken_reason = CASE WHEN broken_reason = 'refresh_failed' THEN NULL ELSE broken_reason END
+      WHERE user_id = ${userId} AND provider = ${provider} AND refresh_token = ${spentRefreshToken}
       RETURNING version`
-    return rows.length > 0
+    return rows[0] ? toNumber(rows[0].version) : undefined
   }
 
   /** Gives a lease back without new tokens (the provider could not be reached). */
@@ -140,6 +147,21 @@ export class ConnectionStore {
       UPDATE integration_connections SET broken_reason = ${reason}, broken_at = ${now}, refresh_lease_until = NULL,
         version = version + 1, updated_at = ${now}
       WHERE user_id = ${userId} AND provider = ${provider} AND version = ${version}
+      RETURNING version`
+    return rows.length > 0
+  }
+
+  /**
+   * Marks refresh_failed a connection whose refresh token the provider refused, only while it still holds that token
+   * and no other holder's lease is running (its refresh of the same token may be the one the provider honoured):
+   * tokens another process or a new grant stored stay. False when the connection is kept.
+   */
+  async breakRefused(userId: string, provider: string, leasedVersion: number, refusedRefreshToken: string, now: number): Promise<boolean> {
+    const rows = await this.db.sql`
+      UPDATE integration_connections SET broken_reason = 'refresh_failed', broken_at = ${now}, refresh_lease_until = NULL,
+        version = version + 1, updated_at = ${now}
+      WHERE user_id = ${userId} AND provider = ${provider} AND refresh_token = ${refusedRefreshToken} AND broken_reason IS NULL
+        AND (version = ${leasedVersion} OR refresh_lease_until IS NULL OR refresh_lease_until < ${now})
       RETURNING version`
     return rows.length > 0
   }

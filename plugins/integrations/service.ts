@@ -6,6 +6,7 @@ import { AppError } from '../../src/errors.ts'
 import type { HttpClient } from '../../src/http.ts'
 import type { Logger } from '../../src/log.ts'
 import type { SecretBox } from '../../src/secret-box.ts'
+import type { LeaseClock } from '../../src/refresh-lease.ts'
 import type { Database } from '../../src/storage/database.ts'
 import { ConnectionStore } from './connection-store.ts'
 import { createFlow, type CallbackOutcome, type CallbackParams, type StartedFlow } from './flow.ts'
@@ -31,6 +32,8 @@ export interface IntegrationsServiceOptions {
   timeoutMs?: number
   /** Clock for token expiry, states and the status cache, for tests. Default Date.now. */
   now?: () => number
+  /** Clock of the refresh lease, for tests; default the wall clock, which every process shares. */
+  leaseClock?: LeaseClock
 }
 
 export interface ProviderSummary {
@@ -58,7 +61,7 @@ export function createIntegrationsService(options: IntegrationsServiceOptions) {
   const now = options.now ?? Date.now
   const store = new ConnectionStore(db)
   const byId = new Map(options.providers.map((p) => [p.definition.id, p]))
-  const keeper = createTokenKeeper({ store, box, http, logger, now })
+  const keeper = createTokenKeeper({ store, box, http, logger, now, leaseClock: options.leaseClock })
   const checker = createStatusChecker({
     store,
     keeper,

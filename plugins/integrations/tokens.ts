@@ -6,7 +6,17 @@
 import { AppError } from '../../src/errors.ts'
 import type { HttpClient } from '../../src/http.ts'
 import type { Logger } from '../../src/log.ts'
-import { isLeased, refreshUnderLease, sharedFlights, SPEND } from '../../src/refresh-lease.ts'
+import {
+  isLeased,
+  refreshUnderLease,
+  refusesGrant,
+  retryableRefreshCode,
+  sharedFlights,
+  SPEND,
+  tookOverLapsedLease,
+  wallClock,
+  type LeaseClock,
+} from '../../src/refresh-lease.ts'
 import { SecretBoxError, type SecretBox } from '../../src/secret-box.ts'
 import type { ConnectionRow, ConnectionStore, SealedGrant } from './connection-store.ts'
 import { refreshGrant, TokenEndpointError, type GrantedTokens } from './oauth.ts'
@@ -20,8 +30,10 @@ export interface TokenKeeperOptions {
   box: SecretBox
   http: HttpClient
   logger: Logger
-  /** Clock for token expiry. Leases always use the wall clock, which every process shares. */
+  /** Clock for token expiry. */
   now: () => number
+  /** Clock of the refresh lease: the wall clock, which every process shares. */
+  leaseClock?: LeaseClock
 }
 
 /** A usable access token and the row version it belongs to. */
@@ -33,8 +45,13 @@ export interface CurrentToken {
 
 const context = (row: Pick<ConnectionRow, 'userId' | 'provider'>, kind: 'access' | 'refresh') => `integration:${row.userId}:${row.provider}:${kind}`
 
+/** A refusal after taking over a lapsed lease: the earlier holder's tokens may still be landing, so try again. */
+const settling = (label: string, id: string) =>
+  new AppError('unavailable', `${label} token refresh is being settled by another process; try again`, { extensions: { provider: id } })
+
 export function createTokenKeeper(options: TokenKeeperOptions) {
   const { store, box, http, logger, now } = options
+  const leaseClock = options.leaseClock ?? wallClock
   const shared = sharedFlights<CurrentToken | undefined>()
 
   const isExpired = (row: ConnectionRow) => row.expiresAt !== null && row.expiresAt <= now()
@@ -75,14 +92,20 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
     }
   }
 
-  /** Spends the refresh token under a lease taken at `leased`. Undefined result with `retry` means read again. */
+  /**
+   * Spends the refresh token under a lease taken at `leased`. Undefined result with `retry` means read again. Saving
+   * and breaking are conditional on the row still holding the spent token, so whatever another process or a new
+   * grant stored meanwhile stays.
+   */
   async function spend(provider: Provider, row: ConnectionRow, leased: number): Promise<{ result?: CurrentToken; retry?: boolean }> {
     const { id, label } = provider.definition
+    const sealedRefresh = row.refreshToken!
+    const release = () => store.releaseLease(row.userId, id, leased, leaseClock.now())
     let refreshToken: string | undefined
     try {
       refreshToken = (await openTokens(row)).refreshToken
     } catch (error) {
-      await store.releaseLease(row.userId, id, leased, Date.now())
+      await release()
       if (error instanceof SecretBoxError) return {}
       throw error
     }
@@ -90,16 +113,16 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
     try {
       granted = await refreshGrant(http, provider, provider.client!, refreshToken!, now)
     } catch (error) {
-      if (error instanceof TokenEndpointError && error.permanent) {
-        await store.markBroken(row.userId, id, leased, 'refresh_failed', Date.now())
-        logger.warn('integration refresh refused', { provider: id, userId: row.userId, error: error.error })
-        return {}
+      if (error instanceof TokenEndpointError && refusesGrant(error.error, error.status)) return afterRefusal(provider, row, leased, error.error)
+      await release()
+      if (error instanceof TokenEndpointError) {
+        logger.warn('integration refresh failed; the connection is kept', { provider: id, userId: row.userId, status: error.status, error: error.error })
+        throw new AppError(
+          retryableRefreshCode(error.error, error.status),
+          `${label} could not refresh the connection's token (${error.status} ${error.error}); try again`,
+          { extensions: { provider: id } },
+        )
       }
-      await store.releaseLease(row.userId, id, leased, Date.now())
-      if (error instanceof TokenEndpointError)
-        throw new AppError(error.status === 429 ? 'unavailable' : 'upstream_error', `${label} could not refresh the connection's token (${error.status})`, {
-          extensions: { provider: id },
-        })
       throw error
     }
     // A provider that does not rotate refresh tokens answers without one: the old one stays valid.
@@ -109,28 +132,50 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
       refreshExpiresAt: granted.refreshToken ? granted.refreshExpiresAt : (row.refreshExpiresAt ?? undefined),
       scopes: granted.scopes ?? row.scopes,
     })
-    if (!(await store.saveRefreshed(row.userId, id, leased, sealed, Date.now()))) return { retry: true }
+    const version = await store.saveRefreshed(row.userId, id, sealedRefresh, sealed, leaseClock.now())
+    if (version === undefined) return { retry: true }
     logger.info('integration token refreshed', { provider: id, userId: row.userId })
-    return { result: { token: granted.accessToken, version: leased + 1, expiresAt: sealed.expiresAt } }
+    return { result: { token: granted.accessToken, version, expiresAt: sealed.expiresAt } }
+  }
+
+  /** The provider refused the grant: the connection breaks only while it still holds the refused token. */
+  async function afterRefusal(provider: Provider, row: ConnectionRow, leased: number, error: string): Promise<{ retry?: boolean }> {
+    const { id, label } = provider.definition
+    const { userId } = row
+    if (tookOverLapsedLease(row)) {
+      await store.releaseLease(userId, id, leased, leaseClock.now())
+      logger.warn('integration refresh refused a token a previous lease holder may have spent; the connection is kept', { provider: id, userId, error })
+      throw settling(label, id)
+    }
+    if (await store.breakRefused(userId, id, leased, row.refreshToken!, leaseClock.now())) {
+      logger.warn('integration refresh refused', { provider: id, userId, error })
+      return {}
+    }
+    // The refused token was already replaced (another process's refresh, a new grant): use what is stored now.
+    logger.info('integration refresh refused a token that was already replaced; the connection is kept', { provider: id, userId, error })
+    return { retry: true }
   }
 
   /** Refreshes while `stillNeeded(row)`; waits for another process's lease instead of refreshing beside it. */
   function refresh(userId: string, provider: Provider, stillNeeded: (row: ConnectionRow) => boolean): Promise<CurrentToken | undefined> {
     const { id, label } = provider.definition
-    return refreshUnderLease<ConnectionRow, CurrentToken>({
-      read: async () => {
-        const row = await store.get(userId, id)
-        return row && !row.brokenReason ? row : undefined
+    return refreshUnderLease<ConnectionRow, CurrentToken>(
+      {
+        read: async () => {
+          const row = await store.get(userId, id)
+          return row && !row.brokenReason ? row : undefined
+        },
+        settle: async (row) => {
+          if (!stillNeeded(row)) return usable(row)
+          if (!row.refreshToken || !provider.client) return isExpired(row) ? undefined : usable(row)
+          return SPEND
+        },
+        lease: (row, until, at) => store.leaseRefresh(userId, id, row.version, until, at),
+        spend: (row, leased) => spend(provider, row, leased),
+        stillHeld: () => new AppError('unavailable', `${label} token refresh is still running elsewhere; try again`, { extensions: { provider: id } }),
       },
-      settle: async (row) => {
-        if (!stillNeeded(row)) return usable(row)
-        if (!row.refreshToken || !provider.client) return isExpired(row) ? undefined : usable(row)
-        return SPEND
-      },
-      lease: (row, until, at) => store.leaseRefresh(userId, id, row.version, until, at),
-      spend: (row, leased) => spend(provider, row, leased),
-      stillHeld: () => new AppError('unavailable', `${label} token refresh is still running elsewhere; try again`, { extensions: { provider: id } }),
-    })
+      leaseClock,
+    )
   }
 
   const flightKey = (userId: string, provider: Provider) => `${userId}\u0000${provider.definition.id}`
@@ -143,7 +188,7 @@ export function createTokenKeeper(options: TokenKeeperOptions) {
     async current(userId: string, provider: Provider): Promise<CurrentToken | undefined> {
       const row = await store.get(userId, provider.definition.id)
       if (!row || row.brokenReason) return undefined
-      if (!isDue(row) && !isLeased(row)) return usable(row)
+      if (!isDue(row) && !isLeased(row, leaseClock)) return usable(row)
       if (!row.refreshToken) return isExpired(row) ? undefined : usable(row)
       return shared(flightKey(userId, provider), () => refresh(userId, provider, isDue))
     },

@@ -5,13 +5,24 @@
  * indicator (RFC 8707), all through the MCP SDK's client helpers over the guarded fetch. As in the integrations, the
  * state is single-use, stored as its hash, bound to the browser by a cookie and expiring, and tokens are sealed at
  * rest bound to their (server, user) row; a token due to expire within a minute is refreshed before use, once across
- * processes (src/refresh-lease.ts), and a refusal only drops the connection while it still holds the refused token.
+ * processes (src/refresh-lease.ts). Only a refusal of the grant (invalid_grant, invalid_client...) drops the connection,
+ * and only while it still holds the refused token; a server error keeps it and fails the call as retryable.
  */
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { AppError } from '../../src/errors.ts'
 import { lazily } from '../../src/lazy.ts'
 import type { Logger } from '../../src/log.ts'
-import { leaseLongerThan, refreshUnderLease, sharedFlights, SPEND, wallClock, type LeaseClock } from '../../src/refresh-lease.ts'
+import {
+  leaseLongerThan,
+  refreshUnderLease,
+  refusesGrant,
+  retryableRefreshCode,
+  sharedFlights,
+  SPEND,
+  tookOverLapsedLease,
+  wallClock,
+  type LeaseClock,
+} from '../../src/refresh-lease.ts'
 import type { SecretBox } from '../../src/secret-box.ts'
 import type { FetchLike } from './remote.ts'
 import type { ConnectionRow, McpServerStore, OAuthIssuer, SealedConnection, ServerRow } from './store.ts'
@@ -139,6 +150,13 @@ export function createMcpOAuth(options: McpOAuthOptions) {
       throw error
     }
     const [sdk, { issuer, client }] = found
+    // The token endpoint's status, which the SDK's errors do not carry: a 5xx is never a refusal whatever its body says.
+    let status: number | undefined
+    const recordingFetch: FetchLike = async (url, init) => {
+      const response = await fetchFn(url, init)
+      status = response.status
+      return response
+    }
     let tokens: OAuthTokens
     try {
       tokens = await sdk.refreshAuthorization(issuer.authorizationServerUrl, {
@@ -146,27 +164,32 @@ export function createMcpOAuth(options: McpOAuthOptions) {
         clientInformation: client,
         refreshToken,
         resource: new URL(issuer.resource),
-        fetchFn,
+        fetchFn: recordingFetch,
       })
     } catch (error) {
-      // Unreachable (the guarded client's AppError): kept for the next use. Refused (invalid_grant...): the user connects again.
-      if (error instanceof AppError) {
+      const code = oauthErrorCode(error)
+      // Unreachable, or failed without refusing (server_error, temporarily_unavailable, 5xx...): kept for the next try.
+      if (!refusesGrant(code, status)) {
         await release()
-        logger.warn('MCP token refresh failed; the connection is kept', { serverId: server.id, userId, code: error.code })
-        return {}
+        logger.warn('MCP token refresh failed; the connection is kept', { serverId: server.id, userId, status, error: code ?? (error as Error).name })
+        if (error instanceof AppError) throw error
+        throw new AppError(
+          retryableRefreshCode(code, status),
+          `The authorization server of the MCP server ${server.name} could not refresh the token (${status ?? 'no answer'}${code ? ` ${code}` : ''}); try again`,
+        )
       }
-      // Taken over from a holder whose lease ran out: its call may be the one the server honoured, and its tokens
-      // are on their way to the row. This call goes without; the next refresh, with no lease to take over, decides.
-      if (row.refreshLeaseUntil !== null) {
+      // Refused (invalid_grant...) after taking over from a holder whose lease ran out: its call may be the one the
+      // server honoured, and its tokens are on their way to the row. This call fails; the next one uses them.
+      if (tookOverLapsedLease(row)) {
         await release()
         logger.warn('MCP server refused a refresh token a previous lease holder may have spent; the connection is kept', {
           serverId: server.id,
           userId,
         })
-        return {}
+        throw new AppError('unavailable', `The token refresh for the MCP server ${server.name} is being settled by another process; try again`)
       }
       if (await store.dropRefused(server.id, userId, leased, sealedRefresh, leaseClock.now())) {
-        logger.warn('MCP server refused a token refresh; the connection is dropped', { serverId: server.id, userId })
+        logger.warn('MCP server refused a token refresh; the connection is dropped', { serverId: server.id, userId, error: code })
         return {}
       }
       // The refused token was already replaced (another process's refresh, a new grant): use what is stored now.
@@ -291,6 +314,12 @@ export function createMcpOAuth(options: McpOAuthOptions) {
 }
 
 export type McpOAuth = ReturnType<typeof createMcpOAuth>
+
+/** The OAuth `error` of the SDK's token endpoint errors (its OAuthError classes name it); undefined for anything else. */
+function oauthErrorCode(error: unknown): string | undefined {
+  const code = (error as { errorCode?: unknown } | null)?.errorCode
+  return typeof code === 'string' ? code : undefined
+}
 
 /** A return page on the configured front end's origin; anything else could send users elsewhere. */
 function resolveReturnTo(returnUrl: string, returnTo: string | undefined): string {

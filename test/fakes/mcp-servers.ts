@@ -110,6 +110,11 @@ export interface FakeOAuthMcpServer extends FakeMcpServer {
   beforeRefreshAnswer?: () => Promise<void>
   /** Revokes every refresh token issued so far (the user withdrew the grant at the server). */
   revokeRefreshTokens(): void
+  /**
+   * While set, refresh_token grants answer this instead, the refresh token untouched: `error` as a JSON body
+   * (RFC 6749 5.2), none for a bare status.
+   */
+  refreshFailure?: { status: number; error?: string }
 }
 
 const sha256Base64url = (text: string) => new Bun.CryptoHasher('sha256').update(text).digest('base64url')
@@ -215,6 +220,10 @@ export function startOAuthMcpServer(): FakeOAuthMcpServer {
             return json(issue(grant.user))
           }
           if (form.grant_type === 'refresh_token') {
+            if (fake.refreshFailure) {
+              const { status, error } = fake.refreshFailure
+              return error === undefined ? new Response('upstream trouble', { status }) : json({ error }, status)
+            }
             await fake.beforeRefresh?.()
             const user = refreshTokens.get(form.refresh_token ?? '')
             refreshTokens.delete(form.refresh_token ?? '')

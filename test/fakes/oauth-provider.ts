@@ -68,6 +68,15 @@ export interface FakeOAuthProvider {
   refreshDelayMs: number
   /** The next API calls answer this status instead (count, then back to normal). */
   failApi(status: number, count: number, retryAfter?: string): void
+  /**
+   * The next `count` refresh_token grants answer this instead, the refresh token untouched: `error` as a JSON body
+   * (RFC 6749 5.2), none for a bare status. A GitHub-style 200 carries the error member, as GitHub does.
+   */
+  failRefresh(failure: { status: number; error?: string }, count?: number): void
+  /** Awaited by each refresh_token grant before its token is looked up: the test decides who reaches the provider first. */
+  beforeRefresh?: () => Promise<void>
+  /** Awaited by each refresh_token grant after its token was rotated, before the answer is sent. */
+  beforeRefreshAnswer?: () => Promise<void>
   /** Token endpoint calls by grant type. */
   readonly grants: { authorization_code: number; refresh_token: number }
   /** API calls (GET /user, organisations, projects, account) received, every retry included. */
@@ -112,6 +121,8 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
   const grantsByCode = new Map<string, Grant[]>()
   let grantSeq = 0
   let apiFailure: { status: number; count: number; retryAfter?: string } | undefined
+  let refreshFailure: { status: number; error?: string; count: number } | undefined
+  const hooks: Pick<FakeOAuthProvider, 'beforeRefresh' | 'beforeRefreshAnswer'> = {}
   const state = {
     account: defaultAccount,
     decision: 'approve' as 'approve' | 'deny',
@@ -211,10 +222,18 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
     if (grantType === 'refresh_token') {
       state.grants.refresh_token++
       if (state.refreshDelayMs > 0) await Bun.sleep(state.refreshDelayMs)
+      if (refreshFailure && refreshFailure.count > 0) {
+        refreshFailure.count--
+        const { status, error } = refreshFailure
+        return error === undefined ? new Response('upstream trouble', { status }) : json({ error }, status)
+      }
+      await hooks.beforeRefresh?.()
       const held = tokens.get(form.get('refresh_token') ?? '')
       if (held?.kind !== 'refresh' || held.used || held.grant.revoked || held.grant.clientId !== caller.id) return refuse(style, 'invalid_grant')
       held.used = true // rotation: each refresh token is single-use
-      return json(issue(style, held.grant))
+      const issued = issue(style, held.grant)
+      await hooks.beforeRefreshAnswer?.()
+      return json(issued)
     }
     return refuse(style, 'unsupported_grant_type')
   }
@@ -330,6 +349,21 @@ export function startFakeOAuthProvider(clients: Record<string, FakeClient>): Fak
     },
     failApi(status, count, retryAfter) {
       apiFailure = { status, count, retryAfter }
+    },
+    failRefresh(failure, count = 1) {
+      refreshFailure = { ...failure, count }
+    },
+    get beforeRefresh() {
+      return hooks.beforeRefresh
+    },
+    set beforeRefresh(next) {
+      hooks.beforeRefresh = next
+    },
+    get beforeRefreshAnswer() {
+      return hooks.beforeRefreshAnswer
+    },
+    set beforeRefreshAnswer(next) {
+      hooks.beforeRefreshAnswer = next
     },
     grants: state.grants,
     get apiCalls() {

@@ -5,6 +5,7 @@ import { grantedScopes, type Role } from '../../src/auth/roles.ts'
 import { loadConfig } from '../../src/main/config.ts'
 import { createHttpClient } from '../../src/http.ts'
 import { memoryLogger } from '../../src/log.ts'
+import type { LeaseClock } from '../../src/refresh-lease.ts'
 import { createSecretBox } from '../../src/secret-box.ts'
 import type { Database } from '../../src/storage/database.ts'
 import { providersFromConfig } from '../../plugins/integrations/providers/index.ts'
@@ -141,7 +142,7 @@ export const outcome = (location: string) => Object.fromEntries(new URL(location
 export async function serviceOn(
   db: Database,
   fake: FakeOAuthProvider,
-  options: { key: string; previousKeys?: string[]; now?: () => number; statusCacheTtlSeconds?: number },
+  options: { key: string; previousKeys?: string[]; now?: () => number; statusCacheTtlSeconds?: number; leaseClock?: LeaseClock },
 ): Promise<IntegrationsService & { logs: Record<string, unknown>[] }> {
   const dir = tempDir()
   try {
@@ -157,6 +158,7 @@ export async function serviceOn(
       returnUrl: RETURN_URL,
       statusCacheTtlSeconds: options.statusCacheTtlSeconds,
       now: options.now,
+      leaseClock: options.leaseClock,
     })
     return Object.assign(service, { logs: logger.lines })
   } finally {

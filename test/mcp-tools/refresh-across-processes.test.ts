@@ -112,6 +112,7 @@ describe.each(BACKENDS)('an MCP connection refreshed by two processes on %s', (b
   beforeEach(() => {
     fake.beforeRefresh = undefined
     fake.beforeRefreshAnswer = undefined
+    fake.refreshFailure = undefined
     fake.expiresIn = 3600
     fake.nextUser = 'alice'
     clock.reset()
@@ -180,16 +181,16 @@ describe.each(BACKENDS)('an MCP connection refreshed by two processes on %s', (b
     expect(await whoami(processA, caller, name)).toBe('alice')
   })
 
-  test('a holder whose lease ran out keeps the tokens the server honoured on its call; the process that took over goes without', async () => {
-    const { caller, name, connection } = await connectedWithDueToken()
+  test('a holder whose lease ran out keeps the tokens the server honoured on its call; the process that took over fails that call as retryable', async () => {
+    const { caller, name, id, connection } = await connectedWithDueToken()
     const before = refreshes()
     const held = holdFirstRefresh('answer')
     const slow = whoami(processA, caller, name)
     // The server has rotated the refresh token on A's call; its answer is on the way while A's lease runs out.
     await held.arrived
     clock.advance(leaseLongerThan(CALL_TIMEOUT_MS) + 1)
-    // B takes the lease over and is refused the token A spent: B's call gets no token, and the connection stays.
-    expect(await whoami(processB, caller, name)).toBe('refused')
+    // B takes the lease over and is refused the token A spent: B's call fails as retryable, and the connection stays.
+    await expect(processB.update(caller, id, { refreshTools: true })).rejects.toMatchObject({ code: 'unavailable' })
     expect(await connection()).toBeDefined()
     held.release()
     expect(await slow).toBe('alice')
@@ -224,6 +225,32 @@ describe.each(BACKENDS)('an MCP connection refreshed by two processes on %s', (b
     expect(await connection()).toBeUndefined()
     expect((await processA.get(caller, id)).connection).toMatchObject({ connected: false })
     expect(await whoami(processA, caller, name)).toBe('refused')
+  })
+
+  for (const failure of [
+    { status: 500 },
+    { status: 500, error: 'server_error' },
+    { status: 400, error: 'server_error' },
+    { status: 503, error: 'temporarily_unavailable' },
+    { status: 400, error: 'invalid_request' },
+  ])
+    test(`an authorization server answering ${failure.status} ${failure.error ?? 'without an OAuth error'} keeps the connection and fails the call as retryable`, async () => {
+      const { caller, id, name, connection } = await connectedWithDueToken()
+      const kept = (await connection()).refresh_token
+      fake.refreshFailure = failure
+      const code = failure.error === 'temporarily_unavailable' ? 'unavailable' : 'upstream_error'
+      await expect(processA.update(caller, id, { refreshTools: true })).rejects.toMatchObject({ code })
+      expect(await connection()).toMatchObject({ refresh_token: kept, refresh_lease_until: null })
+      // Once the server answers again, the same refresh token is spent and works.
+      fake.refreshFailure = undefined
+      expect(await whoami(processB, caller, name)).toBe('alice')
+    })
+
+  test('a refusal of the client (invalid_client) disconnects the user', async () => {
+    const { caller, name, connection } = await connectedWithDueToken()
+    fake.refreshFailure = { status: 401, error: 'invalid_client' }
+    expect(await whoami(processA, caller, name)).toBe('refused')
+    expect(await connection()).toBeUndefined()
   })
 
   test('the refresh lease is compare-and-set on the row version', async () => {
