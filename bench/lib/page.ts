@@ -44,15 +44,19 @@ export function parseTable(text: string): TableRow[] {
   return body.map((line) => Object.fromEntries(cells(line).map((cell, i) => [names[i]!, cell])))
 }
 
+/** A row's verdict: its last column, the one without a name. */
+const verdictOf = (row: TableRow) => Object.entries(row).findLast(([name]) => name.startsWith('column '))?.[1]
+
 /** The sentences about the targets, from the table's cells: how many were met, and each one that was not. */
 export function targetSummary(table: TableRow[]): string {
   const targeted = table.filter((row) => row.target)
-  const missed = targeted.filter((row) => row['column 7'] !== 'met')
+  const missed = targeted.filter((row) => verdictOf(row) !== 'met')
   if (targeted.length === 0) return 'No figure of this run has a target.'
   if (missed.length === 0) return `This run met all ${targeted.length} targets.`
   const lines = missed.map((row) => {
     const measured = row.ratio ? `ratio ${row.ratio} (${row.value} against ${row.baseline})` : row.value
-    return `- ${row.bench}: ${row.figure}: ${measured}; target ${row.target}${row['column 7'] === 'met' || row['column 7'] === 'NOT MET' ? '' : ` (${row['column 7']})`}.`
+    const verdict = verdictOf(row)
+    return `- ${row.bench}: ${row.figure}: ${measured}; target ${row.target}${verdict === 'met' || verdict === 'NOT MET' ? '' : ` (${verdict})`}.`
   })
   return `This run met ${targeted.length - missed.length} of its ${targeted.length} targets; not met:\n\n${lines.join('\n')}`
 }

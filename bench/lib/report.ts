@@ -84,7 +84,8 @@ export function printTable(rows: Row[]): void {
 export function markdownTable(rows: Row[]): string {
   // The page is MDX, where a bare `<` or `{` would start JSX or an expression.
   const cell = (text: string) => text.replace(/\|/g, '\\|').replaceAll('<', '&lt;').replaceAll('{', '&#123;').replaceAll('}', '&#125;')
-  const lines = ['| bench | figure | baseline | value | ratio | target | |', '|---|---|---|---|---|---|---|']
+  // How far a figure measured over several rounds moved: lowest..highest and the number of rounds.
+  const lines = ['| bench | figure | baseline | value | ratio | value over rounds | target | |', '|---|---|---|---|---|---|---|---|']
   for (const r of rows) {
     const unit = r.unit === 'count' ? '' : ` ${r.unit}`
     lines.push(
@@ -94,6 +95,7 @@ export function markdownTable(rows: Row[]): string {
         r.baseline === null ? '' : formatValue(r.baseline, r.unit) + unit,
         formatValue(r.value, r.unit) + unit,
         r.ratio === null ? '' : r.ratio.toFixed(2),
+        r.spread ? formatSpread(r.spread, r.unit) : '',
         formatTarget(r),
         r.warning ? 'see the warning in the run' : verdict(r),
       ]

@@ -70,4 +70,14 @@ describe('the sentences about the targets', () => {
     const text = targetSummary(parseTable(head + missed))
     expect(text).toContain('- chat: server CPU per token: ratio 1.19 (66.16 µs against 55.78 µs); target ratio ≤ 1.15.')
   })
+
+  test('read the verdict from the last column when the table shows each value over its rounds', () => {
+    const withSpread = '| bench | figure | baseline | value | ratio | value over rounds | target | |\n|---|---|---|---|---|---|---|---|\n'
+    const rows = [
+      '| chat | tokens per second | 683,492 tokens/s | 685,205 tokens/s | 1.00 | 547,537..824,542 (9) | ratio ≥ 0.60 | met |',
+      '| chat | server CPU per token | 55.78 µs | 66.16 µs | 1.19 | 60.00..70.00 (5) | ratio ≤ 1.15 | NOT MET |',
+    ]
+    expect(targetSummary(parseTable(withSpread + rows[0]))).toBe('This run met all 1 targets.')
+    expect(targetSummary(parseTable(withSpread + rows.join('\n')))).toStartWith('This run met 1 of its 2 targets; not met:')
+  })
 })
