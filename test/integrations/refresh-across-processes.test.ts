@@ -5,36 +5,19 @@
  * clock both processes share: ordering, never timing.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
-import { REFRESH_LEASE_MS, type LeaseClock } from '../../src/refresh-lease.ts'
+import { REFRESH_LEASE_MS } from '../../src/refresh-lease.ts'
 import { openDatabase, type Database } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
 import { migrations } from '../../src/storage/migrations/index.ts'
 import { freshPostgres, tempDir } from '../helpers.ts'
 import { BACKENDS, connectThrough, serviceOn, startProvider } from './support.ts'
+import { steerableLeaseClock } from '../lease-clock.ts'
 
 const fake = startProvider()
 afterAll(() => fake.close())
 
-/** The lease clock both processes share: the test moves it, and learns when a process waits for another's lease. */
-const clock = (() => {
-  let offset = 0
-  let waited = Promise.withResolvers<void>()
-  return {
-    now: () => Date.now() + offset,
-    async wait() {
-      waited.resolve()
-      await Bun.sleep(5)
-    },
-    advance: (ms: number) => {
-      offset += ms
-    },
-    reset() {
-      offset = 0
-      waited = Promise.withResolvers<void>()
-    },
-    waited: () => waited.promise,
-  } satisfies LeaseClock & Record<string, unknown>
-})()
+/** The lease clock both processes share. */
+const clock = steerableLeaseClock()
 
 /** Holds the first refresh grant at the provider (before its token is looked up, or after it rotated) until released. */
 function holdFirstRefresh(at: 'request' | 'answer') {

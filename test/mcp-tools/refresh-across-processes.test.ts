@@ -9,13 +9,14 @@ import { McpServerStore } from '../../plugins/mcp-tools/store.ts'
 import { createMcpToolsService, type McpToolsService } from '../../plugins/mcp-tools/service.ts'
 import { createHttpClient } from '../../src/http.ts'
 import { memoryLogger } from '../../src/log.ts'
-import { leaseLongerThan, REFRESH_LEASE_MS, type LeaseClock } from '../../src/refresh-lease.ts'
+import { leaseLongerThan, REFRESH_LEASE_MS } from '../../src/refresh-lease.ts'
 import { createSecretBox } from '../../src/secret-box.ts'
 import { openDatabase, type Database } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
 import { migrations } from '../../src/storage/migrations/index.ts'
 import { startOAuthMcpServer } from '../fakes/mcp-servers.ts'
 import { announceSkip, freshPostgres, postgresUrl, tempDir } from '../helpers.ts'
+import { steerableLeaseClock } from '../lease-clock.ts'
 
 const BACKENDS = postgresUrl ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const)
 if (!postgresUrl) announceSkip('PostgreSQL variant of the MCP refresh across processes suite', 'DATABASE_URL')
@@ -23,27 +24,8 @@ if (!postgresUrl) announceSkip('PostgreSQL variant of the MCP refresh across pro
 const fake = startOAuthMcpServer()
 afterAll(() => fake.close())
 
-/** The lease clock both processes share: the test moves it, and learns when a process waits for another's lease. */
-const clock = (() => {
-  let offset = 0
-  let waited = Promise.withResolvers<void>()
-  return {
-    now: () => Date.now() + offset,
-    async wait() {
-      waited.resolve()
-      await Bun.sleep(5)
-    },
-    advance: (ms: number) => {
-      offset += ms
-    },
-    reset() {
-      offset = 0
-      waited = Promise.withResolvers<void>()
-    },
-    /** Resolves once a process has waited for a lease it does not hold. */
-    waited: () => waited.promise,
-  } satisfies LeaseClock & Record<string, unknown>
-})()
+/** The lease clock both processes share. */
+const clock = steerableLeaseClock()
 
 /**
  * Holds the first refresh_token grant at the server until released, before its token is looked up (or, with
