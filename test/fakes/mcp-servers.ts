@@ -112,9 +112,21 @@ export interface FakeOAuthMcpServer extends FakeMcpServer {
   revokeRefreshTokens(): void
   /**
    * While set, refresh_token grants answer this instead, the refresh token untouched: `error` as a JSON body
-   * (RFC 6749 5.2), none for a bare status.
+   * (RFC 6749 5.2), none for a bare status; `cutOff`, a 200 whose JSON ends after a few bytes, as an answer cut
+   * short on its way.
    */
-  refreshFailure?: { status: number; error?: string }
+  refreshFailure?: { status: number; error?: string } | { cutOff: true }
+}
+
+/** A 200 JSON answer that ends after its first bytes: an answer cut short on its way. */
+function cutOffAnswer(): Response {
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      controller.enqueue(new TextEncoder().encode('{"access_token":"at-'))
+      controller.close()
+    },
+  })
+  return new Response(body, { headers: { 'content-type': 'application/json' } })
 }
 
 const sha256Base64url = (text: string) => new Bun.CryptoHasher('sha256').update(text).digest('base64url')
@@ -221,6 +233,7 @@ export function startOAuthMcpServer(): FakeOAuthMcpServer {
           }
           if (form.grant_type === 'refresh_token') {
             if (fake.refreshFailure) {
+              if ('cutOff' in fake.refreshFailure) return cutOffAnswer()
               const { status, error } = fake.refreshFailure
               return error === undefined ? new Response('upstream trouble', { status }) : json({ error }, status)
             }

@@ -228,6 +228,16 @@ describe.each(BACKENDS)('an MCP connection refreshed by two processes on %s', (b
       expect(await whoami(processB, caller, name)).toBe('alice')
     })
 
+  test('an answer cut short (a 200 whose JSON ends mid-way) keeps the connection and fails the call; the same refresh token works after', async () => {
+    const { caller, id, name, connection } = await connectedWithDueToken()
+    const kept = (await connection()).refresh_token
+    fake.refreshFailure = { cutOff: true }
+    await expect(processA.update(caller, id, { refreshTools: true })).rejects.toMatchObject({ code: expect.stringMatching(/^(upstream_error|unavailable)$/) })
+    expect(await connection()).toMatchObject({ refresh_token: kept, refresh_lease_until: null })
+    fake.refreshFailure = undefined
+    expect(await whoami(processB, caller, name)).toBe('alice')
+  })
+
   test('a refusal of the client (invalid_client) disconnects the user', async () => {
     const { caller, name, connection } = await connectedWithDueToken()
     fake.refreshFailure = { status: 401, error: 'invalid_client' }
