@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { decide, decideOne, definePolicy, prepareChecks, rateLimitHeaders, type RateCheck } from '../src/rate-limit/index.ts'
+import { decide, decideAll, definePolicy, prepareChecks, rateLimitHeaders, type RateCheck } from '../src/rate-limit/index.ts'
 import { createMemoryRateLimiter } from '../src/rate-limit/memory.ts'
 
 const chat = definePolicy({ name: 'chat', limit: 100, windowSeconds: 60 })
@@ -128,10 +128,10 @@ describe('memory rate limiter', () => {
       for (const cost of [0, 1, 2, policy.limit])
         for (const storedTat of [undefined, nowUs - 5_000_000, nowUs, nowUs + 1, nowUs + 2_333_333, nowUs + 6_999_999, nowUs + 60_000_000]) {
           const prepared = prepareChecks([{ key: 'u1', policy, cost }])
-          const general = decide(nowUs, prepared, () => storedTat)
-          const one = decideOne(nowUs, prepared[0]!, storedTat)
+          const general = decideAll(nowUs, prepared, () => storedTat)
+          const one = decide(nowUs, prepared, () => storedTat)
           expect(one.decision).toEqual(general.decision)
-          expect(one.tat).toBe(general.tats.get(prepared[0]!.bucket)!)
+          expect(one.tats.get(prepared[0]!.bucket)!).toBe(general.tats.get(prepared[0]!.bucket)!)
         }
   })
 

@@ -110,6 +110,17 @@ export function decide(
   prepared: PreparedCheck[],
   stored: (bucket: string) => number | undefined,
 ): { decision: RateDecision; tats: Map<string, number> } {
+  // Most routes spend only the burst ceiling: one entry needs none of the passes for buckets shared by entries.
+  if (prepared.length === 1) return decideOne(nowUs, prepared[0]!, stored(prepared[0]!.bucket))
+  return decideAll(nowUs, prepared, stored)
+}
+
+/** `decide` for any number of entries, some of which may share a bucket. */
+export function decideAll(
+  nowUs: number,
+  prepared: PreparedCheck[],
+  stored: (bucket: string) => number | undefined,
+): { decision: RateDecision; tats: Map<string, number> } {
   const tats = new Map<string, number>()
   let longestWaitUs = 0
   let refusedBy: string | undefined
@@ -124,41 +135,34 @@ export function decide(
   }
   const allowed = refusedBy === undefined
   if (!allowed) for (const entry of prepared) tats.set(entry.bucket, Math.max(stored(entry.bucket) ?? nowUs, nowUs))
-  const results = prepared.map((entry): RateResult => {
-    const aheadUs = tats.get(entry.bucket)! - nowUs
-    return {
-      policy: entry.check.policy,
-      // Clamped because a TAT stored under a since-lowered limit can run past the new capacity.
-      remaining: Math.max(0, Math.floor((entry.capacityUs - aheadUs) / entry.intervalUs)),
-      resetSeconds: Math.ceil(aheadUs / 1e6),
-    }
-  })
+  const results = prepared.map((entry) => resultOf(entry, tats.get(entry.bucket)!, nowUs))
   const decision: RateDecision = allowed ? { allowed, results } : { allowed, results, retryAfterSeconds: Math.ceil(longestWaitUs / 1e6), refusedBy }
   return { decision, tats }
 }
 
-/**
- * `decide` for a check of one entry (most routes spend only the burst ceiling): the same arithmetic and the same
- * answer, without the map and passes that entries sharing buckets need. `tat` is the bucket's TAT after it.
- */
-export function decideOne(nowUs: number, entry: PreparedCheck, storedTat: number | undefined): { decision: RateDecision; tat: number } {
+/** What a bucket's TAT after the decision tells the caller about that entry's policy. */
+function resultOf(entry: PreparedCheck, tatUs: number, nowUs: number): RateResult {
+  const aheadUs = tatUs - nowUs
+  return {
+    policy: entry.check.policy,
+    // Clamped because a TAT stored under a since-lowered limit can run past the new capacity.
+    remaining: Math.max(0, Math.floor((entry.capacityUs - aheadUs) / entry.intervalUs)),
+    resetSeconds: Math.ceil(aheadUs / 1e6),
+  }
+}
+
+/** One entry: the same arithmetic as decideAll, without its map and passes. */
+function decideOne(nowUs: number, entry: PreparedCheck, storedTat: number | undefined): { decision: RateDecision; tats: Map<string, number> } {
   const tat = Math.max(storedTat ?? nowUs, nowUs)
   const next = tat + entry.cost * entry.intervalUs
   const waitUs = next - nowUs - entry.capacityUs
   const allowed = waitUs <= 0
   const after = allowed ? next : tat
-  const aheadUs = after - nowUs
-  const results: RateResult[] = [
-    {
-      policy: entry.check.policy,
-      remaining: Math.max(0, Math.floor((entry.capacityUs - aheadUs) / entry.intervalUs)),
-      resetSeconds: Math.ceil(aheadUs / 1e6),
-    },
-  ]
+  const results = [resultOf(entry, after, nowUs)]
   const decision: RateDecision = allowed
     ? { allowed, results }
     : { allowed, results, retryAfterSeconds: Math.ceil(waitUs / 1e6), refusedBy: entry.check.policy.name }
-  return { decision, tat: after }
+  return { decision, tats: new Map([[entry.bucket, after]]) }
 }
 
 // The same few policy sets recur on every request; their header text is built once per set.

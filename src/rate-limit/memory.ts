@@ -1,5 +1,5 @@
 /** In-process rate limiter: one process's budget only, for development and single-instance deployments. */
-import { decide, decideOne, prepareChecks, type PreparedCheck, type RateCheck, type RateDecision, type RateLimiter } from './index.ts'
+import { decide, prepareChecks, type RateCheck, type RateDecision, type RateLimiter } from './index.ts'
 
 export interface MemoryRateLimiterOptions {
   /** Clock in milliseconds; tests inject one to move time without waiting. */
@@ -34,12 +34,6 @@ export function createMemoryRateLimiter(options: MemoryRateLimiterOptions = {}):
     const nowMs = now()
     sweep(nowMs)
     const nowUs = Math.round(nowMs * 1000)
-    if (prepared.length === 1) {
-      const [entry] = prepared as [PreparedCheck]
-      const { decision, tat } = decideOne(nowUs, entry, tats.get(entry.bucket))
-      if (decision.allowed && tat > nowUs) tats.set(entry.bucket, tat)
-      return decision
-    }
     const { decision, tats: after } = decide(nowUs, prepared, stored)
     if (decision.allowed) for (const [bucket, tat] of after) if (tat > nowUs) tats.set(bucket, tat)
     return decision
