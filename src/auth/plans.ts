@@ -24,9 +24,9 @@ export function createPlanDirectory(accounts: AccountStore, options: PlanDirecto
   }
 
   async function planOf(orgId: string): Promise<string> {
-    const hit = cache.get(orgId)
+    const cached = cachedPlanOf(orgId)
+    if (cached !== undefined) return cached
     const at = now()
-    if (hit && hit.until > at) return hit.plan
     const org = await accounts.organization(orgId)
     const expiresAt = org?.planExpiresAt ?? null
     const lapsed = expiresAt !== null && expiresAt <= at
