@@ -238,6 +238,24 @@ describe.each(BACKENDS)('an MCP connection refreshed by two processes on %s', (b
     expect(await whoami(processB, caller, name)).toBe('alice')
   })
 
+  test('a token endpoint that refuses the connection keeps the connection and fails the call as retryable; the same refresh token works once it answers', async () => {
+    const { caller, id, name, connection } = await connectedWithDueToken()
+    const kept = (await connection()).refresh_token
+    const [server] = await dbA.sql`SELECT oauth_issuer FROM mcp_servers WHERE id = ${id}`
+    const issuer = JSON.parse(server.oauth_issuer)
+    // A port that was just listened on and closed: connecting to it is refused.
+    const closed = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response() })
+    const refusing = { ...issuer, metadata: { ...issuer.metadata, token_endpoint: `http://127.0.0.1:${closed.port}/token` } }
+    await closed.stop(true)
+    await dbA.sql`UPDATE mcp_servers SET oauth_issuer = ${JSON.stringify(refusing)} WHERE id = ${id}`
+    const before = refreshes()
+    await expect(processA.update(caller, id, { refreshTools: true })).rejects.toMatchObject({ code: expect.stringMatching(/^(upstream_error|unavailable)$/) })
+    expect(refreshes()).toBe(before)
+    expect(await connection()).toMatchObject({ refresh_token: kept, refresh_lease_until: null })
+    await dbA.sql`UPDATE mcp_servers SET oauth_issuer = ${server.oauth_issuer} WHERE id = ${id}`
+    expect(await whoami(processB, caller, name)).toBe('alice')
+  })
+
   test('a refusal of the client (invalid_client) disconnects the user', async () => {
     const { caller, name, connection } = await connectedWithDueToken()
     fake.refreshFailure = { status: 401, error: 'invalid_client' }
