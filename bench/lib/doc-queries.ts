@@ -105,7 +105,7 @@ function firstSentence(text: string): string | undefined {
     .map((l) => l.trim())
     .join(' ')
     .replace(/\{@\w+\s+([^}]*)\}/g, '$1')
-    .split(/\s@\w+/)[0]!
+    .split(/(?:^|\s)@\w+/)[0]!
   const sentence = (/^(.*?[.!?])(\s|$)/.exec(prose)?.[1] ?? prose).replace(/[`*_]/g, '').trim()
   const words = sentence.split(/\s+/).filter((w) => /[a-z]/i.test(w))
   return words.length >= 3 && words.length <= 40 ? sentence.replace(/\.$/, '') : undefined
