@@ -76,6 +76,8 @@ export interface ImportHarness {
   git: GitServer
   index: ReturnType<typeof recordingIndex>
   imports: ImportService
+  /** The settings the import service runs with; each import reads them when it starts (a test may change them between imports). */
+  settings: ImportServiceOptions['settings']
   /** Base URL of the service listening on 127.0.0.1. */
   url: string
   member: { token: string; user: { id: string; orgId: string } }
@@ -105,11 +107,12 @@ export async function startImportHarness(options: HarnessOptions = {}): Promise<
   const allow: Record<string, string> = options.allowGitServer === false ? {} : { IMPORT_ALLOW_HOSTS: `127.0.0.1:${git.port}` }
   const t = await makeApp({ IMPORT_CODEHOST_URL: git.url, ...allow, ...options.env })
   const index = recordingIndex()
+  const settings = { ...t.config.imports, ...options.settings }
   const imports = createImportService({
     db: t.deps.db,
     codeIndex: index,
     dataDir: t.config.dataDir,
-    settings: { ...t.config.imports, ...options.settings },
+    settings,
     tokens: options.tokens,
     logger: t.deps.logger,
     lookup: options.lookup,
@@ -138,6 +141,7 @@ export async function startImportHarness(options: HarnessOptions = {}): Promise<
     git,
     index,
     imports,
+    settings,
     url,
     member,
     post,

@@ -4,10 +4,14 @@ import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { startImportHarness } from './helpers.ts'
 
-// Small limits so each misbehaving server is stopped within a second or two.
+// Small size limits so each misbehaving server is stopped within a second or two. The clone time limit is long, so
+// a loaded machine never stops a well-behaved import; a test of the time limit shortens it to a second against a
+// server that takes longer than that however fast the machine is.
+const GENEROUS_CLONE_MS = 120_000
+const SHORT_CLONE_MS = 1000
 const h = await startImportHarness({
   env: {
-    IMPORT_CLONE_TIMEOUT_SECONDS: '1',
+    IMPORT_CLONE_TIMEOUT_SECONDS: String(GENEROUS_CLONE_MS / 1000),
     IMPORT_MAX_REPOSITORY_BYTES: String(256 * 1024),
     IMPORT_MAX_FILES: '50',
     IMPORT_MAX_FILE_BYTES: String(64 * 1024),
@@ -16,6 +20,7 @@ const h = await startImportHarness({
 afterAll(() => h.close())
 beforeEach(() => {
   h.git.behaviour = { kind: 'normal' }
+  h.settings.cloneTimeoutMs = GENEROUS_CLONE_MS
 })
 
 h.git.createRepository('acme/ordinary', { 'src/app.ts': 'export const app = 1\n', 'README.md': '# Ordinary\n' })
@@ -32,6 +37,7 @@ async function expectFailure(repository: string, code: string) {
 describe('limits stop a misbehaving server and remove the partial workspace', () => {
   test('a server that trickles bytes is stopped by the clone time limit', async () => {
     h.git.behaviour = { kind: 'trickle', chunkBytes: 8, delayMs: 100 }
+    h.settings.cloneTimeoutMs = SHORT_CLONE_MS
     const view = await expectFailure('acme/ordinary', 'import_timeout')
     expect(view.error!.message).toContain('IMPORT_CLONE_TIMEOUT_SECONDS')
   })
@@ -53,6 +59,7 @@ describe('limits stop a misbehaving server and remove the partial workspace', ()
     // Random text does not compress: about 40 KiB of pack, 2 s at this rate.
     for (let i = 0; i < 40; i++) many[`f${i}.txt`] = randomBytes(1024).toString('hex')
     h.git.createRepository('acme/slow-pack', many)
+    h.settings.cloneTimeoutMs = SHORT_CLONE_MS
     await expectFailure('acme/slow-pack', 'import_timeout')
   })
 
@@ -94,6 +101,7 @@ describe('a failed re-import keeps what the last good import left', () => {
     expect(first.status).toBe('succeeded')
     repository.commit({ 'a.ts': 'export const a = 2\n' })
     h.git.behaviour = { kind: 'trickle', chunkBytes: 8, delayMs: 100 }
+    h.settings.cloneTimeoutMs = SHORT_CLONE_MS
     const failed = await h.importAndWait({ repository: 'acme/kept' })
     expect(failed.error!.code).toBe('import_timeout')
     h.git.behaviour = { kind: 'normal' }
