@@ -1,5 +1,5 @@
 /**
- * Searches made inside a process (chat's code_search tool, the MCP server's search_code; the agents call the same
+ * Searches made inside a process (chat's code_search tool, the MCP server's search_code, an agent's debug command:
  * CodeIndex.search) on the process that does not own the organisation's index, with two real processes sharing
  * PostgreSQL, DATA_DIR and a private Redis: they are answered by the owner and the other process loads nothing;
  * the owner's route for them answers only a request signed over its exact body within the minute; the owner killed
@@ -10,6 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { SCOPED_SEARCH_PATH, scopedSearchSignature } from '../../plugins/code-search/index.ts'
+import { connectAgent, isFinal } from '../agents/helpers.ts'
 import { chunks, readEvents } from '../chat/helpers.ts'
 import { redisServerInstalled, startPrivateRedis, type PrivateRedis } from '../event-log/private-redis.ts'
 import { startFakeEmbeddingsApi, type FakeEmbeddingsApi } from '../fakes/embeddings-api.ts'
@@ -28,13 +29,14 @@ const LEDGER = {
 // /mcp answers only Host values it was told of; every process is told this one.
 const MCP_HOST = 'mcp.cluster.test'
 
-async function importRepository(via: ServiceProcess, token: string, repository: string) {
+/** Imports `repository` through `via`, waits for it to succeed and answers the import's id. */
+async function importRepository(via: ServiceProcess, token: string, repository: string): Promise<string> {
   const started = await via.request('/api/codehost/import', json({ repository }, token))
   expect(started.status).toBe(202)
   const { importId } = await started.json()
   for (let i = 0; i < 600; i++) {
     const view = await (await via.request(`/api/codehost/imports/${importId}`, { headers: { authorization: `Bearer ${token}` } })).json()
-    if (view.status === 'succeeded') return
+    if (view.status === 'succeeded') return importId
     if (view.status === 'failed') throw new Error(`import failed: ${JSON.stringify(view)}`)
     await Bun.sleep(50)
   }
@@ -63,6 +65,7 @@ describe.skipIf(!ready)('searches made inside a process, answered by the owner o
   let token: string
   let orgId: string
   let expected: string[]
+  let importId: string
   const clients: Client[] = []
 
   /** A connected MCP client of `via`, as `token`'s user. */
@@ -110,7 +113,7 @@ describe.skipIf(!ready)('searches made inside a process, answered by the owner o
     orgId = pair.user.organizationId
     git.createRepository('acme/ledger', LEDGER)
     // Imported through B, which owns the index from then on; A never holds it.
-    await importRepository(b, token, 'acme/ledger')
+    importId = await importRepository(b, token, 'acme/ledger')
     await b.waitForLog((line) => line.msg === 'code index owned here' && line.orgId === orgId)
     expected = await pathsOf(await b.request('/api/search', json({ query: 'reconcile ledger entries', expand: false }, token)))
     expect(expected[0]).toBe('ledger/reconcile.ts')
@@ -140,6 +143,26 @@ describe.skipIf(!ready)('searches made inside a process, answered by the owner o
     expect(loaded(a, orgId)).toBe(false)
     await b.waitForLog(() => scopedSearchesServed(b).length > served, 10_000)
     expect(a.logs.some((line) => line.msg === 'code index owned here' && line.orgId === orgId)).toBe(false)
+  })
+
+  test("an agent's debug command on A (a task with no caller token to forward) searches the import through B; A does not load the index", async () => {
+    const error = 'reconcileLedgerEntries returned NaN for the ledger entries'
+    // What B finds for the command's search (its error, 5 results, no model's code), searched on B itself.
+    const found = (await pathsOf(await b.request('/api/search', json({ query: error, limit: 5, expand: false }, token)))).length
+    expect(found).toBeGreaterThan(0)
+    const served = scopedSearchesServed(b).length
+    const agent = await connectAgent(`${a.url.replace('http', 'ws')}/ws/agent`, token)
+    try {
+      agent.send({ type: 'agent_command', id: 'debug', command: 'debug', params: { error, importId } })
+      const taskId = (await agent.next((m) => m.id === 'debug')).taskId as string
+      const log = await agent.next((m) => m.taskId === taskId && m.type === 'log' && /related snippet/.test(String(m.message)), 60_000)
+      expect(log.message).toBe(`Found ${found} related snippet${found === 1 ? '' : 's'} in acme/ledger`)
+      expect(loaded(a, orgId)).toBe(false)
+      await b.waitForLog(() => scopedSearchesServed(b).length > served, 10_000)
+      await agent.next(isFinal(taskId), 60_000)
+    } finally {
+      agent.close()
+    }
   })
 
   test("B's scoped-search route answers only a request signed over its exact body within the minute; no other runs a search", async () => {
