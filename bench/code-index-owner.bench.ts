@@ -10,11 +10,15 @@
  * the other process's first search (which takes over, and is answered partial while the snapshot loads) is timed,
  * beside a third process that waits for the whole load (the baseline), killed in turn; and this process loads the
  * saved snapshot itself, decoded on the Worker and on the event loop, timing its longest event-loop turn.
+ * Searches made inside a process (the MCP server's search_code; chat's code_search tool and the agents call the same
+ * CodeIndex.search) are timed on a process started after the import, which holds no index, with its RSS after them.
  *
  * Needs DATABASE_URL and /usr/bin/redis-server. CODE_OWNER_BENCH_CHUNKS sets the size (default 20 000 chunks).
  * The machine may be shared: wall-clock figures are noisy; RSS and the order of magnitude are what to read.
  */
 import { readFileSync } from 'node:fs'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { join } from 'node:path'
 import { createCodeIndex, createEmbeddings, createFileSnapshotStore, decodeSnapshot } from '../plugins/code-search/index.ts'
 import { openDatabase } from '../src/storage/database.ts'
@@ -192,6 +196,39 @@ async function scenario(deployment: Deployment, repository: string, fresh: { nam
   return { firstSearchOtherMs, localMs: median(local), otherMs: median(elsewhere), importerRssMb, otherRssMb, freshnessMs }
 }
 
+// /mcp answers only Host values it was told of.
+const MCP_HOST = 'mcp.bench.test'
+
+/**
+ * A process started after the import, holding no index: its first search_code over MCP (the connection and the tool
+ * list set up before, so the time is the search's), the median of 10 more, and its RSS after them.
+ */
+async function inProcessSearches(deployment: Deployment, name: string): Promise<{ firstMs: number; medianMs: number; rssMb: number }> {
+  const service = await deployment.start(name, { MCP_ALLOWED_HOSTS: MCP_HOST })
+  const client = new Client({ name: 'bench', version: '1.0.0' })
+  try {
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', service.url), {
+        requestInit: { headers: { host: MCP_HOST, authorization: `Bearer ${deployment.token}` } },
+      }),
+    )
+    await client.listTools()
+    const search = async (query: string) => {
+      const started = performance.now()
+      const result = await client.callTool({ name: 'search_code', arguments: { query } }, undefined, { timeout: 600_000 })
+      if (result.isError) throw new Error(`search_code: ${JSON.stringify(result.content)}`)
+      return performance.now() - started
+    }
+    const firstMs = await search(QUERIES[0]!)
+    const next: number[] = []
+    for (let i = 1; i <= 10; i++) next.push(await search(QUERIES[i % QUERIES.length]!))
+    return { firstMs, medianMs: median(next), rssMb: rssMb(service.pid) }
+  } finally {
+    await client.close().catch(() => undefined)
+    await service.kill()
+  }
+}
+
 export async function run(): Promise<Row[]> {
   if (!postgresUrl || !redisServerInstalled) {
     console.log('code-index-owner: skipped (needs DATABASE_URL and /usr/bin/redis-server)')
@@ -211,11 +248,13 @@ export async function run(): Promise<Row[]> {
     const polling = await deploy('polling', git, undefined)
     deployments.push(polling)
     const before = await scenario(polling, 'bench/code', { name: 'bench/fresh-polling', token: 'zanzibarPollingMarker' })
+    const inProcessBefore = await inProcessSearches(polling, 'polling-mcp')
     await polling.close()
     deployments.length = 0
     const owned = await deploy('owner', git, redis.url)
     deployments.push(owned)
     const after = await scenario(owned, 'bench/code', { name: 'bench/fresh-owner', token: 'zanzibarOwnerMarker' })
+    const inProcessAfter = await inProcessSearches(owned, 'owner-mcp')
     // A third process that waits for a whole load before answering (the service before partial answers); it
     // forwards to the owner until then.
     const waiting = await owned.start('owner-3', { CODE_INDEX_LOAD_WAIT_MS: '600000' })
@@ -230,7 +269,7 @@ export async function run(): Promise<Row[]> {
     const takeoverWaiting = await takeoverSearches(waiting, owned.token)
     const stalls = await loadStalls(owned)
     console.log(
-      `code-index-owner: ${corpus.chunks.toLocaleString('en-US')} chunks; polling ${JSON.stringify(before)}; owner ${JSON.stringify(after)}; takeover ${JSON.stringify(takeover)}; waiting for the load ${JSON.stringify(takeoverWaiting)}; load stalls ${JSON.stringify(stalls)}`,
+      `code-index-owner: ${corpus.chunks.toLocaleString('en-US')} chunks; polling ${JSON.stringify(before)}; owner ${JSON.stringify(after)}; takeover ${JSON.stringify(takeover)}; waiting for the load ${JSON.stringify(takeoverWaiting)}; load stalls ${JSON.stringify(stalls)}; MCP search_code without Redis ${JSON.stringify(inProcessBefore)}, with ${JSON.stringify(inProcessAfter)}`,
     )
     const size = `${corpus.chunks.toLocaleString('en-US')} chunks of node_modules`
     const noisy = 'wall clock on a machine possibly shared with other work; medians of searches alternated between the two processes'
@@ -261,6 +300,25 @@ export async function run(): Promise<Row[]> {
         notes: [
           `baseline: without Redis (its own copy of the index); the importing process holds ${before.importerRssMb.toFixed(0)} MB there, ${after.importerRssMb.toFixed(0)} MB with an owner`,
         ],
+      },
+      {
+        figure: 'first search made inside a process holding no index (MCP search_code)',
+        unit: 'ms',
+        baseline: inProcessBefore.firstMs,
+        value: inProcessAfter.firstMs,
+        ratio: ratioOf(inProcessAfter.firstMs, inProcessBefore.firstMs),
+        notes: [
+          `baseline: without Redis, that process loads its own copy of the snapshot, as chat's code_search tool, the agents and MCP did with Redis too before they were sent to the owner; ${size}`,
+          `the next 10: median ${inProcessBefore.medianMs.toFixed(1)} ms on its own copy, ${inProcessAfter.medianMs.toFixed(1)} ms through the owner`,
+        ],
+      },
+      {
+        figure: 'RSS of that process after its 11 searches',
+        unit: 'MB',
+        baseline: inProcessBefore.rssMb,
+        value: inProcessAfter.rssMb,
+        ratio: ratioOf(inProcessAfter.rssMb, inProcessBefore.rssMb),
+        notes: ['baseline: without Redis (its own copy of the index)'],
       },
       {
         figure: 'import finished on one process → found by a search on the other',

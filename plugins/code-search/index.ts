@@ -6,9 +6,11 @@ import { AppError } from '../../src/errors.ts'
 import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
-import { FORWARDED_SEARCH_PATH } from './forwarding.ts'
-import { codeSearchAnswer, codeSearchBody } from './schemas.ts'
-import type { CodeIndex } from './types.ts'
+import { guard } from '../../src/guards.ts'
+import { requestMeta } from '../../src/request-pipeline.ts'
+import { FORWARDED_SEARCH_PATH, SCOPED_SEARCH_PATH } from './forwarding.ts'
+import { codeSearchAnswer, codeSearchBody, scopedSearchAnswer, scopedSearchBody } from './schemas.ts'
+import type { CodeIndex, CodeSearchQuery } from './types.ts'
 export { codeSearchSettings } from './settings.ts'
 
 export { codeIndexFromConfig } from './setup.ts'
@@ -21,6 +23,8 @@ export { createEmbeddings, createHashedEmbeddings, hashedVector } from './embedd
 export { createQueryExpander } from './expansion.ts'
 export { createFileSnapshotStore, decodeSnapshot, orgDirName } from './index/index.ts'
 export { Meaning, VectorStore, type TermSpace } from './vectors/index.ts'
+// Signs a scoped search as a process of the deployment does, for tests that send the owner's route one.
+export { SCOPED_SEARCH_PATH, scopedSearchSignature } from './forwarding.ts'
 
 export interface CodeSearchPluginOptions {
   codeIndex: CodeIndex
@@ -44,6 +48,9 @@ export const PARTIAL_HEADER = 'x-code-search-partial'
 export function codeSearchPlugin(options: CodeSearchPluginOptions) {
   const { codeIndex, meter } = options
   const forwarding = codeIndex.forwarding
+  // Never forwarded again: the route forwards first, and what reaches the owner's routes is served there.
+  const searchInProcess = (scope: { orgId: string; userId?: string }, query: CodeSearchQuery) =>
+    codeIndex.searchHere ? codeIndex.searchHere(scope, query) : codeIndex.search(scope, query)
   const searchHere = async (principal: { orgId: string; userId: string }, body: typeof codeSearchBody.static, set: { headers: Record<string, unknown> }) => {
     const mode = body.mode ?? 'hybrid'
     // A snapshot still loading (a process taking over an index) answers at once rather than after the whole load.
@@ -54,7 +61,7 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
       set.headers['retry-after'] = '1'
       return { query: body.query, mode, results: [], partial: true }
     }
-    const results = await codeIndex.search({ orgId: principal.orgId, userId: principal.userId }, { ...body, mode })
+    const results = await searchInProcess({ orgId: principal.orgId, userId: principal.userId }, { ...body, mode })
     // private: the answer went through one user's authorisation and must not sit in a shared cache.
     set.headers['cache-control'] = `private, max-age=${SEARCH_CACHE_SECONDS}`
     return { query: body.query, mode, results }
@@ -88,18 +95,43 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
       },
     )
   if (!forwarding) return plugin
-  // The owner's side of a forwarded search: the caller authorised again from its own token, never forwarded on.
-  return plugin.post(
-    FORWARDED_SEARCH_PATH,
-    ({ body, principal, set, request }) => {
-      if (!forwarding.signedByPeer(request.headers)) throw new AppError('not_found', 'No such route')
-      return searchHere(principal, body, set)
-    },
-    {
-      body: codeSearchBody,
-      auth: 'search:read',
-      response: { 200: codeSearchAnswer, 401: problem, 403: problem, 404: problem, 422: problem, 502: problem, 503: problem, 504: problem },
-      detail: { summary: 'A search another process of the deployment forwarded to the owner of the index', hide: true },
-    },
+  // Unsigned, or signed over another body: the same 404 as a route that does not exist.
+  const noSuchRoute = () => new AppError('not_found', 'No such route')
+  // Before the body is read, so nothing about it (its size, its JSON) is answered to an unsigned request.
+  const freshlySigned = guard(({ request }: { request: Request }) => {
+    if (!forwarding.freshlySigned(request.headers)) throw noSuchRoute()
+  })
+  return (
+    plugin
+      // The owner's side of a forwarded search: the caller authorised again from its own token, never forwarded on.
+      .post(
+        FORWARDED_SEARCH_PATH,
+        ({ body, principal, set, request }) => {
+          if (!forwarding.signedByPeer(request.headers)) throw noSuchRoute()
+          return searchHere(principal, body, set)
+        },
+        {
+          body: codeSearchBody,
+          auth: 'search:read',
+          response: { 200: codeSearchAnswer, 401: problem, 403: problem, 404: problem, 422: problem, 502: problem, 503: problem, 504: problem },
+          detail: { summary: 'A search another process of the deployment forwarded to the owner of the index', hide: true },
+        },
+      )
+      // The owner's side of CodeIndex.search made in another process (chat, agents, MCP): no caller token, the scope
+      // taken from the signed body (forwarding.ts says why that proves as much as a token). Searched as a search made
+      // here is (waiting for a snapshot being loaded), never forwarded on; neither rate-limited nor metered here, as
+      // whatever the process it was made in does for its searches, it did.
+      .post(SCOPED_SEARCH_PATH, async ({ body }) => ({ results: await searchInProcess(body.scope, body.query) }), {
+        body: scopedSearchBody,
+        // After the body is read and before it is validated: the signature covers its exact bytes.
+        transform: [
+          freshlySigned.early,
+          ({ request }) => {
+            if (!forwarding.signedOver(request.headers, requestMeta(request).rawBody ?? '')) throw noSuchRoute()
+          },
+        ],
+        response: { 200: scopedSearchAnswer, 404: problem, 422: problem, 500: problem, 502: problem, 503: problem, 504: problem },
+        detail: { summary: 'A search made by another process of the deployment, sent to the owner of the index', hide: true },
+      })
   )
 }

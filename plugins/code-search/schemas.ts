@@ -72,3 +72,24 @@ export const codeSearchAnswer = t.Object({
     }),
   ),
 })
+
+// Bounds only what any caller of CodeIndex.search may send (the search checks the rest, as it does for them): the
+// query comes trimmed, and lists and strings as long as a caller made them, within the body limit.
+const anyString = t.String({ maxLength: 10_000 })
+const anyList = t.Optional(t.Array(anyString, { maxItems: 10_000 }))
+
+/** A search another process sends the owner of the index: the scope it was made in and the query. */
+export const scopedSearchBody = strictObject({
+  scope: strictObject({ orgId: t.String({ minLength: 1, maxLength: 200 }), userId: t.Optional(t.String({ minLength: 1, maxLength: 200 })) }),
+  query: strictObject({
+    query: t.String({ minLength: 1, maxLength: MAX_QUERY_LENGTH, pattern: '\\S' }),
+    repositoryIds: anyList,
+    languages: anyList,
+    pathPrefix: t.Optional(anyString),
+    mode: t.Optional(oneOf(SEARCH_MODES)),
+    limit: t.Optional(integer({ minimum: 1, maximum: MAX_LIMIT })),
+    expand: t.Optional(t.Boolean()),
+  }),
+})
+
+export const scopedSearchAnswer = t.Object({ results: t.Array(codeSearchResult) })

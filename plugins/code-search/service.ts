@@ -1,6 +1,7 @@
 /**
  * The code index: one index per organisation, fed by repository import and searched by the route, the
- * chat's code_search tool and the agents (see types.ts for the contract). Composed of each organisation's index
+ * chat's code_search tool, the agents and the MCP server (see types.ts for the contract), with several processes in
+ * the one that owns the organisation's index (ownership.ts, forwarding.ts). Composed of each organisation's index
  * through its life (index/lifecycle.ts), indexing (indexing/) and search (search/, ranking by search/ranking.ts),
  * which share the count of searches under way: indexing waits for them.
  */
@@ -13,7 +14,7 @@ import { createSearchForwarding } from './forwarding.ts'
 import { IndexLifecycle, type SnapshotStore } from './index/index.ts'
 import { indexedCommit, indexFiles, removeRepository, type ChunkerOptions, type IndexingOptions } from './indexing/index.ts'
 import { createIndexOwnership } from './ownership.ts'
-import { createSearch } from './search/index.ts'
+import { createSearch, normaliseQuery } from './search/index.ts'
 import type { CodeIndex } from './types.ts'
 import { COMPACT_AFTER_BYTES, INDEX_SLICE_MS, PREPARE_IN_WORKER_FROM, SEARCH_SLICE_MS } from './tuning.ts'
 
@@ -125,6 +126,15 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     searches,
   }
 
+  const searchHere = createSearch({
+    embeddings,
+    lifecycle,
+    logger,
+    searchSliceMs: options.searchSliceMs ?? SEARCH_SLICE_MS,
+    expandQuery: options.expandQuery,
+    searches,
+  })
+
   return {
     indexFiles: (input) => changing(input.orgId, () => indexFiles(indexing, input)),
     removeRepository: (orgId, repositoryId) => changing(orgId, () => removeRepository(indexing, orgId, repositoryId)),
@@ -135,14 +145,20 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     indexedCommit: (orgId, repositoryId) => indexedCommit(indexing, orgId, repositoryId),
     meaningLearnt: (orgId) => lifecycle.meaningLearnt(orgId),
     readiness: (orgId) => lifecycle.readiness(orgId, options.loadWaitMs ?? 150),
-    search: createSearch({
-      embeddings,
-      lifecycle,
-      logger,
-      searchSliceMs: options.searchSliceMs ?? SEARCH_SLICE_MS,
-      expandQuery: options.expandQuery,
-      searches,
-    }),
+    async search(scope, query) {
+      if (forwarding) {
+        // A query refused here never makes the hop; the owner is sent only what its schema takes.
+        const { text } = normaliseQuery(query)
+        const { repositoryIds, languages, pathPrefix, mode, limit, expand } = query
+        const results = await forwarding.search(
+          { orgId: scope.orgId, userId: scope.userId },
+          { query: text, repositoryIds, languages, pathPrefix, mode, limit, expand },
+        )
+        if (results) return results
+      }
+      return searchHere(scope, query)
+    },
+    searchHere,
     forwarding,
     async close() {
       announcements?.unsubscribe()

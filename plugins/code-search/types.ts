@@ -84,9 +84,14 @@ export interface CodeIndex {
    * not be read (tried again on the next call). An index that loads nothing may leave it out: always ready.
    */
   readiness?(orgId: string): Promise<'ready' | 'loading' | 'unavailable'>
-  /** Only ever searches repositories of `scope.orgId`; a model's tokens spent on the question are metered to `scope.userId`. */
+  /**
+   * Only ever searches repositories of `scope.orgId`; a model's tokens spent on the question are metered to `scope.userId`.
+   * With several processes sharing Redis, answered by the process that owns the organisation's index.
+   */
   search(scope: { orgId: string; userId?: string }, query: CodeSearchQuery): Promise<CodeSearchResult[]>
-  /** With several processes sharing Redis: sends POST /api/search to the process that owns the organisation's index. */
+  /** Searches the index in this process, whoever owns it: for a search already forwarded, or found to be owned here. Default `search`. */
+  searchHere?(scope: { orgId: string; userId?: string }, query: CodeSearchQuery): Promise<CodeSearchResult[]>
+  /** With several processes sharing Redis: sends searches to the process that owns the organisation's index. */
   readonly forwarding?: SearchForwarding
   close(): Promise<void>
 }
