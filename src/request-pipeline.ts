@@ -333,7 +333,7 @@ export function requestPipeline(options: RequestPipelineOptions) {
           // An HTML form posted to a route that declares it takes one (a page that works without script).
           if (takesForm && isFormContentType(contentType)) return parseFormBody(await readBodyText(request, bodyLimitBytes))
           // An empty body with no content type is simply no body.
-          const text = await readBodyText(request, bodyLimitBytes)
+          const text = requestMeta(request).rawBody ?? (await readBodyText(request, bodyLimitBytes))
           if (text === '' && !contentType) return null
           const expected = routeIndex.takesMultipart(request.method, route)
             ? 'multipart/form-data'
@@ -344,8 +344,10 @@ export function requestPipeline(options: RequestPipelineOptions) {
             errors: [{ field: 'content-type', message: `expected ${expected}` }],
           })
         }
-        const text = await readBodyText(request, bodyLimitBytes)
-        requestMeta(request).rawBody = text
+        // A guard that checks a signature over the exact bytes (a peer's scoped code search) has read them already.
+        const meta = requestMeta(request)
+        const text = meta.rawBody ?? (await readBodyText(request, bodyLimitBytes))
+        meta.rawBody = text
         return parseJsonBody(text)
       })
       .onError({ as: 'global' }, ({ code, error, request }) => answerError(code, error, request))

@@ -7,6 +7,7 @@ import { problem } from '../../src/schemas.ts'
 import { rateLimiting, type RateLimitingOptions } from '../../src/rate-limit/plugin.ts'
 import type { UsageMeter } from '../../src/usage/meter.ts'
 import { guard } from '../../src/guards.ts'
+import { readBodyText } from '../../src/body.ts'
 import { requestMeta } from '../../src/request-pipeline.ts'
 import { FORWARDED_SEARCH_PATH, SCOPED_SEARCH_PATH } from './forwarding.ts'
 import { codeSearchAnswer, codeSearchBody, scopedSearchAnswer, scopedSearchBody } from './schemas.ts'
@@ -37,6 +38,11 @@ export interface CodeSearchPluginOptions {
 
 /** Clients may reuse an answer for 5 minutes, the contract's recommended cache TTL for search results. */
 export const SEARCH_CACHE_SECONDS = 300
+/**
+ * Bytes of a scoped search's body the owner reads to check its signature: a question and its filters, far below
+ * this. A longer one is refused as unsigned, and the process that made it searches its own copy.
+ */
+const SCOPED_SEARCH_MAX_BYTES = 1024 * 1024
 /** Says why an answer is partial: the index is `loading`, or `unavailable` (its snapshot could not be read). */
 export const PARTIAL_HEADER = 'x-code-search-partial'
 
@@ -97,9 +103,14 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
   if (!forwarding) return plugin
   // Unsigned, or signed over another body: the same 404 as a route that does not exist.
   const noSuchRoute = () => new AppError('not_found', 'No such route')
-  // Before the body is read, so nothing about it (its size, its JSON) is answered to an unsigned request.
-  const freshlySigned = guard(({ request }: { request: Request }) => {
+  // Before the body is parsed, so nothing about it (its size, its type, its JSON) is answered to a request a peer did
+  // not sign: the stamp is checked first, then the exact bytes are read (the parser takes them from there) and the
+  // signature checked over them.
+  const signedByPeerOverBody = guard(async ({ request }: { request: Request }) => {
     if (!forwarding.freshlySigned(request.headers)) throw noSuchRoute()
+    const text = await readBodyText(request, SCOPED_SEARCH_MAX_BYTES).catch(() => undefined)
+    if (text === undefined || !forwarding.signedOver(request.headers, text)) throw noSuchRoute()
+    requestMeta(request).rawBody = text
   })
   return (
     plugin
@@ -123,13 +134,7 @@ export function codeSearchPlugin(options: CodeSearchPluginOptions) {
       // whatever the process it was made in does for its searches, it did.
       .post(SCOPED_SEARCH_PATH, async ({ body }) => ({ results: await searchInProcess(body.scope, body.query) }), {
         body: scopedSearchBody,
-        // After the body is read and before it is validated: the signature covers its exact bytes.
-        transform: [
-          freshlySigned.early,
-          ({ request }) => {
-            if (!forwarding.signedOver(request.headers, requestMeta(request).rawBody ?? '')) throw noSuchRoute()
-          },
-        ],
+        transform: signedByPeerOverBody.early,
         response: { 200: scopedSearchAnswer, 404: problem, 422: problem, 500: problem, 502: problem, 503: problem, 504: problem },
         detail: { summary: 'A search made by another process of the deployment, sent to the owner of the index', hide: true },
       })

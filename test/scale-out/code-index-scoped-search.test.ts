@@ -201,6 +201,11 @@ describe.skipIf(!ready)('searches made inside a process, answered by the owner o
     // Unsigned, nothing about the body is answered: not its JSON, not its schema.
     await refused(await direct(undefined, {}, '{"scope": '))
     await refused(await direct({ nonsense: true }, {}))
+    // A stamp of this minute with a made-up signature: still nothing about the body's JSON, type or size.
+    const madeUp = { 'x-code-search-forwarded': `${Date.now()}.${'A'.repeat(43)}` }
+    await refused(await direct(undefined, madeUp, '{"scope": '))
+    await refused(await b.request(SCOPED_SEARCH_PATH, { method: 'POST', headers: { 'content-type': 'text/plain', ...madeUp }, body: 'hello' }))
+    await refused(await direct(undefined, madeUp, `"${'x'.repeat(2 * 1024 * 1024)}"`))
     expect(embeddings.calls).toBe(calls)
     // The signature checked, the body is still validated.
     const invalid = { scope: { orgId }, query: { query: 'x', limit: 1000 } }
