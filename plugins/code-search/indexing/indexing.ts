@@ -11,10 +11,11 @@ import { type InProgress, timeSlices } from '../../../src/time-slices.ts'
 import type { EmbeddingProvider } from '../embeddings/index.ts'
 import type { FileChunks, IndexLifecycle, OrgState } from '../index/index.ts'
 import { PREPARE_BATCH_CHARS, PREPARE_IN_FLIGHT, SEARCH_PRIORITY_MS } from '../tuning.ts'
+import { renewVocabulary } from '../terms/index.ts'
 import type { IndexFilesInput, RepositoryFile } from '../types.ts'
 import { chunkFile, type ChunkerOptions } from './chunker.ts'
 import { languageOfPath } from './languages.ts'
-import { chunkPreparer, discardChunkPreparer, type PreparationRequest, type PreparedBatch } from './preparation.ts'
+import { chunkPreparer, discardChunkPreparer, holdChunkPreparer, type PreparationRequest, type PreparedBatch } from './preparation.ts'
 
 export interface IndexingOptions {
   embeddings: EmbeddingProvider
@@ -33,6 +34,9 @@ export interface IndexingOptions {
 
 type FileToPrepare = PreparationRequest['files'][number]
 
+/** Imports under way in this process, of any organisation: the vocabulary is renewed once there are none. */
+let importsRunning = 0
+
 /** Indexes the import's files, removes its removed paths, records its commit, and answers once that is saved. */
 export async function indexFiles(options: IndexingOptions, input: IndexFilesInput): Promise<{ files: number; chunks: number }> {
   const { lifecycle, embeddings } = options
@@ -43,13 +47,19 @@ export async function indexFiles(options: IndexingOptions, input: IndexFilesInpu
   // Changes build on the newest snapshot, so saving them does not undo another process's work.
   await lifecycle.refresh(org, true)
   const run = new IndexingRun(options, org, input)
-  for await (const file of input.files) {
-    signal?.throwIfAborted()
-    await run.add(file)
+  importsRunning++
+  try {
+    for await (const file of input.files) {
+      signal?.throwIfAborted()
+      await run.add(file)
+    }
+    await run.finish()
+    if (input.removedPaths?.length) lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
+    if (input.commit) lifecycle.apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
+  } finally {
+    run.release()
+    if (--importsRunning === 0) renewVocabulary()
   }
-  await run.finish()
-  if (input.removedPaths?.length) lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
-  if (input.commit) lifecycle.apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
   // Saved before answering: the importer records the commit as indexed next, and a crash after that
   // must not leave an index older than the record.
   if (lifecycle.savesSnapshots) await lifecycle.save(org)
@@ -99,6 +109,8 @@ class IndexingRun {
   private toPrepareChars = 0
   private readonly preparing: { files: FileToPrepare[]; prepared: Promise<PreparedBatch> }[] = []
   private readonly giveWay: () => Promise<void>
+  /** Lets the preparation Worker go once this run is done with it. */
+  readonly release: () => void
 
   constructor(
     private readonly options: IndexingOptions,
@@ -106,6 +118,7 @@ class IndexingRun {
     private readonly input: IndexFilesInput,
   ) {
     this.onWorker = (input.totalBytes ?? 0) >= options.prepareInWorkerFrom
+    this.release = this.onWorker ? holdChunkPreparer() : () => {}
     this.giveWay = timeSlices(options.indexSliceMs, () => options.searches.finished(SEARCH_PRIORITY_MS))
   }
 
