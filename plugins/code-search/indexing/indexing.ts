@@ -56,6 +56,7 @@ export async function indexFiles(options: IndexingOptions, input: IndexFilesInpu
     await run.finish()
     if (input.removedPaths?.length) lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
     if (input.commit) lifecycle.apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
+    await run.trimPostings()
   } finally {
     run.release()
     if (--importsRunning === 0) renewVocabulary()
@@ -150,6 +151,11 @@ class IndexingRun {
     while (this.preparing.length > 0) await this.insertPrepared()
     // A batch the Worker could not prepare was indexed here: its files are batched, not yet applied.
     if (this.batch.length > 0) await this.flush()
+  }
+
+  /** Gives back the room the index's postings kept to grow during the import, between other work. */
+  async trimPostings(): Promise<void> {
+    for (const _ of this.org.index.trimPostings()) await this.giveWay()
   }
 
   /** A file chunked and embedded on this thread, in a batch applied in order. */
