@@ -161,7 +161,7 @@ describe('indexing prepared on a Worker', () => {
   })
 
   test(
-    'the words of an import do not stay in the vocabulary once no import runs, here or on the Worker',
+    'the words of an import, or of a repository removed, do not stay in the vocabulary once no import runs, here or on the Worker',
     async () => {
       const words = new Set(files.slice(0, 40).flatMap((f) => termsOf(f.content)))
       expect(words.size).toBeGreaterThan(1000)
@@ -172,6 +172,10 @@ describe('indexing prepared on a Worker', () => {
         // Searching afterwards knows the words again.
         expect((await index.search({ orgId: 'org' }, { query: 'combine headers', mode: 'text' })).length).toBeGreaterThan(0)
         expect(vocabularySize()).toBeLessThan(20)
+        // Nor do those of a repository removed, whose chunks' terms are counted again to find their postings.
+        await index.removeRepository('org', 'repo')
+        expect(vocabularySize()).toBe(0)
+        expect(await index.search({ orgId: 'org' }, { query: 'combine headers', mode: 'text' })).toEqual([])
       }
     },
     SLOW_MS,

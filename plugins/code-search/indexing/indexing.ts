@@ -74,6 +74,8 @@ export async function removeRepository(options: IndexingOptions, orgId: string, 
   const org = await lifecycle.org(orgId)
   await lifecycle.refresh(org, true)
   lifecycle.apply(org, { kind: 'removeRepository', repositoryId })
+  // Removing a chunk counts its terms again (to find its postings): as many words as an import of it.
+  if (importsRunning === 0) renewVocabulary()
   lifecycle.learnMeaning(org)
 }
 
