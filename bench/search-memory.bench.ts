@@ -151,7 +151,7 @@ export async function run(): Promise<Row[]> {
     )
     const notes = [
       'baseline: the chunks’ own text, bytes per chunk (one per character)',
-      'RSS growth over indexing (snapshots saved and compacted), term-space learning and a few searches, GC settled, in a process of its own; includes the idle Workers',
+      'RSS growth over indexing (snapshots saved and compacted), term-space learning and a few searches, GC settled, in a process of its own; includes any Worker still alive',
     ]
     rows.push({
       figure: `RSS per chunk at ${label} chunks`,

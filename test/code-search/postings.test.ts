@@ -27,6 +27,33 @@ describe('posting lists', () => {
     expect(lists.terms).toBe(2)
   })
 
+  test('trimming gives back the room lists keep to grow, keeps every posting in order, and the lists grow again after', () => {
+    const lists = new PostingLists()
+    const expected = new Map<string, [number, number][]>()
+    // Thousands of terms, so the trim gives way several times; lists of one posting to a few hundred.
+    for (let term = 0; term < 5000; term++)
+      for (let id = 0; id <= term % 300; id++) {
+        const count = id % 13 === 0 ? 300 : (id % 9) + 1
+        lists.add(`t${term}`, id, count)
+        let list = expected.get(`t${term}`)
+        if (!list) expected.set(`t${term}`, (list = []))
+        list.push([id, count])
+      }
+    const before = lists.words
+    expect(before.room).toBeGreaterThan(before.used * 1.2)
+    const steps = [...lists.trim()].length
+    expect(steps).toBeGreaterThan(0)
+    expect(lists.words).toEqual({ used: before.used, room: before.used })
+    for (const [term, list] of expected) expect(postingsOf(lists, term)).toEqual(list)
+    // Nothing widened since: nothing to do.
+    expect([...lists.trim()].length).toBe(0)
+    lists.add('t7', 9999, 3)
+    lists.add('new', 1, 1)
+    expect(postingsOf(lists, 't7')).toEqual([...expected.get('t7')!, [9999, 3]])
+    expect(postingsOf(lists, 'new')).toEqual([[1, 1]])
+    expect(lists.documents('t7')).toBe(expected.get('t7')!.length + 1)
+  })
+
   test('dropping ids keeps the rest in order, removes emptied terms, and the lists take new postings after', () => {
     const lists = new PostingLists()
     for (let id = 1; id <= 100; id++) lists.add('common', id, id % 3 === 0 ? 1000 : 2)

@@ -4,6 +4,8 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { ChunkerOptions } from '../../plugins/code-search/indexing/chunker.ts'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
+import { preparationWorkers } from '../../plugins/code-search/indexing/preparation.ts'
+import { termsOf, vocabularySize } from '../../plugins/code-search/terms/index.ts'
 import { createFileSnapshotStore } from '../../plugins/code-search/index/persistence.ts'
 import { createCodeIndex, type CodeIndexOptions } from '../../plugins/code-search/service.ts'
 import type { CodeIndex, RepositoryFile, SearchMode } from '../../plugins/code-search/types.ts'
@@ -119,6 +121,62 @@ describe('indexing prepared on a Worker', () => {
       expect((await refused.search({ orgId: 'org' }, { query: 'quokka', mode: 'text' }))[0]?.path).toBe(files[0]!.path)
       const warnings = logger.lines.filter((line) => String(line.msg).includes('chunk preparation worker failed'))
       expect(warnings).toHaveLength(1)
+    },
+    SLOW_MS,
+  )
+
+  test('the Worker ends once no import holds it; one import ending leaves it to another still running', async () => {
+    // Workers ended by earlier tests close first.
+    await preparationWorkers().closed
+    const index = make({ prepareInWorkerFrom: 0 })
+    const few = (animal: string) => [{ path: `src/${animal}.ts`, content: `export function count${animal}(${animal}s: number) { return ${animal}s }\n` }]
+    let secondStarted!: () => void
+    const secondReading = new Promise<void>((resolve) => (secondStarted = resolve))
+    let firstDone!: () => void
+    const firstEnded = new Promise<void>((resolve) => (firstDone = resolve))
+    // The first import reads its files once the second has begun (holding the Worker); the second waits for the first to end.
+    async function* first(): AsyncGenerator<RepositoryFile> {
+      await secondReading
+      yield* few('wombat')
+    }
+    async function* second(): AsyncGenerator<RepositoryFile> {
+      secondStarted()
+      await firstEnded
+      yield* few('quokka')
+    }
+    const one = index.indexFiles({ orgId: 'org-a', repositoryId: 'repo', repositoryName: 'acme/repo', files: first() })
+    const two = index.indexFiles({ orgId: 'org-b', repositoryId: 'repo', repositoryName: 'acme/repo', files: second() })
+    expect((await one).chunks).toBe(1)
+    expect(preparationWorkers().alive).toBe(1)
+    firstDone()
+    expect((await two).chunks).toBe(1)
+    await preparationWorkers().closed
+    expect(preparationWorkers().alive).toBe(0)
+    expect((await index.search({ orgId: 'org-b' }, { query: 'quokka', mode: 'text' }))[0]?.path).toBe('src/quokka.ts')
+    // The next import starts another.
+    await index.indexFiles({ orgId: 'org-a', repositoryId: 'repo', repositoryName: 'acme/repo', files: few('numbat') })
+    expect((await index.search({ orgId: 'org-a' }, { query: 'numbat', mode: 'text' }))[0]?.path).toBe('src/numbat.ts')
+    await preparationWorkers().closed
+    expect(preparationWorkers().alive).toBe(0)
+  })
+
+  test(
+    'the words of an import, or of a repository removed, do not stay in the vocabulary once no import runs, here or on the Worker',
+    async () => {
+      const words = new Set(files.slice(0, 40).flatMap((f) => termsOf(f.content)))
+      expect(words.size).toBeGreaterThan(1000)
+      for (const prepareInWorkerFrom of [Infinity, 0]) {
+        const index = make({ prepareInWorkerFrom })
+        await index.indexFiles({ orgId: 'org', repositoryId: 'repo', repositoryName: 'acme/repo', files: files.slice(0, 40) })
+        expect(vocabularySize()).toBe(0)
+        // Searching afterwards knows the words again.
+        expect((await index.search({ orgId: 'org' }, { query: 'combine headers', mode: 'text' })).length).toBeGreaterThan(0)
+        expect(vocabularySize()).toBeLessThan(20)
+        // Nor do those of a repository removed, whose chunks' terms are counted again to find their postings.
+        await index.removeRepository('org', 'repo')
+        expect(vocabularySize()).toBe(0)
+        expect(await index.search({ orgId: 'org' }, { query: 'combine headers', mode: 'text' })).toEqual([])
+      }
     },
     SLOW_MS,
   )

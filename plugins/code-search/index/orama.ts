@@ -339,6 +339,12 @@ export function wholeFileScores(
 }
 let fileScratch = new Int32Array(1024).fill(-1)
 
+/** Trims every field's postings to their size (PostingLists.trim), giving way as it does. */
+export function* trimPostings(db: ChunkDatabase): Generator<void> {
+  const index = (db as unknown as Database).data.index
+  for (const postings of Object.values(index.postings)) yield* postings.trim()
+}
+
 function stringFields(index: IndexStore): string[] {
   return Object.entries(index.searchablePropertiesWithTypes)
     .filter(([, type]) => type === 'string')

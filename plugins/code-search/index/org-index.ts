@@ -12,6 +12,7 @@ import {
   createChunkDatabase,
   repositoryLength,
   repositoryLikelihoods,
+  trimPostings,
   uncountInRepository,
   wholeFileScores,
   type ChunkDatabase,
@@ -207,6 +208,11 @@ export class OrgIndex {
       slots.push(slot)
     }
     return slots.length
+  }
+
+  /** Gives back the room the full-text postings keep to grow, a step at a time (once an import is done adding). */
+  trimPostings(): Generator<void> {
+    return trimPostings(this.db)
   }
 
   removePath(repositoryId: string, path: string): void {

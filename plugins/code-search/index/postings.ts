@@ -11,11 +11,14 @@ const HEADER = 2
 const LONG = -1
 const COUNT_LIMIT = 255
 const ID_LIMIT = 1 << 23
+const TRIM_STEP = 2000
 
 export type Posting = (id: number, count: number) => void
 
 export class PostingLists {
   private readonly lists: Map<string, Int32Array>
+  /** Terms whose list was widened since the last trim: only those have room to spare. */
+  private readonly widened = new Set<string>()
 
   constructor(lists = new Map<string, Int32Array>()) {
     this.lists = lists
@@ -24,6 +27,17 @@ export class PostingLists {
   /** Terms with at least one posting. */
   get terms(): number {
     return this.lists.size
+  }
+
+  /** 4-byte words the lists use, and the room they take. */
+  get words(): { used: number; room: number } {
+    let used = 0
+    let room = 0
+    for (const list of this.lists.values()) {
+      used += list[0]!
+      room += list.length
+    }
+    return { used, room }
   }
 
   /** How many documents hold the term. */
@@ -47,6 +61,7 @@ export class PostingLists {
       const wider = new Int32Array(Math.max(list.length * 2, list[0]! + words))
       wider.set(list.subarray(0, list[0]!))
       this.lists.set(term, (list = wider))
+      this.widened.add(term)
     }
     write(list, list[0]!, id, count)
     list[0]! += words
@@ -96,6 +111,21 @@ export class PostingLists {
       list[1] = documents
       if (documents === 0) this.lists.delete(term)
       else if (kept * 4 < list.length) this.lists.set(term, list.slice(0, kept))
+    }
+  }
+
+  /**
+   * Copies each list widened since into one of its size, giving way (yield) every TRIM_STEP lists. A list
+   * grows by doubling, so after an import a third of the lists' room is unused; the next posting added to a
+   * trimmed list grows it again.
+   */
+  *trim(): Generator<void> {
+    let seen = 0
+    for (const term of this.widened) {
+      this.widened.delete(term)
+      const list = this.lists.get(term)
+      if (list && list[0]! < list.length) this.lists.set(term, list.slice(0, list[0]!))
+      if (++seen % TRIM_STEP === 0) yield
     }
   }
 

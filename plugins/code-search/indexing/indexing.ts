@@ -11,10 +11,11 @@ import { type InProgress, timeSlices } from '../../../src/time-slices.ts'
 import type { EmbeddingProvider } from '../embeddings/index.ts'
 import type { FileChunks, IndexLifecycle, OrgState } from '../index/index.ts'
 import { PREPARE_BATCH_CHARS, PREPARE_IN_FLIGHT, SEARCH_PRIORITY_MS } from '../tuning.ts'
+import { renewVocabulary } from '../terms/index.ts'
 import type { IndexFilesInput, RepositoryFile } from '../types.ts'
 import { chunkFile, type ChunkerOptions } from './chunker.ts'
 import { languageOfPath } from './languages.ts'
-import { chunkPreparer, discardChunkPreparer, type PreparationRequest, type PreparedBatch } from './preparation.ts'
+import { chunkPreparer, discardChunkPreparer, holdChunkPreparer, type PreparationRequest, type PreparedBatch } from './preparation.ts'
 
 export interface IndexingOptions {
   embeddings: EmbeddingProvider
@@ -33,6 +34,9 @@ export interface IndexingOptions {
 
 type FileToPrepare = PreparationRequest['files'][number]
 
+/** Imports under way in this process, of any organisation: the vocabulary is renewed once there are none. */
+let importsRunning = 0
+
 /** Indexes the import's files, removes its removed paths, records its commit, and answers once that is saved. */
 export async function indexFiles(options: IndexingOptions, input: IndexFilesInput): Promise<{ files: number; chunks: number }> {
   const { lifecycle, embeddings } = options
@@ -43,13 +47,20 @@ export async function indexFiles(options: IndexingOptions, input: IndexFilesInpu
   // Changes build on the newest snapshot, so saving them does not undo another process's work.
   await lifecycle.refresh(org, true)
   const run = new IndexingRun(options, org, input)
-  for await (const file of input.files) {
-    signal?.throwIfAborted()
-    await run.add(file)
+  importsRunning++
+  try {
+    for await (const file of input.files) {
+      signal?.throwIfAborted()
+      await run.add(file)
+    }
+    await run.finish()
+    if (input.removedPaths?.length) lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
+    if (input.commit) lifecycle.apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
+    await run.trimPostings()
+  } finally {
+    run.release()
+    if (--importsRunning === 0) renewVocabulary()
   }
-  await run.finish()
-  if (input.removedPaths?.length) lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
-  if (input.commit) lifecycle.apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
   // Saved before answering: the importer records the commit as indexed next, and a crash after that
   // must not leave an index older than the record.
   if (lifecycle.savesSnapshots) await lifecycle.save(org)
@@ -63,6 +74,8 @@ export async function removeRepository(options: IndexingOptions, orgId: string, 
   const org = await lifecycle.org(orgId)
   await lifecycle.refresh(org, true)
   lifecycle.apply(org, { kind: 'removeRepository', repositoryId })
+  // Removing a chunk counts its terms again (to find its postings): as many words as an import of it.
+  if (importsRunning === 0) renewVocabulary()
   lifecycle.learnMeaning(org)
 }
 
@@ -99,6 +112,8 @@ class IndexingRun {
   private toPrepareChars = 0
   private readonly preparing: { files: FileToPrepare[]; prepared: Promise<PreparedBatch> }[] = []
   private readonly giveWay: () => Promise<void>
+  /** Lets the preparation Worker go once this run is done with it. */
+  readonly release: () => void
 
   constructor(
     private readonly options: IndexingOptions,
@@ -106,6 +121,7 @@ class IndexingRun {
     private readonly input: IndexFilesInput,
   ) {
     this.onWorker = (input.totalBytes ?? 0) >= options.prepareInWorkerFrom
+    this.release = this.onWorker ? holdChunkPreparer() : () => {}
     this.giveWay = timeSlices(options.indexSliceMs, () => options.searches.finished(SEARCH_PRIORITY_MS))
   }
 
@@ -137,6 +153,11 @@ class IndexingRun {
     while (this.preparing.length > 0) await this.insertPrepared()
     // A batch the Worker could not prepare was indexed here: its files are batched, not yet applied.
     if (this.batch.length > 0) await this.flush()
+  }
+
+  /** Gives back the room the index's postings kept to grow during the import, between other work. */
+  async trimPostings(): Promise<void> {
+    for (const _ of this.org.index.trimPostings()) await this.giveWay()
   }
 
   /** A file chunked and embedded on this thread, in a batch applied in order. */

@@ -5,7 +5,7 @@
  * computed from the text alone (the offline hashed ones); a remote model is called from the event loop as before.
  */
 import type { IndexedChunk } from '../index/index.ts'
-import { termOf, type CountedTerms, type Term } from '../terms/index.ts'
+import { detachedTerm, type CountedTerms, type Term } from '../terms/index.ts'
 import type { ChunkerOptions } from './chunker.ts'
 
 export interface PreparationRequest {
@@ -79,14 +79,41 @@ export interface ChunkPreparer {
 }
 
 let shared: ChunkPreparer | undefined
+/** Imports holding the Worker (holdChunkPreparer). */
+let holders = 0
+/** Each Worker started and not yet closed, as the promise of its close. */
+const alive = new Set<Promise<void>>()
 
 /**
- * The process's preparation Worker, started on first use and kept: its vocabulary and compiled code stay warm
- * from one import to the next. It never keeps the process alive while idle.
+ * The process's preparation Worker, started on first use and kept while an import holds it (holdChunkPreparer).
+ * It never keeps the process alive while idle.
  */
 export function chunkPreparer(): ChunkPreparer {
   shared ??= startChunkPreparer()
   return shared
+}
+
+/**
+ * Holds the Worker for one import until the answer is called. Once no import holds it, it is ended, as the
+ * term-space and compaction Workers are: its heap (the vocabulary of everything it prepared, the garbage of
+ * its last batches) would otherwise stay for the life of the process, tens of megabytes. Starting it again
+ * takes tens of milliseconds, little beside an import large enough to be prepared there.
+ */
+export function holdChunkPreparer(): () => void {
+  holders++
+  let held = true
+  return () => {
+    if (!held) return
+    held = false
+    if (--holders > 0 || !shared) return
+    shared.terminate()
+    shared = undefined
+  }
+}
+
+/** How many preparation Workers are alive, and a promise of their closing. */
+export function preparationWorkers(): { alive: number; closed: Promise<unknown> } {
+  return { alive: alive.size, closed: Promise.all(alive) }
 }
 
 /** Stops the process's Worker after a failure; the next import starts another. */
@@ -100,6 +127,9 @@ function startChunkPreparer(): ChunkPreparer {
   const worker = new Worker(PREPARE_WORKER)
   // An idle Worker must not keep the process alive.
   worker.unref()
+  const closed = new Promise<void>((resolve) => worker.addEventListener('close', () => resolve(), { once: true }))
+  alive.add(closed)
+  void closed.then(() => alive.delete(closed))
   const waiting = new Map<number, { files: PreparationRequest['files']; dimensions: number; resolve(batch: PreparedBatch): void; reject(error: Error): void }>()
   // The Worker's term numbers: their texts, and as this thread's terms once a chunk needing them is built. A reset
   // starts new tables; a batch keeps those of its answer.
@@ -131,7 +161,7 @@ function startChunkPreparer(): ChunkPreparer {
     const caller = waiting.get(data.id)
     const texts = words
     const terms = known
-    const termOfId = (id: number) => (terms[id] ??= termOf(texts[id]!))
+    const termOfId = (id: number) => (terms[id] ??= detachedTerm(texts[id]!))
     const prepared = caller && preparedBatch(data, caller.files, termOfId, caller.dimensions)
     settle(data.id)
     if (caller) caller.resolve(prepared!)

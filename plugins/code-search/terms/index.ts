@@ -5,12 +5,15 @@
 export {
   countedTermsOf,
   countTerms,
+  detachedTerm,
   forEachWordSpan,
   primeCountedTerms,
   queryTerms,
+  renewVocabulary,
   stem,
   termOf,
   termsOf,
+  vocabularySize,
   type CountedTerms,
   type Term,
 } from './terms.ts'

@@ -94,11 +94,40 @@ export interface Term {
 
 let terms = new Map<string, Term>()
 
+const newTerm = (text: string): Term => ({ text, seenIn: 0, count: 0, buckets: undefined, bucketsOf: 0, wireId: -1, wireEpoch: 0 })
+
 /** The vocabulary's term of that text. */
 export function termOf(text: string): Term {
   let term = terms.get(text)
-  if (!term) terms.set(text, (term = { text, seenIn: 0, count: 0, buckets: undefined, bucketsOf: 0, wireId: -1, wireEpoch: 0 }))
+  if (!term) terms.set(text, (term = newTerm(text)))
   return term
+}
+
+/**
+ * A term of that text outside the vocabulary, for a caller that keeps one object per term itself (the preparation
+ * Worker's term numbers): the vocabulary is renewed only as this thread tokenizes text, so what it is given
+ * otherwise stays for the life of the process.
+ */
+export function detachedTerm(text: string): Term {
+  return newTerm(text)
+}
+
+/** Terms in this thread's vocabulary. */
+export function vocabularySize(): number {
+  return terms.size
+}
+
+/**
+ * Starts the vocabulary and its caches afresh, between texts, once the work that filled them is done (an import):
+ * otherwise every word indexed stays in them for the life of the process, renewed only past WORD_LIMIT.
+ */
+export function renewVocabulary(): void {
+  words = new Array(WORD_BUCKETS)
+  wordCount = 0
+  terms = new Map()
+  stems.clear()
+  recentTerms.clear()
+  primed = undefined
 }
 
 const WORD_BUCKETS = 1 << 16
