@@ -142,7 +142,8 @@ export class PostingLists {
       for (let i = 0; i < pairs.length; i += 2) at += write(words, at, pairs[i]!, pairs[i + 1]!)
       words[start] = at - start
       words[start + 1] = pairs.length / 2
-      offsets[++term] = start + sizes[term - 1]!
+      offsets[term + 1] = start + sizes[term]!
+      term++
     }
     return { terms, offsets, words }
   }
