@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
 import { createFileSnapshotStore } from '../../plugins/code-search/index/persistence.ts'
 import { createCodeIndex, type CodeIndexOptions } from '../../plugins/code-search/service.ts'
+import { termSpaceLearner } from '../../plugins/code-search/vectors/term-space-learner.ts'
 import { chunkTermWeights, embedInTermSpace, learnTermSpace, type TermSpace } from '../../plugins/code-search/vectors/term-space.ts'
 import { termsOf } from '../../plugins/code-search/terms/terms.ts'
 import type { RepositoryFile } from '../../plugins/code-search/types.ts'
@@ -80,6 +81,25 @@ describe('learning a term space', () => {
     const known = embedInTermSpace(space, chunkTermWeights(termsOf(files[0]!.content.split('\n\n')[0]!)))
     expect(Math.hypot(...known)).toBeCloseTo(1, 5)
     expect(embedInTermSpace(space, [['neverseenword', 1]]).every((value) => value === 0)).toBe(true)
+  })
+
+  test('the space learnt on the Worker comes back as learnt: the same terms in the same rows, the same vectors', async () => {
+    const contents = files.flatMap((file) => file.content.split('\n\n'))
+    // Several batches, as an index is read.
+    const batches = [0, 1, 2, 3].map((part) => {
+      const mine = contents.filter((_, i) => i % 4 === part)
+      return { slots: Int32Array.from(mine, (_, i) => part + i * 4), repositoryIds: mine.map(() => 'topics'), contents: mine }
+    })
+    const ordered = batches.flatMap((batch) => batch.contents)
+    const here = learnTermSpace(ordered.map((chunk) => termsOf(chunk)))!
+    const meaning = (await termSpaceLearner().learn(batches))!
+    expect(meaning.spaces).toHaveLength(1)
+    const learnt = meaning.spaces[0]!
+    expect(learnt.vocabulary).toEqual(here.vocabulary)
+    expect([...learnt.rows]).toEqual([...here.rows])
+    expect(learnt.vectors).toEqual(here.vectors)
+    expect(learnt.weights).toEqual(here.weights)
+    expect(meaning.store.slots).toBe(contents.length)
   })
 
   test('too little code to learn from gives no space', () => {

@@ -20,6 +20,7 @@ import {
   decodeSnapshotHeader,
   decodeSnapshotTail,
   encodeSegment,
+  loadOrgIndexModule,
   orgIndexModule,
   restoreSnapshot,
   type SnapshotLayout,
@@ -27,7 +28,7 @@ import {
   type SnapshotVersion,
 } from './persistence.ts'
 
-/** An organisation's index holding nothing yet; the first one made or decoded loads Orama. */
+/** An organisation's index holding nothing yet; Orama is loaded by then (IndexLifecycle.load). */
 function emptyIndex(): OrgIndex {
   const { OrgIndex } = orgIndexModule()
   return new OrgIndex()
@@ -354,7 +355,8 @@ export class IndexLifecycle {
 
   private async load(orgId: string): Promise<OrgState> {
     const { snapshots, logger, now } = this.options
-    const named = await snapshots?.current(orgId)
+    // Imported, not required when first needed: a require would take the whole of Orama's loading in one turn.
+    const [named] = await Promise.all([snapshots?.current(orgId), loadOrgIndexModule()])
     const loaded: Loaded = named ? await this.loadSnapshot(orgId, named) : { version: 0, file: undefined, layout: undefined, index: emptyIndex() }
     if (named) logger.info('code index loaded', { orgId, version: loaded.version, chunks: loaded.index.chunkCount })
     return {

@@ -13,7 +13,7 @@
  *   arrays (postings.ts), and its enum fields filter through a column of value numbers (enum-index.ts)
  *   rather than a Set of ids per value: together a kilobyte and more less per chunk.
  */
-import { components, create, type AnyOrama, type Tokenizer } from '@orama/orama'
+import { components, create, load, type AnyOrama, type RawData, type Tokenizer } from '@orama/orama'
 import { countedTermsOf, queryTerms, weightedQueryTerms } from '../terms/index.ts'
 import { COMMON_SYNONYM } from '../tuning.ts'
 import { EnumIndex, type SavedEnumIndex } from './enum-index.ts'
@@ -395,13 +395,14 @@ function codeIndexComponent() {
       }
       return { ...base.save!(index), postings: saved }
     },
-    load(shared: unknown, raw: { postings?: SavedPostings; indexes: IndexStore['indexes'] }) {
-      // Enum fields are read straight into their columns; Orama's loader keeps an index of a type it does not know as it is.
+    load(shared: unknown, raw: { postings?: Record<string, SavedPostings[string] | PostingLists>; indexes: IndexStore['indexes'] }) {
+      // Enum fields are read straight into their columns (or taken as built already, see loadChunkDatabase); Orama's
+      // loader keeps an index of a type it does not know as it is.
       const indexes = { ...raw.indexes }
       const enums = new Map<string, EnumIndex>()
       for (const [field, saved] of Object.entries(indexes)) {
         if (saved.type !== 'Flat') continue
-        enums.set(field, EnumIndex.fromJSON(saved.node as SavedEnumIndex))
+        enums.set(field, saved.node instanceof EnumIndex ? saved.node : EnumIndex.fromJSON(saved.node as SavedEnumIndex))
         indexes[field] = { ...saved, type: 'Enum', node: undefined }
       }
       const index = base.load!(shared, { ...raw, indexes }) as IndexStore
@@ -411,12 +412,37 @@ function codeIndexComponent() {
       // Counted again as the chunks are tracked (OrgIndex).
       index.repositories = noRepositories()
       for (const field of stringFields(index)) {
-        index.postings[field] = PostingLists.fromSaved(raw.postings?.[field] ?? [])
+        const saved = raw.postings?.[field]
+        index.postings[field] = saved instanceof PostingLists ? saved : PostingLists.fromSaved(saved ?? [])
         index.removals[field] = { ids: new Set(), terms: new Set() }
       }
       return index
     },
   }
+}
+
+/**
+ * The tables of a saved state that loading builds from every chunk, built already (as a snapshot is handed over a
+ * piece at a time, see persistence.ts): Orama's document ids, the enum filters and the postings.
+ */
+export interface PreparedTables {
+  ids: { internalIdToId: string[]; idToInternalId: Map<string, number> }
+  enums: Record<string, EnumIndex>
+  postings: Record<string, PostingLists>
+}
+
+/** Orama's load of a saved state; with `prepared`, its tables are taken as they are, so the load's cost does not grow with the index. */
+export function loadChunkDatabase(db: ChunkDatabase, raw: RawData, prepared?: PreparedTables): void {
+  if (!prepared) {
+    load(db, raw)
+    return
+  }
+  const saved = raw as unknown as { index: { indexes: IndexStore['indexes']; postings?: unknown } }
+  const indexes = { ...saved.index.indexes }
+  for (const [field, node] of Object.entries(prepared.enums)) indexes[field] = { ...indexes[field]!, node }
+  load(db, { ...raw, internalDocumentIDStore: { internalIdToId: [] }, index: { ...saved.index, indexes, postings: prepared.postings } } as unknown as RawData)
+  // Orama's id store is shared by its index and documents, which read it through these two fields.
+  Object.assign((db as unknown as Database).internalDocumentIDStore, prepared.ids)
 }
 
 export function createChunkDatabase(): ChunkDatabase {

@@ -10,6 +10,7 @@ import { nearestOf, VectorStore, type Meaning, type MeaningBatch, type ScoredSlo
 import {
   countInRepository,
   createChunkDatabase,
+  loadChunkDatabase,
   repositoryLength,
   repositoryLikelihoods,
   trimPostings,
@@ -17,6 +18,7 @@ import {
   wholeFileScores,
   type ChunkDatabase,
   type ChunkDocument,
+  type PreparedTables,
 } from './orama.ts'
 
 /** A chunk ready to store: its place, its text and its vector. */
@@ -357,14 +359,19 @@ export class OrgIndex {
   /**
    * As restore, with the stored chunks tracked between turns of the event loop (`giveWay`, see time-slices.ts):
    * the same index, loaded without holding the loop for the whole of it. Nothing sees the index before it resolves.
+   * With `prepared` (tables built as the snapshot was handed over), no step goes over every chunk at once.
    */
-  static async restoreGivingWay(raw: RawData, vectors: VectorStore | undefined, giveWay: () => Promise<void>): Promise<OrgIndex> {
+  static async restoreGivingWay(raw: RawData, vectors: VectorStore | undefined, giveWay: () => Promise<void>, prepared?: PreparedTables): Promise<OrgIndex> {
     const db = createChunkDatabase()
-    load(db, raw)
+    loadChunkDatabase(db, raw, prepared)
     await giveWay()
     const repositories = (raw as { repositories?: [string, RepositoryRecord][] }).repositories
     const index = new OrgIndex({ db, vectors, repositories, untracked: true })
-    for (const doc of Object.values(index.storedDocuments())) {
+    // Stored chunks are keyed by internal id, from 1: in that order, as Object.values would give them.
+    const stored = index.storedDocuments()
+    const ids = (db as unknown as { internalDocumentIDStore: { internalIdToId: string[] } }).internalDocumentIDStore.internalIdToId.length
+    for (let internalId = 1; internalId <= ids; internalId++) {
+      const doc = stored[internalId]
       if (doc) index.track(doc)
       await giveWay()
     }

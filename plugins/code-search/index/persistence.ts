@@ -27,13 +27,22 @@ import { toNumber } from '../../../src/storage/database.ts'
 import { timeSlices } from '../../../src/time-slices.ts'
 import { VectorStore } from '../vectors/index.ts'
 import { applyChange, decodeChanges, type Change } from './changes.ts'
+import { EnumIndex, type SavedEnumIndex } from './enum-index.ts'
+import type { PreparedTables } from './orama.ts'
 import type { OrgIndex } from './org-index.ts'
+import { PostingLists, type PackedPostings } from './postings.ts'
 
 /**
  * The in-memory index and Orama under it, required by the first index decoded or created rather than at start-up
  * (this file also holds the snapshot store, built then).
  */
 export const orgIndexModule = () => require('./org-index.ts') as typeof import('./org-index.ts')
+
+/**
+ * The same module imported asynchronously: loading it (Orama's modules among them) takes some 40 ms, which a
+ * require does in one turn of the event loop and an import spreads over several.
+ */
+export const loadOrgIndexModule = () => import('./org-index.ts')
 
 const MAGIC = 'CIDX'
 const FORMAT = 2
@@ -206,6 +215,8 @@ export interface DecodedSnapshot {
   layout: SnapshotLayout
   raw: RawData
   vectors: { dimensions: number; slots: number; bytes: Uint8Array } | undefined
+  /** Tables built from the pieces a Worker handed over (see handOverPieces); `raw` then holds the rest. */
+  prepared?: PreparedTables
 }
 
 /** Decodes a snapshot into what restoreSnapshot takes; a base with segments is rebuilt and saved again first. */
@@ -230,12 +241,12 @@ export function decodeSnapshotData(bytes: Uint8Array): DecodedSnapshot {
 
 /** The index a decoded snapshot holds, restored in slices of about `sliceMs` between turns of the event loop. */
 export async function restoreSnapshot(decoded: DecodedSnapshot, sliceMs = RESTORE_SLICE_MS): Promise<OrgIndex> {
-  const { OrgIndex } = orgIndexModule()
-  const { raw, vectors } = decoded
+  const { OrgIndex } = await loadOrgIndexModule()
+  const { raw, vectors, prepared } = decoded
   const giveWay = timeSlices(sliceMs)
-  const store = vectors ? VectorStore.deserialise(vectors.dimensions, vectors.slots, vectors.bytes) : undefined
+  const store = vectors ? await VectorStore.deserialiseGivingWay(vectors.dimensions, vectors.slots, vectors.bytes, giveWay) : undefined
   await giveWay()
-  return OrgIndex.restoreGivingWay(raw, store, giveWay)
+  return OrgIndex.restoreGivingWay(raw, store, giveWay, prepared)
 }
 
 /** Milliseconds of restoring a loaded snapshot between two turns of the event loop. */
@@ -454,58 +465,159 @@ export function createFileSnapshotStore(options: FileSnapshotStoreOptions): Snap
 }
 
 interface Compactor {
-  compact(path: string, header: CompactionRequest['header']): Promise<Uint8Array>
+  compact(path: string, header: CompactionHeader): Promise<Uint8Array>
   decode(path: string): Promise<DecodedSnapshot>
   terminate(): void
 }
 
-/** A file to compact (with the header of the version it becomes), or, without a header, to decode for loading. */
-export interface CompactionRequest {
-  id: number
-  path: string
-  header?: Pick<SnapshotHeader, 'orgId' | 'version' | 'savedAt'>
-}
+/**
+ * A file to compact (with the header of the version it becomes), or, without a header, to decode for loading; or,
+ * with `next`, the next piece of a decoded snapshot being handed over.
+ */
+export type CompactionRequest = { id: number; path: string; header?: CompactionHeader } | { id: number; next: true }
+
+/** What a compacted snapshot's header takes from the request; the rest comes from the snapshot. */
+export type CompactionHeader = Pick<SnapshotHeader, 'orgId' | 'version' | 'savedAt'>
+
+/** Some of a decoded snapshot, handed over ahead of the rest (see handOverPieces). */
+export type SnapshotPiece =
+  /** Orama's document ids, in the order of their internal ids. */
+  | { ids: string[] }
+  | { documents: Record<string, unknown> }
+  | { postings: { field: string } & PackedPostings }
+  /** Some of one field's lengths by internal id. */
+  | { lengths: { field: string; entries: Record<string, unknown> } }
+  /** Some of an enum field's values, each with some of the internal ids holding it. */
+  | { enums: { field: string; entries: [string, number[]][] } }
 
 export type CompactionAnswer =
   | { id: number; bytes: Uint8Array }
+  /** The last of a decoded snapshot: what its pieces did not hold, its vector block transferred. */
   | { id: number; decoded: DecodedSnapshot }
-  /** Some of a decoded snapshot's stored chunks, or of one field's postings, sent ahead of it (see sendDecoded). */
-  | { id: number; documents: Record<string, unknown> }
-  | { id: number; postings: { field: string; entries: unknown[] } }
+  | { id: number; piece: SnapshotPiece }
   | { id: number; error: string; code?: string }
 
-/** Stored chunks per message when a decoded snapshot is handed over: each message is taken in a turn of its own. */
-const DOCUMENTS_PER_MESSAGE = 500
-/** Terms of one field's postings per message, likewise. */
-const TERMS_PER_MESSAGE = 4000
+/** How much a piece of a decoded snapshot holds at most; each piece is taken in a turn of its own. */
+export interface PieceSizes {
+  /** Stored chunks. */
+  documents: number
+  /** Terms of one field's postings. */
+  terms: number
+  /** Document ids, one field's lengths, or ids holding an enum field's values. */
+  entries: number
+}
+
+/** Each a few milliseconds to take in. */
+const PIECE_SIZES: PieceSizes = { documents: 500, terms: 4000, entries: 5000 }
 
 type SavedDocuments = { docs: Record<string, unknown>; count: number }
-type SavedIndex = { postings?: Record<string, unknown[]> }
+type SavedIndex = {
+  indexes: Record<string, { type: string; node: unknown; isArray: boolean }>
+  fieldLengths?: Record<string, Record<string, unknown>>
+  postings?: Record<string, [string, number[]][]>
+}
+type SavedState = { internalDocumentIDStore: { internalIdToId: string[] }; docs: SavedDocuments; index: SavedIndex }
 
-/**
- * Hands a decoded snapshot to the event loop (from the Worker): its stored chunks and its postings, most of its
- * bytes, in messages of DOCUMENTS_PER_MESSAGE chunks or TERMS_PER_MESSAGE terms, so that taking them over is spread
- * over many short turns rather than one long one, then the rest, its vector block transferred. Messages of one
- * Worker arrive in the order sent.
- */
-export function sendDecoded(id: number, decoded: DecodedSnapshot, post: (answer: CompactionAnswer, transfer: ArrayBuffer[]) => void): void {
-  const saved = (decoded.raw as unknown as { docs: SavedDocuments }).docs
-  let batch: Record<string, unknown> = {}
+/** An object's entries in pieces of at most `size` keys. */
+function* objectPieces<T>(object: Record<string, T>, size: number): Generator<Record<string, T>> {
+  let piece: Record<string, T> = {}
   let count = 0
-  for (const key in saved.docs) {
-    batch[key] = saved.docs[key]
-    if (++count < DOCUMENTS_PER_MESSAGE) continue
-    post({ id, documents: batch }, [])
-    batch = {}
+  for (const key in object) {
+    piece[key] = object[key]!
+    if (++count < size) continue
+    yield piece
+    piece = {}
     count = 0
   }
-  if (count > 0) post({ id, documents: batch }, [])
-  const index = (decoded.raw as unknown as { index: SavedIndex }).index
+  if (count > 0) yield piece
+}
+
+/**
+ * A decoded snapshot as the pieces the Worker hands to the event loop, each with what it transfers: the document ids,
+ * stored chunks, postings (packed as the index holds them), field lengths and enum filters, which are nearly all of
+ * it and grow with the index, in pieces of a bounded size; last the rest, with the vector block. The event loop asks
+ * for each piece once it has taken the one before and given way (see startCompactor), so however large the index,
+ * no turn takes in more than one piece.
+ */
+export function* handOverPieces(decoded: DecodedSnapshot, sizes = PIECE_SIZES): Generator<[SnapshotPiece | DecodedSnapshot, ArrayBuffer[]]> {
+  const saved = decoded.raw as unknown as SavedState
+  const ids = saved.internalDocumentIDStore.internalIdToId
+  for (let first = 0; first < ids.length; first += sizes.entries) yield [{ ids: ids.slice(first, first + sizes.entries) }, []]
+  for (const documents of objectPieces(saved.docs.docs, sizes.documents)) yield [{ documents }, []]
+  const index = saved.index
   for (const [field, entries] of Object.entries(index.postings ?? {}))
-    for (let first = 0; first < entries.length; first += TERMS_PER_MESSAGE)
-      post({ id, postings: { field, entries: entries.slice(first, first + TERMS_PER_MESSAGE) } }, [])
-  const raw = { ...decoded.raw, docs: { docs: {}, count: saved.count }, index: { ...index, postings: undefined } } as unknown as RawData
-  post({ id, decoded: { ...decoded, raw } }, decoded.vectors ? [decoded.vectors.bytes.buffer as ArrayBuffer] : [])
+    for (let first = 0; first < entries.length; first += sizes.terms) {
+      const packed = PostingLists.pack(entries.slice(first, first + sizes.terms))
+      yield [{ postings: { field, ...packed } }, [packed.offsets.buffer as ArrayBuffer, packed.words.buffer as ArrayBuffer]]
+    }
+  const fieldLengths: Record<string, Record<string, unknown>> = {}
+  for (const [field, lengths] of Object.entries(index.fieldLengths ?? {})) {
+    fieldLengths[field] = {}
+    for (const entries of objectPieces(lengths, sizes.entries)) yield [{ lengths: { field, entries } }, []]
+  }
+  const indexes = { ...index.indexes }
+  for (const [field, entry] of Object.entries(index.indexes)) {
+    const values = (entry.node as SavedEnumIndex | undefined)?.numberToDocumentId
+    if (entry.type !== 'Flat' || !Array.isArray(values)) continue
+    indexes[field] = { ...entry, node: { numberToDocumentId: [] } }
+    let entries: [string, number[]][] = []
+    let count = 0
+    for (const [value, holders] of values)
+      for (let first = 0; first < holders.length; ) {
+        const taken = holders.slice(first, first + sizes.entries - count)
+        entries.push([value, taken])
+        first += taken.length
+        count += taken.length
+        if (count < sizes.entries) continue
+        yield [{ enums: { field, entries } }, []]
+        entries = []
+        count = 0
+      }
+    if (count > 0) yield [{ enums: { field, entries } }, []]
+  }
+  const raw = {
+    ...saved,
+    internalDocumentIDStore: { internalIdToId: [] },
+    docs: { docs: {}, count: saved.docs.count },
+    index: { ...index, indexes, fieldLengths, postings: undefined },
+  } as unknown as RawData
+  yield [{ ...decoded, raw }, decoded.vectors ? [decoded.vectors.bytes.buffer as ArrayBuffer] : []]
+}
+
+/**
+ * Takes in the pieces of a snapshot handed over, each as it comes, and gives the decoded snapshot they make with the
+ * last: its tables built (PreparedTables), the rest of Orama's state filled in.
+ */
+export class HandOver {
+  private readonly ids = { internalIdToId: [] as string[], idToInternalId: new Map<string, number>() }
+  private readonly documents: Record<string, unknown> = {}
+  private readonly postings: Record<string, PostingLists> = {}
+  private readonly lengths: Record<string, Record<string, unknown>> = {}
+  private readonly enums: Record<string, EnumIndex> = {}
+
+  take(piece: SnapshotPiece): void {
+    if ('ids' in piece) {
+      const { internalIdToId, idToInternalId } = this.ids
+      // As Orama's load: internal ids from 1, in order.
+      for (const id of piece.ids) {
+        internalIdToId.push(id)
+        idToInternalId.set(id, internalIdToId.length)
+      }
+    } else if ('documents' in piece) Object.assign(this.documents, piece.documents)
+    else if ('postings' in piece) (this.postings[piece.postings.field] ??= new PostingLists()).addPacked(piece.postings)
+    else if ('lengths' in piece) Object.assign((this.lengths[piece.lengths.field] ??= {}), piece.lengths.entries)
+    else {
+      const index = (this.enums[piece.enums.field] ??= new EnumIndex())
+      for (const [value, ids] of piece.enums.entries) for (const id of ids) index.insert(value, id)
+    }
+  }
+
+  finish(decoded: DecodedSnapshot): DecodedSnapshot {
+    const raw = decoded.raw as unknown as SavedState
+    raw.docs.docs = this.documents
+    raw.index.fieldLengths = { ...raw.index.fieldLengths, ...this.lengths }
+    return { ...decoded, prepared: { ids: this.ids, enums: this.enums, postings: this.postings } }
+  }
 }
 
 // In the standalone executable (`npm run build`, which names the Worker as a second entry point) modules live in
@@ -521,48 +633,46 @@ function startCompactor(): Compactor {
   worker.unref()
   const waiting = new Map<number, { resolve(answer: Uint8Array | DecodedSnapshot): void; reject(error: Error): void }>()
   let nextId = 1
-  /** Stored chunks and postings of snapshots being handed over, by request. */
-  const documents = new Map<number, Record<string, unknown>>()
-  const postings = new Map<number, Record<string, unknown[]>>()
-  worker.onmessage = ({ data }: MessageEvent<CompactionAnswer>) => {
-    if ('documents' in data) {
-      const gathered = documents.get(data.id)
-      if (gathered) Object.assign(gathered, data.documents)
-      else documents.set(data.id, data.documents)
-      return
-    }
-    if ('postings' in data) {
-      let fields = postings.get(data.id)
-      if (!fields) postings.set(data.id, (fields = {}))
-      const list = (fields[data.postings.field] ??= [])
-      for (const entry of data.postings.entries) list.push(entry)
-      return
-    }
-    if ('decoded' in data) {
-      const raw = data.decoded.raw as unknown as { docs: SavedDocuments; index: SavedIndex }
-      raw.docs.docs = documents.get(data.id) ?? {}
-      raw.index.postings = postings.get(data.id) ?? {}
-    }
-    documents.delete(data.id)
-    postings.delete(data.id)
-    const caller = waiting.get(data.id)
-    waiting.delete(data.id)
+  /** Snapshots being handed over, by request. */
+  const handOvers = new Map<number, HandOver>()
+  const settle = (id: number) => {
+    const caller = waiting.get(id)
+    waiting.delete(id)
+    handOvers.delete(id)
     if (waiting.size === 0) worker.unref()
+    return caller
+  }
+  worker.onmessage = ({ data }: MessageEvent<CompactionAnswer>) => {
+    if ('piece' in data) {
+      const handOver = handOvers.get(data.id)
+      if (!handOver) return
+      try {
+        handOver.take(data.piece)
+      } catch (error) {
+        settle(data.id)?.reject(error as Error)
+        return
+      }
+      // Asked for once other work has had its turn: pieces arriving together would be taken in one turn.
+      setImmediate(() => handOvers.has(data.id) && worker.postMessage({ id: data.id, next: true } satisfies CompactionRequest))
+      return
+    }
+    const handOver = handOvers.get(data.id)
+    const caller = settle(data.id)
     if ('bytes' in data) caller?.resolve(data.bytes)
-    else if ('decoded' in data) caller?.resolve(data.decoded)
+    else if ('decoded' in data) caller?.resolve(handOver ? handOver.finish(data.decoded) : data.decoded)
     else caller?.reject(Object.assign(new Error(data.error), { code: data.code }))
   }
-  const ask = <T>(request: Omit<CompactionRequest, 'id'>) => {
+  const ask = <T>(request: { path: string; header?: CompactionHeader }) => {
     const id = nextId++
     worker.ref()
+    if (!request.header) handOvers.set(id, new HandOver())
     worker.postMessage({ id, ...request } satisfies CompactionRequest)
     return new Promise<T>((resolve, reject) => waiting.set(id, { resolve: resolve as (answer: unknown) => void, reject }))
   }
   worker.onerror = (event) => {
     for (const caller of waiting.values()) caller.reject(new Error(`compaction worker failed: ${event.message}`))
     waiting.clear()
-    documents.clear()
-    postings.clear()
+    handOvers.clear()
   }
   return {
     compact: (path, header) => ask<Uint8Array>({ path, header }),

@@ -140,19 +140,55 @@ export class PostingLists {
 
   /** Lists from their saved form, each in an array of its size. */
   static fromSaved(saved: Iterable<[string, readonly number[]]>): PostingLists {
-    const lists = new Map<string, Int32Array>()
-    for (const [term, pairs] of saved) {
+    const lists = new PostingLists()
+    lists.addPacked(PostingLists.pack(saved))
+    return lists
+  }
+
+  /**
+   * Lists in their saved form packed as fromSaved would hold them, one after the other in one array: built where
+   * the snapshot is decoded (a Worker), so that taking them in (addPacked) is only copying.
+   */
+  static pack(saved: Iterable<[string, readonly number[]]>): PackedPostings {
+    const terms: string[] = []
+    const sizes: number[] = []
+    let total = 0
+    const entries = Array.isArray(saved) ? (saved as [string, readonly number[]][]) : [...saved]
+    for (const [term, pairs] of entries) {
+      if (pairs.length === 0) continue
       let words = HEADER
       for (let i = 0; i < pairs.length; i += 2) words += pairs[i + 1]! < COUNT_LIMIT && pairs[i]! < ID_LIMIT ? 1 : 3
-      const list = new Int32Array(words)
-      let at = HEADER
-      for (let i = 0; i < pairs.length; i += 2) at += write(list, at, pairs[i]!, pairs[i + 1]!)
-      list[0] = at
-      list[1] = pairs.length / 2
-      if (pairs.length > 0) lists.set(term, list)
+      terms.push(term)
+      sizes.push(words)
+      total += words
     }
-    return new PostingLists(lists)
+    const offsets = new Int32Array(terms.length + 1)
+    const words = new Int32Array(total)
+    let term = 0
+    for (const [, pairs] of entries) {
+      if (pairs.length === 0) continue
+      const start = offsets[term]!
+      let at = start + HEADER
+      for (let i = 0; i < pairs.length; i += 2) at += write(words, at, pairs[i]!, pairs[i + 1]!)
+      words[start] = at - start
+      words[start + 1] = pairs.length / 2
+      offsets[term + 1] = start + sizes[term]!
+      term++
+    }
+    return { terms, offsets, words }
   }
+
+  /** Takes in lists packed by pack, each copied into an array of its size; a term held already is replaced. */
+  addPacked({ terms, offsets, words }: PackedPostings): void {
+    for (let i = 0; i < terms.length; i++) this.lists.set(terms[i]!, words.slice(offsets[i]!, offsets[i + 1]!))
+  }
+}
+
+/** Posting lists packed one after the other: term i's list is words[offsets[i]] up to words[offsets[i + 1]]. */
+export interface PackedPostings {
+  terms: string[]
+  offsets: Int32Array
+  words: Int32Array
 }
 
 /** Writes one entry at `at`; answers the words it took. */

@@ -118,16 +118,21 @@ function startLearner(): TermSpaceLearner {
     const spaces: TermSpace[] = []
     const spaceOfRepository = new Map<string, number>()
     let built = 0
-    for (const [at, { dimensions, vocabulary, vectors, weights }] of data.spaces.entries()) {
+    for (const [at, { dimensions, terms, termLengths, vectors, weights }] of data.spaces.entries()) {
+      const vocabulary: string[] = []
       const rows = new Map<string, number>()
-      for (let row = 0; row < vocabulary.length; row++) {
-        rows.set(vocabulary[row]!, row)
+      for (let row = 0, from = 0; row < termLengths.length; row++) {
+        const term = terms.slice(from, (from += termLengths[row]!))
+        vocabulary.push(term)
+        rows.set(term, row)
         if (++built % TERMS_PER_TURN === 0) await nextTurn()
       }
       spaces.push({ dimensions, vocabulary, rows, vectors, weights })
       for (const repositoryId of data.repositoriesOfSpace[at]!) spaceOfRepository.set(repositoryId, at)
     }
-    return new Meaning(spaces, spaceOfRepository, VectorStore.deserialise(TERM_SPACE_DIMENSIONS, data.slots, data.vectors), data.spaceOfSlot)
+    // A block of slots a turn: the vectors of a large index took several milliseconds at once.
+    const store = await VectorStore.deserialiseGivingWay(TERM_SPACE_DIMENSIONS, data.slots, data.vectors, nextTurn)
+    return new Meaning(spaces, spaceOfRepository, store, data.spaceOfSlot)
   }
 
   return {

@@ -5,7 +5,7 @@
  * (transferred, not copied).
  */
 import { termsOf } from '../terms/index.ts'
-import { chunkTermWeights, embedInTermSpace, learnTermSpace, type PostedTermSpace, type TermSpace } from './term-space.ts'
+import { chunkTermWeights, embedInTermSpace, learnTermSpace, postedTermSpace, type TermSpace } from './term-space.ts'
 import type { TermSpaceAnswer, TermSpaceRequest } from './term-space-learner.ts'
 import { VectorStore } from './vectors.ts'
 
@@ -67,12 +67,12 @@ self.onmessage = ({ data }: MessageEvent<TermSpaceRequest>) => {
         store.set(slots[i]!, embedInTermSpace(space, chunkTermWeights(chunkTerms[i]!)))
         spaceOfSlot[slots[i]!] = at + 1
       }
-    const spaces: PostedTermSpace[] = learnt.map(({ space: { dimensions, vocabulary, vectors, weights } }) => ({ dimensions, vocabulary, vectors, weights }))
+    const spaces = learnt.map(({ space }) => postedTermSpace(space))
     const vectors = store.serialise()
     self.postMessage(
       { id, learnt: true, spaces, repositoriesOfSpace: learnt.map((l) => l.repositories), slots: store.slots, vectors, spaceOfSlot } satisfies TermSpaceAnswer,
       [
-        ...spaces.flatMap((space) => [space.vectors.buffer as ArrayBuffer, space.weights.buffer as ArrayBuffer]),
+        ...spaces.flatMap((space) => [space.vectors.buffer as ArrayBuffer, space.weights.buffer as ArrayBuffer, space.termLengths.buffer as ArrayBuffer]),
         vectors.buffer as ArrayBuffer,
         spaceOfSlot.buffer as ArrayBuffer,
       ],

@@ -28,8 +28,23 @@ export interface TermSpace {
   readonly weights: Float32Array
 }
 
-/** A term space as posted between threads: its table of rows is built again on the other side. */
-export type PostedTermSpace = Omit<TermSpace, 'rows'>
+/**
+ * A term space as posted between threads: its terms joined in one string with their lengths beside (a string is
+ * copied in one piece where tens of thousands of strings would each be taken in on the receiving thread), its
+ * vocabulary and table of rows built again on the other side.
+ */
+export interface PostedTermSpace {
+  dimensions: number
+  terms: string
+  termLengths: Int32Array
+  vectors: Float32Array
+  weights: Float32Array
+}
+
+/** The space as PostedTermSpace holds it. */
+export function postedTermSpace({ dimensions, vocabulary, vectors, weights }: TermSpace): PostedTermSpace {
+  return { dimensions, terms: vocabulary.join(''), termLengths: Int32Array.from(vocabulary, (term) => term.length), vectors, weights }
+}
 
 export interface TermSpaceOptions {
   /** Default 32. */

@@ -178,19 +178,38 @@ export class VectorStore {
   }
 
   static deserialise(dimensions: number, slots: number, bytes: Uint8Array, blockSlots = BLOCK_SLOTS): VectorStore {
+    const building = VectorStore.building(dimensions, slots, bytes, blockSlots)
+    for (;;) {
+      const step = building.next()
+      if (step.done) return step.value
+    }
+  }
+
+  /** As deserialise, with `giveWay` (see time-slices.ts) after each block: a large store is taken in over several turns. */
+  static async deserialiseGivingWay(dimensions: number, slots: number, bytes: Uint8Array, giveWay: () => Promise<void>): Promise<VectorStore> {
+    const building = VectorStore.building(dimensions, slots, bytes, BLOCK_SLOTS)
+    for (;;) {
+      const step = building.next()
+      if (step.done) return step.value
+      await giveWay()
+    }
+  }
+
+  /** Builds the store a block at a time, pausing after each. */
+  private static *building(dimensions: number, slots: number, bytes: Uint8Array, blockSlots: number): Generator<void, VectorStore> {
     if (bytes.length !== slots * 4 + slots * dimensions) throw new Error(`vector block has ${bytes.length} bytes, expected ${slots * (4 + dimensions)}`)
     const store = new VectorStore(dimensions, blockSlots)
-    // Copied: the source buffer may not be 4-byte aligned for a Float32Array view.
-    const scales = new Float32Array(bytes.slice(0, slots * 4).buffer)
     for (let first = 0; first < slots; first += blockSlots) {
       const count = Math.min(blockSlots, slots - first)
       const block: Block = { values: new Int8Array(blockSlots * dimensions), scales: new Float32Array(blockSlots) }
-      block.scales.set(scales.subarray(first, first + count))
+      // Copied: the source buffer may not be 4-byte aligned for a Float32Array view.
+      block.scales.set(new Float32Array(bytes.slice(first * 4, (first + count) * 4).buffer))
       for (let d = 0; d < dimensions; d++) {
         const from = slots * 4 + d * slots + first
         block.values.set(new Int8Array(bytes.buffer, bytes.byteOffset + from, count), d * blockSlots)
       }
       store.blocks.push(block)
+      yield
     }
     store.used = slots
     return store
