@@ -355,9 +355,18 @@ export class IndexLifecycle {
 
   private async load(orgId: string): Promise<OrgState> {
     const { snapshots, logger, now } = this.options
-    // Imported, not required when first needed: a require would take the whole of Orama's loading in one turn.
-    const [named] = await Promise.all([snapshots?.current(orgId), loadOrgIndexModule()])
-    const loaded: Loaded = named ? await this.loadSnapshot(orgId, named) : { version: 0, file: undefined, layout: undefined, index: emptyIndex() }
+    // Imported, not required when first needed: a require would take the whole of Orama's loading in one turn. Not
+    // waited for before the snapshot's decode starts on the Worker, which needs none of it: a search arriving
+    // meanwhile is answered partial once the decode is under way, however long the import takes.
+    const indexModule = loadOrgIndexModule()
+    indexModule.catch(() => undefined)
+    const named = await snapshots?.current(orgId)
+    let loaded: Loaded
+    if (named) loaded = await this.loadSnapshot(orgId, named, indexModule)
+    else {
+      await indexModule
+      loaded = { version: 0, file: undefined, layout: undefined, index: emptyIndex() }
+    }
     if (named) logger.info('code index loaded', { orgId, version: loaded.version, chunks: loaded.index.chunkCount })
     return {
       orgId,
@@ -375,8 +384,11 @@ export class IndexLifecycle {
     } satisfies OrgState
   }
 
-  /** The snapshot the database names, read and decoded; a file pruned while we looked is looked up again. */
-  private async loadSnapshot(orgId: string, named: SnapshotVersion): Promise<Loaded> {
+  /**
+   * The snapshot the database names, read and decoded; a file pruned while we looked is looked up again. The index
+   * is built once `indexModule` (the index's code, still being imported at a first load) is there.
+   */
+  private async loadSnapshot(orgId: string, named: SnapshotVersion, indexModule: Promise<unknown> = Promise.resolve()): Promise<Loaded> {
     const { snapshots, embeddings, logger } = this.options
     let snapshot = named
     for (let attempt = 1; ; attempt++) {
@@ -385,6 +397,7 @@ export class IndexLifecycle {
         const decoded = snapshots!.decode
           ? await snapshots!.decode(orgId, snapshot, () => this.decodingAside.add(orgId)).finally(() => this.decodingAside.delete(orgId))
           : decodeSnapshotData(await snapshots!.read(orgId, snapshot))
+        await indexModule
         const { header, layout } = decoded
         if (header.embeddings !== embeddings.id) {
           logger.warn('code index snapshot made with other embeddings; starting empty, re-import the repositories', {
