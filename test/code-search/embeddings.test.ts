@@ -1,12 +1,12 @@
 import { afterAll, beforeEach, describe, expect, test } from 'bun:test'
 import { loadConfig } from '../../src/main/config.ts'
-import { AppError } from '../../src/errors.ts'
 import { createEmbeddings } from '../../plugins/code-search/embeddings/index.ts'
 import { createOpenAiEmbeddings, type OpenAiEmbeddingsOptions } from '../../plugins/code-search/embeddings/openai.ts'
 import { createCodeIndex } from '../../plugins/code-search/service.ts'
 import { letterVector, startFakeEmbeddingsApi } from '../fakes/embeddings-api.ts'
 import { tempDir } from '../helpers.ts'
 import { corpus } from './fixtures.ts'
+import { failure } from './suite.ts'
 
 const api = startFakeEmbeddingsApi({ apiKey: 'sk-test' })
 afterAll(() => api.close())
@@ -18,15 +18,6 @@ const adapter = (options: Partial<OpenAiEmbeddingsOptions> = {}) =>
   createOpenAiEmbeddings({ baseUrl: api.url, apiKey: 'sk-test', model: 'text-embedding-3-small', maxRetries: 0, ...options })
 
 const norm = (v: Float32Array) => Math.hypot(...v)
-
-async function failure(work: Promise<unknown>): Promise<AppError> {
-  const error = await work.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(error).toBeInstanceOf(AppError)
-  return error as AppError
-}
 
 describe('OpenAI-compatible embeddings adapter', () => {
   test('sends the model, float encoding and the dimensions asked for; places vectors by index; normalises them', async () => {

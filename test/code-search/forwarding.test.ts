@@ -4,22 +4,13 @@
  * AppError; what the owner answers that it cannot have meant is an upstream error; a refusing owner is searched around.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { AppError } from '../../src/errors.ts'
 import { createSearchForwarding, type SearchForwarding } from '../../plugins/code-search/forwarding.ts'
 import type { IndexOwnership } from '../../plugins/code-search/ownership.ts'
 import { startFakeEmbeddingsApi, type FakeEmbeddingsApi } from '../fakes/embeddings-api.ts'
 import { announceSkip, makeApp, redisUrl } from '../helpers.ts'
+import { failure } from './suite.ts'
 
 if (!redisUrl) announceSkip('code searches answered by the owner of the index', 'REDIS_URL')
-
-async function failure(work: Promise<unknown>): Promise<AppError> {
-  const error = await work.then(
-    () => undefined,
-    (e: unknown) => e,
-  )
-  expect(error).toBeInstanceOf(AppError)
-  return error as AppError
-}
 
 /** An instance of the service on a socket of 127.0.0.1, advertised to the others as its index's address. */
 async function listeningApp(env: Record<string, string>) {

@@ -1,5 +1,6 @@
 /** What the code-search suites share around their tests: their database, and what each test leaves to undo. */
-import { afterAll, afterEach, beforeAll } from 'bun:test'
+import { afterAll, afterEach, beforeAll, expect } from 'bun:test'
+import { AppError } from '../../src/errors.ts'
 import type { BackendDatabase } from '../helpers.ts'
 
 type Cleanup = () => Promise<void> | void
@@ -29,4 +30,14 @@ export function suiteBackend(open: () => Promise<BackendDatabase>): { readonly b
     },
     cleanups,
   }
+}
+
+/** The AppError `work` fails with; fails the test when it succeeds or throws anything else. */
+export async function failure(work: Promise<unknown>): Promise<AppError> {
+  const error = await work.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(error).toBeInstanceOf(AppError)
+  return error as AppError
 }
