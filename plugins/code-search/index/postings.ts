@@ -138,11 +138,16 @@ export class PostingLists {
     }
   }
 
-  /** Lists from their saved form, each in an array of its size. */
+  /** Lists from their saved form, each in an array of its size, written there directly. */
   static fromSaved(saved: Iterable<[string, readonly number[]]>): PostingLists {
-    const lists = new PostingLists()
-    lists.addPacked(PostingLists.pack(saved))
-    return lists
+    const lists = new Map<string, Int32Array>()
+    for (const [term, pairs] of saved) {
+      if (pairs.length === 0) continue
+      const list = new Int32Array(savedWords(pairs))
+      writeSaved(list, 0, pairs)
+      lists.set(term, list)
+    }
+    return new PostingLists(lists)
   }
 
   /**
@@ -156,8 +161,7 @@ export class PostingLists {
     const entries = Array.isArray(saved) ? (saved as [string, readonly number[]][]) : [...saved]
     for (const [term, pairs] of entries) {
       if (pairs.length === 0) continue
-      let words = HEADER
-      for (let i = 0; i < pairs.length; i += 2) words += pairs[i + 1]! < COUNT_LIMIT && pairs[i]! < ID_LIMIT ? 1 : 3
+      const words = savedWords(pairs)
       terms.push(term)
       sizes.push(words)
       total += words
@@ -167,12 +171,8 @@ export class PostingLists {
     let term = 0
     for (const [, pairs] of entries) {
       if (pairs.length === 0) continue
-      const start = offsets[term]!
-      let at = start + HEADER
-      for (let i = 0; i < pairs.length; i += 2) at += write(words, at, pairs[i]!, pairs[i + 1]!)
-      words[start] = at - start
-      words[start + 1] = pairs.length / 2
-      offsets[term + 1] = start + sizes[term]!
+      writeSaved(words, offsets[term]!, pairs)
+      offsets[term + 1] = offsets[term]! + sizes[term]!
       term++
     }
     return { terms, offsets, words }
@@ -182,6 +182,21 @@ export class PostingLists {
   addPacked({ terms, offsets, words }: PackedPostings): void {
     for (let i = 0; i < terms.length; i++) this.lists.set(terms[i]!, words.slice(offsets[i]!, offsets[i + 1]!))
   }
+}
+
+/** Words a list in its saved form ([id, count, id, count, ...]) takes, its header with it. */
+function savedWords(pairs: readonly number[]): number {
+  let words = HEADER
+  for (let i = 0; i < pairs.length; i += 2) words += pairs[i + 1]! < COUNT_LIMIT && pairs[i]! < ID_LIMIT ? 1 : 3
+  return words
+}
+
+/** Writes a list in its saved form at `start` of `target`, its header first. */
+function writeSaved(target: Int32Array, start: number, pairs: readonly number[]): void {
+  let at = start + HEADER
+  for (let i = 0; i < pairs.length; i += 2) at += write(target, at, pairs[i]!, pairs[i + 1]!)
+  target[start] = at - start
+  target[start + 1] = pairs.length / 2
 }
 
 /** Posting lists packed one after the other: term i's list is words[offsets[i]] up to words[offsets[i + 1]]. */
