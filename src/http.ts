@@ -3,7 +3,6 @@
  * idempotent requests, and errors that name the upstream without leaking credentials. Also the
  * address guard that keeps user-supplied URLs (repository import, webhooks) off internal networks.
  */
-import { lookup as dnsLookup } from 'node:dns/promises'
 import { AppError } from './errors.ts'
 
 export interface HttpClientOptions {
@@ -256,8 +255,10 @@ const describeKind: Record<Exclude<AddressKind, 'public'>, string> = {
   reserved: 'a reserved address',
 }
 
+// Imported at the first outbound request: start-up need not load node:dns.
 async function systemLookup(host: string): Promise<string[]> {
-  return (await dnsLookup(host, { all: true })).map((entry) => entry.address)
+  const { lookup } = await import('node:dns/promises')
+  return (await lookup(host, { all: true })).map((entry) => entry.address)
 }
 
 /**

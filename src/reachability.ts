@@ -3,7 +3,6 @@
  * stops start-up with an `UnreachableError` naming the variable, the host and port and why, never the URL's
  * credentials; the entry point exits 78 (EX_CONFIG) for it, as for any other configuration problem.
  */
-import { lookup } from 'node:dns/promises'
 import { createRedisManager } from './redis.ts'
 
 export class UnreachableError extends Error {
@@ -42,6 +41,8 @@ async function reasonOf(url: string, error: unknown): Promise<string> {
   const { code, message } = (error ?? {}) as { code?: string; message?: string }
   // A refusal from a name that does not resolve is a typo or a missing DNS entry, not a server that is down.
   if (code && /CONNECTION_(REFUSED|CLOSED)$/.test(code)) {
+    // Only on this failure path: a start that reaches its servers never loads node:dns.
+    const { lookup } = await import('node:dns/promises')
     const resolves = await lookup(parsed.hostname.replace(/^\[|\]$/g, '')).then(
       () => true,
       () => false,

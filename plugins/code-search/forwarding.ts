@@ -16,7 +16,6 @@
  *
  * An owner that does not answer either is taken over and the search served here.
  */
-import { timingSafeEqual } from 'node:crypto'
 import { networkInterfaces } from 'node:os'
 import { AppError, errorCodes, type ErrorCode, type FieldProblem } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
@@ -132,7 +131,7 @@ export function createSearchForwarding(options: SearchForwardingOptions): Search
     if (!covered) return true
     const expected = Buffer.from(signature(...covered(at)))
     const given = Buffer.from(value.slice(dot + 1))
-    return given.length === expected.length && timingSafeEqual(expected, given)
+    return given.length === expected.length && crypto.timingSafeEqual(expected, given)
   }
 
   /**

@@ -4,7 +4,6 @@
  * comparing digests in constant time, and a key whose id is unknown is compared against a decoy digest, so an
  * unknown id and a wrong secret take the same steps.
  */
-import { timingSafeEqual } from 'node:crypto'
 import type { Database, SqlRow } from '../storage/database.ts'
 import { toNullableNumber, toNumber } from '../storage/database.ts'
 import { isScope, type Scope } from './roles.ts'
@@ -47,7 +46,7 @@ const DECOY = digestOf(crypto.randomUUID())
 /** Whether `secret` is the one whose digest is `storedHex` (a missing row compares against a decoy and fails). */
 export function secretMatches(secret: string, storedHex: string | undefined): boolean {
   const stored = storedHex && /^[0-9a-f]{64}$/.test(storedHex) ? Buffer.from(storedHex, 'hex') : DECOY
-  const same = timingSafeEqual(digestOf(secret), stored)
+  const same = crypto.timingSafeEqual(digestOf(secret), stored)
   return same && stored !== DECOY
 }
 

@@ -9,7 +9,6 @@
  */
 import { closeSync, constants, read, type BigIntStats } from 'node:fs'
 import { lstat, readlink, realpath } from 'node:fs/promises'
-import { promisify } from 'node:util'
 import ignore, { type Ignore } from 'ignore'
 import { TaskError } from '../tasks/index.ts'
 import { inDirectory, namesIn, openDirectory, openFileInTree } from './tree-walk.ts'
@@ -95,7 +94,9 @@ function isIgnored(levels: readonly IgnoreLevel[], path: string, directory: bool
   return ignored
 }
 
-const readAt = promisify(read)
+/** `read` at a position, awaited (node:util's promisify would cost start-up the whole module). */
+const readAt = (fd: number, into: Uint8Array, offset: number, length: number, position: number) =>
+  new Promise<number>((resolve, reject) => read(fd, into, offset, length, position, (err, bytesRead) => (err ? reject(err) : resolve(bytesRead))))
 
 /** The bytes of a regular file of the tree with no other link (tree-walk.ts), or why it was left out. */
 async function readInside(treeReal: string, absolute: string, maxBytes: number): Promise<{ bytes: Uint8Array; info: BigIntStats } | LeftOutReason> {
@@ -107,7 +108,7 @@ async function readInside(treeReal: string, absolute: string, maxBytes: number):
     const bytes = new Uint8Array(Number(info.size))
     let done = 0
     while (done < bytes.byteLength) {
-      const { bytesRead } = await readAt(fd, bytes, done, bytes.byteLength - done, done)
+      const bytesRead = await readAt(fd, bytes, done, bytes.byteLength - done, done)
       if (bytesRead === 0) break
       done += bytesRead
     }
