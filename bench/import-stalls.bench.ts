@@ -6,7 +6,8 @@
  * poll and search is put in the phase of the import it was due in: fetch, pack indexing, checkout, analysis,
  * indexing, snapshot (the import's last save), term space (learnt again after the import), and compaction (its
  * snapshot rewritten on a Worker and claimed). Five rounds, each a new repository of the same code, each after
- * a baseline: the same client while nothing is imported. After each round the repository is removed again.
+ * a baseline: the same client while nothing is imported. After each round the repository is removed again, with
+ * the same client: the removal is a phase of its own.
  *
  * The longest stall is the longest a /health poll waited past its due time. Beside it, the CPU time the
  * service's main thread ran meanwhile: on a host shared with other processes, the wait is mostly the host's.
@@ -32,7 +33,7 @@ const SEED_CHUNKS = 50_000
 const ROUNDS = Number(process.env.IMPORT_STALLS_ROUNDS ?? 5)
 const BASELINE_MS = 4_000
 const QUERIES = ['read file as text', 'websocket message handler', 'validate schema', 'parse arguments', 'abort controller signal']
-const PHASES = ['fetch', 'pack indexing', 'checkout', 'analysis', 'indexing', 'snapshot', 'term space', 'compaction'] as const
+const PHASES = ['fetch', 'pack indexing', 'checkout', 'analysis', 'indexing', 'snapshot', 'term space', 'compaction', 'removal'] as const
 type Phase = (typeof PHASES)[number]
 
 const percentile = (values: number[], p: number) => {
@@ -193,10 +194,17 @@ export async function run(): Promise<Row[]> {
         end = epochNow()
       })
       const phases = byPhase(answer, starts, end)
+      // Back to the seeded organisation for the next round.
+      const removalStarted = epochNow()
+      const removal = await measure(url, () => codeIndex.removeRepository(orgId, repositoryId))
+      phases.set('removal', windowOf(removal.health, removal.search, removal.turns, epochNow() - removalStarted))
       // The longest turns, to set beside a CPU profile (bun --cpu-prof, whose sample times are on the same clock).
       if (process.env.IMPORT_STALLS_TURNS) {
-        const longest = [...answer.turns].sort((a, b) => b.cpuMs - a.cpuMs).slice(0, 40)
-        writeFileSync(`${process.env.IMPORT_STALLS_TURNS}-${round}.json`, JSON.stringify({ starts: Object.fromEntries(starts), longest }))
+        const longest = [...answer.turns, ...removal.turns].sort((a, b) => b.cpuMs - a.cpuMs).slice(0, 40)
+        writeFileSync(
+          `${process.env.IMPORT_STALLS_TURNS}-${round}.json`,
+          JSON.stringify({ starts: { ...Object.fromEntries(starts), removal: removalStarted }, longest }),
+        )
       }
       const seconds = (end - starts.get('fetch')!) / 1000
       rounds.push({ baseline: windowOf(baseline.health, baseline.search, baseline.turns, BASELINE_MS), phases, chunks, seconds })
@@ -205,8 +213,6 @@ export async function run(): Promise<Row[]> {
         `import-stalls: round ${round}: ${large.files.toLocaleString('en-US')} files, ${chunks.toLocaleString('en-US')} chunks, ${seconds.toFixed(1)} s from the start to the compaction${failures ? `; ${failures} REQUESTS FAILED` : ''}`,
       )
       printRound(rounds.at(-1)!)
-      // Back to the seeded organisation for the next round.
-      await codeIndex.removeRepository(orgId, repositoryId)
       await fetch(`${url}/search?q=${encodeURIComponent(QUERIES[0]!)}`).then((r) => r.arrayBuffer())
       await codeIndex.meaningLearnt!(orgId)
       await compacted()

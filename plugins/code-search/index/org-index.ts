@@ -226,6 +226,16 @@ export class OrgIndex {
     if (paths.size === 0) this.files.delete(repositoryId)
   }
 
+  /** The paths the index holds chunks of for the repository. */
+  pathsOf(repositoryId: string): string[] {
+    return [...(this.files.get(repositoryId)?.keys() ?? [])]
+  }
+
+  /** How many chunks the index holds of the file. */
+  chunksAt(repositoryId: string, path: string): number {
+    return this.files.get(repositoryId)?.get(path)?.length ?? 0
+  }
+
   removeRepository(repositoryId: string): void {
     this.repositories.delete(repositoryId)
     for (const path of [...(this.files.get(repositoryId)?.keys() ?? [])]) this.removePath(repositoryId, path)

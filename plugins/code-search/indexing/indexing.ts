@@ -10,7 +10,7 @@ import type { Logger } from '../../../src/log.ts'
 import { type InProgress, timeSlices } from '../../../src/time-slices.ts'
 import type { EmbeddingProvider } from '../embeddings/index.ts'
 import type { FileChunks, IndexLifecycle, OrgState } from '../index/index.ts'
-import { PREPARE_BATCH_CHARS, PREPARE_IN_FLIGHT, SEARCH_PRIORITY_MS } from '../tuning.ts'
+import { PREPARE_BATCH_CHARS, PREPARE_IN_FLIGHT, REMOVAL_BATCH_CHUNKS, SEARCH_PRIORITY_MS } from '../tuning.ts'
 import { renewVocabulary } from '../terms/index.ts'
 import type { IndexFilesInput, RepositoryFile } from '../types.ts'
 import { chunkFile, type ChunkerOptions } from './chunker.ts'
@@ -54,7 +54,7 @@ export async function indexFiles(options: IndexingOptions, input: IndexFilesInpu
       await run.add(file)
     }
     await run.finish()
-    if (input.removedPaths?.length) lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: input.removedPaths.map(indexPath) })
+    if (input.removedPaths?.length) await removePaths(options, org, repositoryId, input.removedPaths.map(indexPath))
     if (input.commit) lifecycle.apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
     await run.trimPostings()
   } finally {
@@ -73,10 +73,32 @@ export async function removeRepository(options: IndexingOptions, orgId: string, 
   const { lifecycle } = options
   const org = await lifecycle.org(orgId)
   await lifecycle.refresh(org, true)
+  // Its files first, between other work, then its record (and anything indexed meanwhile).
+  await removePaths(options, org, repositoryId, org.index.pathsOf(repositoryId))
   lifecycle.apply(org, { kind: 'removeRepository', repositoryId })
   // Removing a chunk counts its terms again (to find its postings): as many words as an import of it.
   if (importsRunning === 0) renewVocabulary()
   lifecycle.learnMeaning(org)
+}
+
+/**
+ * Removes the repository's files at `paths`, in changes of about REMOVAL_BATCH_CHUNKS chunks with other work between
+ * them: as one change, a large repository's removal would hold the event loop for as long as all its chunks take.
+ */
+async function removePaths(options: IndexingOptions, org: OrgState, repositoryId: string, paths: readonly string[]): Promise<void> {
+  const giveWay = timeSlices(options.indexSliceMs, () => options.searches.finished(SEARCH_PRIORITY_MS))
+  let batch: string[] = []
+  let chunks = 0
+  for (const path of paths) {
+    batch.push(path)
+    chunks += org.index.chunksAt(repositoryId, path)
+    if (chunks < REMOVAL_BATCH_CHUNKS) continue
+    options.lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: batch })
+    batch = []
+    chunks = 0
+    await giveWay()
+  }
+  if (batch.length > 0) options.lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: batch })
 }
 
 /** The commit whose files the index holds for the repository, when its record still matches what it holds. */

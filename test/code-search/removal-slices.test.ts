@@ -1,0 +1,136 @@
+/**
+ * Removing a large repository, or the many paths an import deleted, gives way to other work between its changes
+ * (a few chunks each), and ends where a removal in one change would: the same answers, here and from the snapshot.
+ */
+import { afterEach, describe, expect, test } from 'bun:test'
+import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
+import { createFileSnapshotStore } from '../../plugins/code-search/index/persistence.ts'
+import { createCodeIndex } from '../../plugins/code-search/service.ts'
+import type { CodeIndex, RepositoryFile } from '../../plugins/code-search/types.ts'
+import { REMOVAL_BATCH_CHUNKS } from '../../plugins/code-search/tuning.ts'
+import { openDatabase } from '../../src/storage/database.ts'
+import { migrate } from '../../src/storage/migrate.ts'
+import { migrations } from '../../src/storage/migrations/index.ts'
+import { tempDir } from '../helpers.ts'
+import { corpus } from './fixtures.ts'
+
+// Well over one change's worth of chunks: one small function a file.
+const FILES = REMOVAL_BATCH_CHUNKS * 6
+const verifierFiles = (): RepositoryFile[] =>
+  Array.from({ length: FILES }, (_, n) => ({
+    path: `verify/check${n}.ts`,
+    content: `export function verifySignature${n}(token: string) {\n  return token.length > ${n}\n}\n`,
+  }))
+
+const cleanups: (() => unknown)[] = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+/**
+ * Whether, at some turn of the event loop while `work` ran, the index held `last` but no longer `first`: a removal
+ * seen half done. A search of this small index answers within the turn it starts in.
+ */
+async function seenHalfDone(index: CodeIndex, work: Promise<unknown>, first: string, last: string): Promise<boolean> {
+  const holds = async (path: string) =>
+    (await index.search({ orgId: 'org' }, { query: 'verify signature token', mode: 'text', pathPrefix: path, limit: 1 })).length > 0
+  let done = false
+  let halfDone = false
+  const probe = async () => {
+    if (done) return
+    if (!(await holds(first)) && (await holds(last))) halfDone = true
+    setImmediate(probe)
+  }
+  setImmediate(probe)
+  await work
+  done = true
+  return halfDone
+}
+
+async function savingIndex() {
+  const dir = tempDir('code-removal-')
+  cleanups.push(() => dir.remove())
+  const db = await openDatabase({ sqliteFile: ':memory:' })
+  cleanups.push(() => db.close())
+  await migrate(db, migrations)
+  const store = createFileSnapshotStore({ db, dir: dir.path })
+  cleanups.push(() => store.close?.())
+  // Slices of 0 ms: indexing gives way after every change.
+  const open = () => {
+    const index = createCodeIndex({ embeddings: createHashedEmbeddings(), snapshots: store, snapshotDelayMs: 600_000, indexSliceMs: 0 })
+    cleanups.push(() => index.close())
+    return index
+  }
+  return { open }
+}
+
+// Full text: the term space is learnt again after each change, in the background.
+const answer = (index: CodeIndex, query: string) =>
+  index.search({ orgId: 'org' }, { query, mode: 'text', limit: 20 }).then((results) => results.map((r) => `${r.repositoryId}:${r.path}`))
+
+describe('removing many chunks', () => {
+  const first = 'verify/check0.ts'
+  const last = `verify/check${FILES - 1}.ts`
+
+  test("a repository's removal gives way between its changes and leaves the other repositories as they were", async () => {
+    const index = createCodeIndex({ embeddings: createHashedEmbeddings(), indexSliceMs: 0 })
+    cleanups.push(() => index.close())
+    await index.indexFiles({ orgId: 'org', repositoryId: 'shop', repositoryName: 'acme/shop', files: corpus })
+    const shopAnswer = await answer(index, 'verify the token signature')
+    await index.indexFiles({ orgId: 'org', repositoryId: 'verifiers', repositoryName: 'acme/verifiers', files: verifierFiles() })
+    expect(await answer(index, 'verify signature token')).toContain(`verifiers:${first}`)
+
+    // As one change, no turn saw it half done.
+    expect(await seenHalfDone(index, index.removeRepository('org', 'verifiers'), first, last)).toBe(true)
+    expect(await answer(index, 'verify the token signature')).toEqual(shopAnswer)
+    expect((await answer(index, 'verify signature token')).filter((hit) => hit.startsWith('verifiers:'))).toEqual([])
+    expect(await index.indexedCommit!('org', 'verifiers')).toBeUndefined()
+  })
+
+  test("an import's deleted paths go between other work too, and its commit is recorded once they are gone", async () => {
+    const index = createCodeIndex({ embeddings: createHashedEmbeddings(), indexSliceMs: 0 })
+    cleanups.push(() => index.close())
+    const files = verifierFiles()
+    await index.indexFiles({ orgId: 'org', repositoryId: 'verifiers', repositoryName: 'acme/verifiers', files, commit: 'a'.repeat(40) })
+    const kept = [files.at(-1)!.path]
+    const deleted = files.slice(0, -1).map((file) => file.path)
+    const reimport = index.indexFiles({
+      orgId: 'org',
+      repositoryId: 'verifiers',
+      repositoryName: 'acme/verifiers',
+      files: [],
+      removedPaths: deleted,
+      commit: 'b'.repeat(40),
+    })
+    expect(await seenHalfDone(index, reimport, first, `verify/check${FILES - 2}.ts`)).toBe(true)
+    const left = await index.search({ orgId: 'org' }, { query: 'verify signature token', mode: 'text', limit: 50 })
+    expect(left.map((hit) => hit.path)).toEqual(kept)
+    expect(await index.indexedCommit!('org', 'verifiers')).toBe('b'.repeat(40))
+  })
+
+  test('both end in a snapshot that loads as the index was', async () => {
+    const { open } = await savingIndex()
+    const index = open()
+    await index.indexFiles({ orgId: 'org', repositoryId: 'shop', repositoryName: 'acme/shop', files: corpus })
+    const files = verifierFiles()
+    await index.indexFiles({ orgId: 'org', repositoryId: 'verifiers', repositoryName: 'acme/verifiers', files, commit: 'a'.repeat(40) })
+    await index.indexFiles({ orgId: 'org', repositoryId: 'more', repositoryName: 'acme/more', files, commit: 'c'.repeat(40) })
+    await index.removeRepository('org', 'verifiers')
+    await index.indexFiles({
+      orgId: 'org',
+      repositoryId: 'more',
+      repositoryName: 'acme/more',
+      files: [],
+      removedPaths: files.slice(1).map((f) => f.path),
+      commit: 'd'.repeat(40),
+    })
+    const expected = await answer(index, 'verify the token signature')
+    expect(expected).toContain(`more:${first}`)
+    await index.close()
+
+    const reloaded = open()
+    expect(await answer(reloaded, 'verify the token signature')).toEqual(expected)
+    expect(await reloaded.indexedCommit!('org', 'verifiers')).toBeUndefined()
+    expect(await reloaded.indexedCommit!('org', 'more')).toBe('d'.repeat(40))
+  })
+})
