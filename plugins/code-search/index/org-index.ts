@@ -79,6 +79,8 @@ export class OrgIndex {
   private changedWhileLearning: Set<number> | undefined
   /** Chunks stored or removed, ever. */
   private changes = 0
+  /** changeCount when a chunk was last stored in or taken out of each slot (0: not since this index was made). */
+  private slotChangedAt = new Float64Array(0)
 
   constructor(restored?: { db: ChunkDatabase; vectors: VectorStore | undefined; repositories?: [string, RepositoryRecord][]; untracked?: boolean }) {
     this.db = restored?.db ?? createChunkDatabase()
@@ -105,6 +107,11 @@ export class OrgIndex {
   /** Counts every chunk stored or removed: a search that gave way in between sees whether its slots still hold. */
   get changeCount(): number {
     return this.changes
+  }
+
+  /** Whether the slot holds what it held when changeCount was `count`. */
+  unchangedSince(slot: number, count: number): boolean {
+    return (this.slotChangedAt[slot] ?? 0) <= count
   }
 
   /**
@@ -165,6 +172,12 @@ export class OrgIndex {
 
   private noteChange(slot: number): void {
     this.changes++
+    if (slot >= this.slotChangedAt.length) {
+      const wider = new Float64Array(Math.max(slot + 1, this.slotChangedAt.length * 2, 1024))
+      wider.set(this.slotChangedAt)
+      this.slotChangedAt = wider
+    }
+    this.slotChangedAt[slot] = this.changes
     this.changedWhileLearning?.add(slot)
   }
 

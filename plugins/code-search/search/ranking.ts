@@ -51,9 +51,15 @@ export interface RankingQuery {
   limit: number
 }
 
-/** The chunks best first, one step at a time; each yield is a point where other work may run. */
+/**
+ * The chunks best first, one step at a time; each yield is a point where other work may run. Chunks stored or
+ * removed meanwhile are left out of what was found before: the answer is the index as it was at the first step,
+ * without what changed since.
+ */
 export function* rankingSteps(index: OrgIndex, query: RankingQuery): Generator<void, ScoredSlot[]> {
   const { text, code, mode, filter } = query
+  const startedAt = index.changeCount
+  const unchanged = (list: ScoredSlot[]) => (index.changeCount === startedAt ? list : list.filter(({ slot }) => index.unchangedSince(slot, startedAt)))
   // Deeper than the answer: fusion lets a chunk second in both lists beat one first in only one, and the file
   // priors may move chunks up from below the limit.
   const depth = Math.max(query.limit * RANKING_DEPTH.perResult, RANKING_DEPTH.least)
@@ -66,15 +72,16 @@ export function* rankingSteps(index: OrgIndex, query: RankingQuery): Generator<v
     const byVector = wordsVector
       ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests, sharpened(fit, REPOSITORY_FIT.vectorSharpness))
       : []
-    if (mode !== 'hybrid') return mode === 'text' ? byText : byVector
+    if (mode !== 'hybrid') return unchanged(mode === 'text' ? byText : byVector)
     yield
-    return withWholeFiles(index, words, fuse(byText, byVector), askingForTests, fit)
+    return withWholeFiles(index, words, fuse(unchanged(byText), unchanged(byVector)), askingForTests, fit)
   }
   const byQuestion = yield* rank(text, query.vector)
-  if (code === undefined) return byQuestion
+  if (code === undefined) return unchanged(byQuestion)
+  const byCode = yield* rank(code, query.codeVector)
   return convex([
-    [byQuestion, 1 - EXPANSION_SHARE],
-    [yield* rank(code, query.codeVector), EXPANSION_SHARE],
+    [unchanged(byQuestion), 1 - EXPANSION_SHARE],
+    [unchanged(byCode), EXPANSION_SHARE],
   ])
 }
 
@@ -85,14 +92,6 @@ function sharpened(fit: ReadonlyMap<string, number>, sharpness: number): Readonl
   if (fit.size === 0 || sharpness === REPOSITORY_FIT.sharpness) return fit
   const power = sharpness / REPOSITORY_FIT.sharpness
   return new Map([...fit].map(([repositoryId, weight]) => [repositoryId, weight ** power]))
-}
-
-/** A generator run to its end without pausing. */
-export function toEnd<T>(steps: Generator<void, T>): T {
-  for (;;) {
-    const step = steps.next()
-    if (step.done) return step.value
-  }
 }
 
 /** Scores scaled by each chunk's file prior (tests, prose, generated files weigh less), best first. */

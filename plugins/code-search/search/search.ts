@@ -10,7 +10,7 @@ import type { QueryExpander } from '../expansion.ts'
 import type { ChunkFilter, IndexLifecycle, OrgIndex } from '../index/index.ts'
 import type { CodeIndex, CodeSearchQuery, CodeSearchResult, SearchMode } from '../types.ts'
 import type { ScoredSlot } from '../vectors/index.ts'
-import { rankingSteps, toEnd, type RankingQuery } from './ranking.ts'
+import { rankingSteps, type RankingQuery } from './ranking.ts'
 import { buildSnippet, snippetTerms } from './snippet.ts'
 
 export const SEARCH_MODES = ['hybrid', 'text', 'vector'] as const satisfies readonly SearchMode[]
@@ -96,28 +96,23 @@ function queryVectors(embeddings: EmbeddingProvider): (text: string) => Promise<
 
 /**
  * A search of a large index takes several milliseconds: other requests run between its steps rather than wait for
- * all of it, and indexing waits until it ends (SEARCH_PRIORITY_MS). Should the index change meanwhile, the slots
- * found so far may name other chunks: the ranking is done again, at once.
+ * all of it, and indexing waits until it ends (SEARCH_PRIORITY_MS). Should the index change meanwhile, the chunks
+ * stored or removed since its first step are left out of its answer (rankingSteps), rather than the whole ranking
+ * being done again in one turn: an import or a removal changes the index between nearly every step.
  */
 async function rankGivingWay(index: OrgIndex, query: RankingQuery, options: SearchOptions): Promise<ScoredSlot[]> {
   const { searches } = options
   const giveWay = timeSlices(options.searchSliceMs)
-  const changeCount = index.changeCount
-  let ranked: ScoredSlot[] | undefined
   searches.started()
   try {
     const steps = rankingSteps(index, query)
-    let step = steps.next()
-    while (!step.done) {
+    for (let step = steps.next(); ; step = steps.next()) {
+      if (step.done) return step.value
       await giveWay()
-      if (index.changeCount !== changeCount) break
-      step = steps.next()
     }
-    if (step.done) ranked = step.value
   } finally {
     searches.ended()
   }
-  return ranked ?? toEnd(rankingSteps(index, query))
 }
 
 /** The ranked chunks as results, each with a snippet where the question's words meet. */
