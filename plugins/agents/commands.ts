@@ -71,8 +71,14 @@ export function debugCommand(deps: CommandDependencies): CommandHandler {
       if (params.importId) {
         const view = await succeededImport(deps.imports, context, params.importId)
         const query = (params.error ?? params.code ?? '').slice(0, 500)
+        // The related code helps, the debugging does not depend on it: an index still loading (or failing) leaves it out.
         const hits = query.trim()
-          ? await deps.codeIndex.search({ orgId: context.caller.orgId }, { query, repositoryIds: [view.repository.id], limit: 5, expand: false })
+          ? await deps.codeIndex
+              .search({ orgId: context.caller.orgId }, { query, repositoryIds: [view.repository.id], limit: 5, expand: false })
+              .catch((err: unknown) => {
+                context.log(`Could not search ${view.repository.name} (${(err as Error).message}); going on without related code`)
+                return []
+              })
           : []
         context.log(`Found ${hits.length} related snippet${hits.length === 1 ? '' : 's'} in ${view.repository.name}`)
         // Plain source: what the model copies into a fix must match the file.

@@ -5,6 +5,7 @@
  * through its life (index/lifecycle.ts), indexing (indexing/) and search (search/, ranking by search/ranking.ts),
  * which share the count of searches under way: indexing waits for them.
  */
+import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { RedisManager } from '../../src/redis.ts'
 import { InProgress } from '../../src/time-slices.ts'
@@ -126,7 +127,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     searches,
   }
 
-  const searchHere = createSearch({
+  const searchIndex = createSearch({
     embeddings,
     lifecycle,
     logger,
@@ -134,6 +135,17 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     expandQuery: options.expandQuery,
     searches,
   })
+  const loadWaitMs = options.loadWaitMs ?? 150
+  // Searches made in a process (chat, the agents, MCP, another process's scoped search) are not kept waiting for a
+  // large snapshot's load either: past the wait they fail as retryable, where the route answers partial.
+  const searchHere: CodeIndex['search'] = async (scope, query) => {
+    normaliseQuery(query)
+    if ((await lifecycle.readiness(scope.orgId, loadWaitMs)) === 'loading')
+      throw new AppError('unavailable', "The organisation's code index is still loading from its snapshot; search again in a moment", {
+        headers: { 'retry-after': '1' },
+      })
+    return searchIndex(scope, query)
+  }
 
   return {
     indexFiles: (input) => changing(input.orgId, () => indexFiles(indexing, input)),
@@ -144,7 +156,7 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     },
     indexedCommit: (orgId, repositoryId) => indexedCommit(indexing, orgId, repositoryId),
     meaningLearnt: (orgId) => lifecycle.meaningLearnt(orgId),
-    readiness: (orgId) => lifecycle.readiness(orgId, options.loadWaitMs ?? 150),
+    readiness: (orgId) => lifecycle.readiness(orgId, loadWaitMs),
     async search(scope, query) {
       if (forwarding) {
         // A query refused here never makes the hop; the owner is sent only what its schema takes.

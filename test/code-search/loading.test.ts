@@ -8,6 +8,7 @@
 import { describe, expect, test } from 'bun:test'
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { AppError } from '../../src/errors.ts'
 import { memoryLogger } from '../../src/log.ts'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
 import { createFileSnapshotStore, orgDirName, type DecodedSnapshot, type SnapshotStore } from '../../plugins/code-search/index/persistence.ts'
@@ -18,6 +19,15 @@ import { suiteBackend } from './suite.ts'
 
 const QUESTION = { query: 'verify the token signature', mode: 'hybrid' } as const
 const paths = (results: { path: string }[]) => results.map((r) => r.path)
+
+/** Once the load under way has ended: with no wait at all, a search before then is refused as still loading. */
+async function loaded(index: { readiness?(orgId: string): Promise<string> }, orgId: string): Promise<string> {
+  for (;;) {
+    const readiness = await index.readiness!(orgId)
+    if (readiness !== 'loading') return readiness
+    await Bun.sleep(5)
+  }
+}
 
 forEachBackend(({ name, open }) => {
   describe(`loading a code index from its snapshot (${name})`, () => {
@@ -82,9 +92,45 @@ forEachBackend(({ name, open }) => {
       } finally {
         release()
       }
+      expect(await loaded(index, orgId)).toBe('ready')
       expect(paths(await index.search({ orgId }, QUESTION))).toEqual(paths(expected))
       expect(events).toEqual(['decoding', 'answered: loading', 'decoded'])
       expect(await index.readiness!(orgId)).toBe('ready')
+    })
+
+    test('a search made in the process (chat, the agents, MCP, a scoped search) during that load fails at once as retryable, and answers once the load is done', async () => {
+      const { orgId, store, open, expected } = await saved()
+      let release!: () => void
+      const held = new Promise<void>((resolve) => (release = resolve))
+      let started!: () => void
+      const decoding = new Promise<void>((resolve) => (started = resolve))
+      const files = store()
+      const gated = store({
+        async decode(org, snapshot, aside): Promise<DecodedSnapshot> {
+          aside?.()
+          started()
+          await held
+          return files.decode!(org, snapshot)
+        },
+      })
+      const { index } = open(gated, 0)
+      try {
+        const searching = index.search({ orgId }, QUESTION).then(
+          () => 'answered',
+          (error: unknown) => error,
+        )
+        await decoding
+        // The load is held until after this: a search waiting for it would never get here.
+        const refused = await searching
+        expect(refused).toBeInstanceOf(AppError)
+        expect(refused).toMatchObject({ code: 'unavailable', status: 503, options: { headers: { 'retry-after': '1' } } })
+        // A query refused on its own is refused as such, loading or not.
+        await expect(index.search({ orgId }, { query: '   ' })).rejects.toMatchObject({ code: 'validation_failed' })
+      } finally {
+        release()
+      }
+      expect(await loaded(index, orgId)).toBe('ready')
+      expect(paths(await index.search({ orgId }, QUESTION))).toEqual(paths(expected))
     })
 
     test('a search waits for a snapshot small enough to be decoded on the event loop, however long that takes', async () => {
