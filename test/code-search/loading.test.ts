@@ -60,9 +60,11 @@ forEachBackend(({ name, open }) => {
       return { orgId, store, open, expected, file }
     }
 
-    test('a search arriving while the snapshot loads is told so while the load is still under way, and the load goes on', async () => {
-      const { orgId, store, open, expected } = await saved()
-      const events: string[] = []
+    /**
+     * A snapshot store whose decode is held until `release`: `decoding` settles once it started. `aside` marks the
+     * load as a Worker's (a snapshot of 512 KiB or more); `events` records when it starts and ends.
+     */
+    function heldDecode(store: (more?: Partial<SnapshotStore>) => SnapshotStore, options: { aside: boolean; events?: string[] }) {
       let release!: () => void
       const held = new Promise<void>((resolve) => (release = resolve))
       let started!: () => void
@@ -70,15 +72,22 @@ forEachBackend(({ name, open }) => {
       const files = store()
       const gated = store({
         async decode(org, snapshot, aside): Promise<DecodedSnapshot> {
-          // As a snapshot large enough for the Worker.
-          aside?.()
-          events.push('decoding')
+          if (options.aside) aside?.()
+          options.events?.push('decoding')
           started()
           await held
-          events.push('decoded')
+          options.events?.push('decoded')
           return files.decode!(org, snapshot)
         },
       })
+      return { gated, release, decoding }
+    }
+
+    test('a search arriving while the snapshot loads is told so while the load is still under way, and the load goes on', async () => {
+      const { orgId, store, open, expected } = await saved()
+      const events: string[] = []
+      // As a snapshot large enough for the Worker.
+      const { gated, release, decoding } = heldDecode(store, { aside: true, events })
       // Without waiting at all: the answer cannot come from the load, which is held until the answers are in.
       const { index } = open(gated, 0)
       try {
@@ -100,19 +109,7 @@ forEachBackend(({ name, open }) => {
 
     test('a search made in the process (chat, the agents, MCP, a scoped search) during that load fails at once as retryable, and answers once the load is done', async () => {
       const { orgId, store, open, expected } = await saved()
-      let release!: () => void
-      const held = new Promise<void>((resolve) => (release = resolve))
-      let started!: () => void
-      const decoding = new Promise<void>((resolve) => (started = resolve))
-      const files = store()
-      const gated = store({
-        async decode(org, snapshot, aside): Promise<DecodedSnapshot> {
-          aside?.()
-          started()
-          await held
-          return files.decode!(org, snapshot)
-        },
-      })
+      const { gated, release, decoding } = heldDecode(store, { aside: true })
       const { index } = open(gated, 0)
       try {
         const searching = index.search({ orgId }, QUESTION).then(
@@ -135,18 +132,7 @@ forEachBackend(({ name, open }) => {
 
     test('a search waits for a snapshot small enough to be decoded on the event loop, however long that takes', async () => {
       const { orgId, store, open, expected } = await saved()
-      let release!: () => void
-      const held = new Promise<void>((resolve) => (release = resolve))
-      let started!: () => void
-      const decoding = new Promise<void>((resolve) => (started = resolve))
-      const files = store()
-      const gated = store({
-        async decode(org, snapshot): Promise<DecodedSnapshot> {
-          started()
-          await held
-          return files.decode!(org, snapshot)
-        },
-      })
+      const { gated, release, decoding } = heldDecode(store, { aside: false })
       const { index } = open(gated, 0)
       const readiness = index.readiness!(orgId)
       await decoding
