@@ -5,7 +5,6 @@
  * through its life (index/lifecycle.ts), indexing (indexing/) and search (search/, ranking by search/ranking.ts),
  * which share the count of searches under way: indexing waits for them.
  */
-import { AppError } from '../../src/errors.ts'
 import type { Logger } from '../../src/log.ts'
 import type { RedisManager } from '../../src/redis.ts'
 import { InProgress } from '../../src/time-slices.ts'
@@ -127,25 +126,18 @@ export function createCodeIndex(options: CodeIndexOptions): CodeIndex {
     searches,
   }
 
-  const searchIndex = createSearch({
+  const loadWaitMs = options.loadWaitMs ?? 150
+  // Searches made in a process (chat, the agents, MCP, another process's scoped search) are not kept waiting for a
+  // large snapshot's load either: past the wait they fail as retryable, where the route answers partial.
+  const searchHere = createSearch({
     embeddings,
     lifecycle,
     logger,
     searchSliceMs: options.searchSliceMs ?? SEARCH_SLICE_MS,
     expandQuery: options.expandQuery,
     searches,
+    loadWaitMs,
   })
-  const loadWaitMs = options.loadWaitMs ?? 150
-  // Searches made in a process (chat, the agents, MCP, another process's scoped search) are not kept waiting for a
-  // large snapshot's load either: past the wait they fail as retryable, where the route answers partial.
-  const searchHere: CodeIndex['search'] = async (scope, query) => {
-    normaliseQuery(query)
-    if ((await lifecycle.readiness(scope.orgId, loadWaitMs)) === 'loading')
-      throw new AppError('unavailable', "The organisation's code index is still loading from its snapshot; search again in a moment", {
-        headers: { 'retry-after': '1' },
-      })
-    return searchIndex(scope, query)
-  }
 
   return {
     indexFiles: (input) => changing(input.orgId, () => indexFiles(indexing, input)),

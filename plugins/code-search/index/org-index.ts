@@ -251,7 +251,7 @@ export class OrgIndex {
 
   removeRepository(repositoryId: string): void {
     this.repositories.delete(repositoryId)
-    for (const path of [...(this.files.get(repositoryId)?.keys() ?? [])]) this.removePath(repositoryId, path)
+    for (const path of this.pathsOf(repositoryId)) this.removePath(repositoryId, path)
   }
 
   /** Records that the repository's files are those of `commit`, with vectors of `embeddings`. */

@@ -28,6 +28,11 @@ export interface SearchOptions {
   expandQuery: QueryExpander | undefined
   /** Searches under way, counted so indexing waits for them. */
   searches: InProgress
+  /**
+   * How long a search waits for its organisation's snapshot being loaded on the Worker before it fails as retryable
+   * (503 unavailable, Retry-After: 1) rather than waiting for the whole load.
+   */
+  loadWaitMs: number
 }
 
 const invalid = (field: string, message: string) => new AppError('validation_failed', `${field}: ${message}`, { errors: [{ field, message }] })
@@ -62,6 +67,10 @@ export function createSearch(options: SearchOptions): CodeIndex['search'] {
   const queryVector = queryVectors(options.embeddings)
   return async (scope, query) => {
     const { text, mode, limit, filter } = normaliseQuery(query)
+    if ((await lifecycle.readiness(scope.orgId, options.loadWaitMs)) === 'loading')
+      throw new AppError('unavailable', "The organisation's code index is still loading from its snapshot; search again in a moment", {
+        headers: { 'retry-after': '1' },
+      })
     const org = await lifecycle.org(scope.orgId)
     // A search answers from what this process has when the database cannot say whether it is current.
     await lifecycle.refresh(org, false).catch((error) => logger.warn('code index version check failed', { orgId: scope.orgId, err: error }))
