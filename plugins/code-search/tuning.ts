@@ -156,6 +156,13 @@ export const INDEX_SLICE_MS = 4
 export const REMOVAL_BATCH_CHUNKS = 100
 
 /**
+ * Quiet time after the last change that removed chunks before their entries are swept out of the full-text
+ * postings (reads skip them meanwhile): a removal of many chunks goes in changes a few milliseconds apart, and one
+ * sweep after them scans each list once rather than once a change.
+ */
+export const SWEEP_DELAY_MS = 100
+
+/**
  * Longest wait of indexing for the searches under way, so a stream of them cannot stop an import. With it, the
  * stall bench's search p99 during an import was 22.4 to 30.9 ms in three runs (bound 50). No other wait is
  * recorded as tried.

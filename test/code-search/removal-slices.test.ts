@@ -4,13 +4,17 @@
  */
 import { afterEach, describe, expect, test } from 'bun:test'
 import { createHashedEmbeddings } from '../../plugins/code-search/embeddings/hashed.ts'
+import { IndexLifecycle } from '../../plugins/code-search/index/lifecycle.ts'
 import { createFileSnapshotStore } from '../../plugins/code-search/index/persistence.ts'
+import { indexFiles, removeRepository, type IndexingOptions } from '../../plugins/code-search/indexing/indexing.ts'
 import { createCodeIndex } from '../../plugins/code-search/service.ts'
 import type { CodeIndex, RepositoryFile } from '../../plugins/code-search/types.ts'
 import { REMOVAL_BATCH_CHUNKS } from '../../plugins/code-search/tuning.ts'
+import { memoryLogger } from '../../src/log.ts'
 import { openDatabase } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
 import { migrations } from '../../src/storage/migrations/index.ts'
+import { InProgress } from '../../src/time-slices.ts'
 import { tempDir } from '../helpers.ts'
 import { corpus } from './fixtures.ts'
 
@@ -133,5 +137,72 @@ describe('removing many chunks', () => {
     expect(await reloaded.indexedCommit!('org', 'verifiers')).toBeUndefined()
     expect(await reloaded.indexedCommit!('org', 'more')).toBe('d'.repeat(40))
     expect(await answer(reloaded, 'verify the token signature')).toEqual(expected)
+  })
+})
+
+describe("removed chunks' postings", () => {
+  const lifecycle = () => {
+    const made = new IndexLifecycle({
+      embeddings: { id: 'test', hashedDimensions: undefined },
+      snapshots: undefined,
+      logger: memoryLogger(),
+      now: Date.now,
+      snapshotDelayMs: 600_000,
+      refreshIntervalMs: 0,
+      compactAfterBytes: Infinity,
+    })
+    cleanups.push(() => made.close())
+    return made
+  }
+  const fileOf = (path: string, content: string) => ({
+    repositoryId: 'r',
+    repositoryName: 'acme/r',
+    path,
+    language: 'TypeScript',
+    chunks: [{ startLine: 1, endLine: 3, content, symbols: [], vector: Float32Array.of(1, 0) }],
+  })
+
+  test('are swept once the changes removing chunks pause, whatever applied them', async () => {
+    const indexes = lifecycle()
+    const org = await indexes.org('org')
+    for (let n = 0; n < 50; n++) indexes.apply(org, { kind: 'file', file: fileOf(`f${n}.ts`, `verify token ${n}`) })
+    indexes.apply(org, { kind: 'removePaths', repositoryId: 'r', paths: ['f1.ts', 'f2.ts'] })
+    expect(org.index.sweepPending).toBe(true)
+    // Answered as gone meanwhile.
+    expect(org.index.searchText('verify token', {}, 100)).toHaveLength(48)
+    while (org.index.sweepPending) await Bun.sleep(10)
+    expect(org.index.searchText('verify token', {}, 100)).toHaveLength(48)
+  })
+
+  test("are swept before a repository's removal, or an import that removed paths, answers", async () => {
+    const indexes = lifecycle()
+    const embeddings = createHashedEmbeddings()
+    const options: IndexingOptions = {
+      embeddings,
+      lifecycle: indexes,
+      logger: memoryLogger(),
+      embedBatchSize: 64,
+      prepareInWorkerFrom: Infinity,
+      indexSliceMs: 0,
+      chunker: undefined,
+      searches: new InProgress(),
+    }
+    const org = await indexes.org('org')
+    await indexFiles(options, { orgId: 'org', repositoryId: 'shop', repositoryName: 'acme/shop', files: corpus })
+    await indexFiles(options, { orgId: 'org', repositoryId: 'verifiers', repositoryName: 'acme/verifiers', files: verifierFiles() })
+    await indexFiles(options, {
+      orgId: 'org',
+      repositoryId: 'verifiers',
+      repositoryName: 'acme/verifiers',
+      files: [],
+      removedPaths: verifierFiles()
+        .slice(1)
+        .map((file) => file.path),
+    })
+    expect(org.index.sweepPending).toBe(false)
+    expect(org.index.pathsOf('verifiers')).toEqual(['verify/check0.ts'])
+    await removeRepository(options, 'org', 'verifiers')
+    expect(org.index.sweepPending).toBe(false)
+    expect(org.index.pathsOf('verifiers')).toEqual([])
   })
 })

@@ -11,7 +11,8 @@
  */
 import type { Logger } from '../../../src/log.ts'
 import type { EmbeddingProvider } from '../embeddings/index.ts'
-import { TERM_SPACE_BATCH_CHARS } from '../tuning.ts'
+import { timeSlices } from '../../../src/time-slices.ts'
+import { INDEX_SLICE_MS, SWEEP_DELAY_MS, TERM_SPACE_BATCH_CHARS } from '../tuning.ts'
 import { termSpaceLearner } from '../vectors/index.ts'
 import { applyChange, decodeChanges, encodeChange, type Change } from './changes.ts'
 import type { OrgIndex } from './org-index.ts'
@@ -86,6 +87,9 @@ export interface OrgState extends Loaded {
   /** The term space being learnt, and whether to look again when it is: the index changed meanwhile. */
   learning: Promise<void> | undefined
   learnAgain: boolean
+  /** A sweep of removed chunks' postings, waiting for changes to pause (sweepLater) or under way (sweep). */
+  sweepTimer: ReturnType<typeof setTimeout> | undefined
+  sweeping: Promise<void> | undefined
   /** Set once the organisation was deleted: nothing is applied or saved any more. */
   removed?: boolean
 }
@@ -128,6 +132,8 @@ export class IndexLifecycle {
         (org) => {
           if (this.states.get(orgId) === loading) this.used(org)
           this.learnMeaning(org)
+          // A snapshot's segments may remove chunks.
+          this.sweepLater(org)
         },
         () => undefined,
       )
@@ -193,6 +199,7 @@ export class IndexLifecycle {
     // Changed or taken up again meanwhile: kept.
     if (org.pending.length > 0 || org.savesInFlight > 0 || this.holds.has(orgId) || this.resident.get(orgId) !== org) return false
     clearTimeout(org.timer)
+    clearTimeout(org.sweepTimer)
     this.resident.delete(orgId)
     this.states.delete(orgId)
     return true
@@ -275,10 +282,49 @@ export class IndexLifecycle {
   apply(org: OrgState, change: Change): void {
     if (org.removed) return
     applyChange(org.index, change)
+    this.sweepLater(org)
     if (!this.options.snapshots) return
     org.pending.push(encodeChange(change))
     org.pendingSince ??= this.options.now()
     this.scheduleSave(org)
+  }
+
+  /**
+   * Sweeps the removed chunks' entries out of the index's postings once changes have paused for SWEEP_DELAY_MS:
+   * reads skip them meanwhile, and sweeping once after a run of removals scans each list once, not once a change.
+   */
+  private sweepLater(org: OrgState): void {
+    if (this.isClosed || !org.index.sweepPending) return
+    clearTimeout(org.sweepTimer)
+    org.sweepTimer = setTimeout(() => {
+      this.sweep(org).catch((error) => this.options.logger.warn('code index sweep failed', { orgId: org.orgId, err: error }))
+    }, SWEEP_DELAY_MS)
+    org.sweepTimer.unref?.()
+  }
+
+  /**
+   * Sweeps the removed chunks' entries out of the index's postings now, between other work (`giveWay`, see
+   * time-slices.ts); resolves once none is left, or the lifecycle is closed. One sweep runs at a time.
+   */
+  async sweep(org: OrgState, giveWay = timeSlices(INDEX_SLICE_MS)): Promise<void> {
+    clearTimeout(org.sweepTimer)
+    org.sweepTimer = undefined
+    while (org.sweeping) await org.sweeping
+    if (this.isClosed || !org.index.sweepPending) return
+    const run = (async () => {
+      // The index may be replaced by a newer snapshot meanwhile: that one is swept in its turn.
+      for (let index = org.index; index.sweepPending && !this.isClosed; index = org.index)
+        for (const _ of index.sweepRemoved()) {
+          await giveWay()
+          if (this.isClosed || org.index !== index) break
+        }
+    })()
+    org.sweeping = run
+    try {
+      await run
+    } finally {
+      org.sweeping = undefined
+    }
   }
 
   /** Saves the pending changes now; on failure they stay pending and a retry is scheduled. */
@@ -347,6 +393,7 @@ export class IndexLifecycle {
       if (result.status !== 'fulfilled') continue
       const org = result.value
       clearTimeout(org.timer)
+      clearTimeout(org.sweepTimer)
       if (snapshots && org.pending.length > 0) await this.save(org).catch(() => undefined)
       await org.queue
     }
@@ -381,6 +428,8 @@ export class IndexLifecycle {
       refreshing: undefined,
       learning: undefined,
       learnAgain: false,
+      sweepTimer: undefined,
+      sweeping: undefined,
     } satisfies OrgState
   }
 
@@ -431,6 +480,7 @@ export class IndexLifecycle {
     this.applyPending(org, loaded.index)
     Object.assign(org, loaded)
     this.learnMeaning(org)
+    this.sweepLater(org)
     this.options.logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: loaded.version })
   }
 
@@ -450,6 +500,7 @@ export class IndexLifecycle {
     this.applyPending(org, org.index)
     Object.assign(org, { version: named.version, file: named.file, layout: tail.layout })
     this.learnMeaning(org)
+    this.sweepLater(org)
     logger.info('code index reloaded: another process saved a newer snapshot', { orgId: org.orgId, version: named.version, changes: tail.changes.length })
     return true
   }

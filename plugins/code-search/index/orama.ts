@@ -14,7 +14,7 @@
  *   rather than a Set of ids per value: together a kilobyte and more less per chunk.
  */
 import { components, create, load, type AnyOrama, type RawData, type Tokenizer } from '@orama/orama'
-import { countedTermsOf, queryTerms, weightedQueryTerms } from '../terms/index.ts'
+import { countedTermsOf, countTerms, queryTerms, weightedQueryTerms } from '../terms/index.ts'
 import { COMMON_SYNONYM } from '../tuning.ts'
 import { EnumIndex, type SavedEnumIndex } from './enum-index.ts'
 import { PostingLists } from './postings.ts'
@@ -56,16 +56,6 @@ const codeTokenizer: Tokenizer = {
   tokenize: (raw) => queryTerms(raw),
 }
 
-/**
- * Removed documents whose entries are still in the lists of these terms. They are dropped together, before the
- * field's next insert, search or save: a list has no index by document, and one pass over the lists a batch of
- * removals touched costs far less than a scan per removed document (removing a whole repository, say).
- */
-interface Removals {
-  ids: Set<number>
-  terms: Set<string>
-}
-
 // Orama's index store, typed loosely: its generic signatures do not survive being wrapped.
 type IndexStore = {
   sharedInternalDocumentStore: { internalIdToId: string[] }
@@ -73,9 +63,8 @@ type IndexStore = {
   fieldLengths: Record<string, Record<number, number | undefined>>
   searchablePropertiesWithTypes: Record<string, string>
   indexes: Record<string, { type: string; node: unknown; isArray: boolean }>
-  /** Ours: one inverted index per string field, and its removals not yet dropped. */
+  /** Ours: one inverted index per string field. */
   postings: Record<string, PostingLists>
-  removals: Record<string, Removals>
   repositories: RepositoryStatistics
 }
 
@@ -141,7 +130,6 @@ export function repositoryLikelihoods(db: ChunkDatabase, query: string, smoothin
   const postings = index.postings.content
   const lengths = index.repositories.lengths.content
   if (!postings || !lengths || !severalRepositories(index)) return likelihoods
-  dropRemoved(index, 'content')
   let total = 0
   for (let repository = 0; repository < chunks.length; repository++) if (chunks[repository]! > 0) total += lengths[repository] ?? 0
   const sums = new Float64Array(chunks.length)
@@ -178,14 +166,6 @@ export function uncountInRepository(db: ChunkDatabase, id: string): void {
   statistics.of[internalId] = -1
   statistics.chunks[number]!--
   for (const field of stringFields(data.index)) statistics.lengths[field]![number]! -= data.index.fieldLengths[field]?.[internalId] ?? 0
-}
-
-function dropRemoved(index: IndexStore, field: string): void {
-  const removals = index.removals[field]
-  if (!removals || removals.ids.size === 0) return
-  index.postings[field]!.drop(removals.ids, removals.terms)
-  removals.ids.clear()
-  removals.terms.clear()
 }
 
 /** Postings as saved: per field, [term, [id, count, id, count, ...]]. */
@@ -238,7 +218,6 @@ function scoreTerms(
   for (const property of properties) {
     const postings = index.postings[property]
     if (!postings) continue
-    dropRemoved(index, property)
     const weight = boost[property] ?? 1
     const lengths = index.fieldLengths[property]!
     const averageLength = index.avgFieldLength[property] || 1
@@ -290,9 +269,11 @@ export function wholeFileScores(
 ): Float64Array {
   const index = (db as unknown as { data: { index: IndexStore } }).data.index
   const idToInternalId = (db as unknown as { internalDocumentIDStore: { idToInternalId: Map<string, number> } }).internalDocumentIDStore.idToInternalId
-  const docsCount = index.sharedInternalDocumentStore.internalIdToId.length
+  // Chunks held now, as chunk search counts them: ids of removed chunks stay allocated.
+  const docsCount = (db.data.docs as unknown as { count: number }).count
+  const ids = index.sharedInternalDocumentStore.internalIdToId.length
   // File numbers by internal id in a reused array (-1: not a candidate), since the walk below looks up every posting.
-  if (fileScratch.length < docsCount + 1) fileScratch = new Int32Array(Math.max(docsCount + 1, fileScratch.length * 2)).fill(-1)
+  if (fileScratch.length < ids + 1) fileScratch = new Int32Array(Math.max(ids + 1, fileScratch.length * 2)).fill(-1)
   const fileOf = fileScratch
   const marked: number[] = []
   const lengths = new Float64Array(fileCount)
@@ -311,7 +292,6 @@ export function wholeFileScores(
   const addField = (field: string, weight: number, normalise: (file: number) => number) => {
     const postings = index.postings[field]
     if (!postings || weight === 0) return
-    dropRemoved(index, field)
     for (const [term, termWeight] of weightedQueryTerms(query)) {
       const documents = postings.documents(term)
       if (documents === 0) continue
@@ -339,6 +319,17 @@ export function wholeFileScores(
 }
 let fileScratch = new Int32Array(1024).fill(-1)
 
+/** Whether removed chunks' entries are still in some field's postings (PostingLists.sweep). */
+export function postingsSweepPending(db: ChunkDatabase): boolean {
+  return Object.values((db as unknown as Database).data.index.postings).some((postings) => postings.sweepPending)
+}
+
+/** Drops removed chunks' entries from every field's postings, giving way as it does (PostingLists.sweep). */
+export function* sweepPostings(db: ChunkDatabase): Generator<void> {
+  const index = (db as unknown as Database).data.index
+  for (const postings of Object.values(index.postings)) yield* postings.sweep()
+}
+
 /** Trims every field's postings to their size (PostingLists.trim), giving way as it does. */
 export function* trimPostings(db: ChunkDatabase): Generator<void> {
   const index = (db as unknown as Database).data.index
@@ -361,15 +352,12 @@ function codeIndexComponent() {
       // Enum fields (repository, language, path) filter through a column of value numbers, not a Set of ids per value.
       for (const entry of Object.values(index.indexes)) if (entry.type === 'Flat') entry.node = new EnumIndex()
       index.postings = Object.fromEntries(stringFields(index).map((field) => [field, new PostingLists()]))
-      index.removals = Object.fromEntries(stringFields(index).map((field) => [field, { ids: new Set(), terms: new Set() }]))
       index.repositories = noRepositories()
       return index
     },
     insert(implementation: unknown, index: IndexStore, prop: string, id: unknown, internalId: number, value: unknown, schemaType: string, ...rest: unknown[]) {
       if (schemaType !== 'string') return base.insert!(implementation, index, prop, id, internalId, value, schemaType, ...rest)
       const docsCount = rest[2] as number
-      // A removed document's id may come back: its old entries go first.
-      dropRemoved(index, prop)
       const { terms, counts, occurrences } = countedTermsOf(value as string)
       index.avgFieldLength[prop] = ((index.avgFieldLength[prop] ?? 0) * (docsCount - 1) + occurrences) / docsCount
       index.fieldLengths[prop]![internalId] = occurrences
@@ -380,9 +368,11 @@ function codeIndexComponent() {
     remove(implementation: unknown, index: IndexStore, prop: string, id: unknown, internalId: number, value: unknown, schemaType: string, ...rest: unknown[]) {
       if (schemaType !== 'string') return base.remove!(implementation, index, prop, id, internalId, value, schemaType, ...rest)
       const docsCount = rest[2] as number
-      const removals = index.removals[prop]!
-      removals.ids.add(internalId)
-      for (const { text } of countedTermsOf(value as string).terms) removals.terms.add(text)
+      // Counted without the cache of recent texts: a removed chunk's text is not counted again.
+      index.postings[prop]!.remove(
+        internalId,
+        countTerms(value as string).terms.map((term) => term.text),
+      )
       base.removeDocumentScoreParameters!(index, prop, id, docsCount)
       return true
     },
@@ -390,7 +380,6 @@ function codeIndexComponent() {
     save(index: IndexStore) {
       const saved: SavedPostings = {}
       for (const [field, postings] of Object.entries(index.postings)) {
-        dropRemoved(index, field)
         saved[field] = [...postings.saved()]
       }
       return { ...base.save!(index), postings: saved }
@@ -408,13 +397,11 @@ function codeIndexComponent() {
       const index = base.load!(shared, { ...raw, indexes }) as IndexStore
       for (const [field, node] of enums) index.indexes[field] = { type: 'Flat', node, isArray: false }
       index.postings = {}
-      index.removals = {}
       // Counted again as the chunks are tracked (OrgIndex).
       index.repositories = noRepositories()
       for (const field of stringFields(index)) {
         const saved = raw.postings?.[field]
         index.postings[field] = saved instanceof PostingLists ? saved : PostingLists.fromSaved(saved ?? [])
-        index.removals[field] = { ids: new Set(), terms: new Set() }
       }
       return index
     },

@@ -11,8 +11,10 @@ import {
   countInRepository,
   createChunkDatabase,
   loadChunkDatabase,
+  postingsSweepPending,
   repositoryLength,
   repositoryLikelihoods,
+  sweepPostings,
   trimPostings,
   uncountInRepository,
   wholeFileScores,
@@ -223,6 +225,19 @@ export class OrgIndex {
       slots.push(slot)
     }
     return slots.length
+  }
+
+  /**
+   * Whether removed chunks' entries are still in the full-text postings: every read skips them already, and
+   * sweepRemoved drops them.
+   */
+  get sweepPending(): boolean {
+    return postingsSweepPending(this.db)
+  }
+
+  /** Drops removed chunks' entries from the full-text postings, a step at a time; changes may come between steps. */
+  sweepRemoved(): Generator<void> {
+    return sweepPostings(this.db)
   }
 
   /** Gives back the room the full-text postings keep to grow, a step at a time (once an import is done adding). */

@@ -5,6 +5,11 @@
  *
  * A list is [words used, documents, entry, entry, ...]. An entry is one word, id × 256 + count, for counts below
  * 255 and ids below 2^23 (nearly all of them); otherwise three words: LONG, id, count.
+ *
+ * A removed document is taken out of its terms' document counts at once and skipped by every read from then on;
+ * its entries stay in the lists until a sweep goes over the lists it touched, a step at a time. A list has no index
+ * by document, so dropping its entries means scanning every list it touched, the longest holding most of the
+ * index: once per removal, that cost fell on the next search after each change of a large repository's removal.
  */
 
 const HEADER = 2
@@ -12,6 +17,10 @@ const LONG = -1
 const COUNT_LIMIT = 255
 const ID_LIMIT = 1 << 23
 const TRIM_STEP = 2000
+/** Words a sweep scans between two of its steps, about a tenth of a millisecond, each list counted as LIST_WORDS more. */
+const SWEEP_STEP_WORDS = 50_000
+/** What looking up and scanning one list costs beyond its words, in words: about 0.8 µs, a word about 4 ns. */
+const LIST_WORDS = 200
 
 export type Posting = (id: number, count: number) => void
 
@@ -19,6 +28,11 @@ export class PostingLists {
   private readonly lists: Map<string, Int32Array>
   /** Terms whose list was widened since the last trim: only those have room to spare. */
   private readonly widened = new Set<string>()
+  /** A byte per id: 1 while the id is removed and its entries may still be in the lists of `touched`. */
+  private removed = new Uint8Array(0)
+  private readonly removedIds: number[] = []
+  /** Terms whose lists may hold entries of removed ids; every such list is here until swept. */
+  private readonly touched = new Set<string>()
 
   constructor(lists = new Map<string, Int32Array>()) {
     this.lists = lists
@@ -46,11 +60,13 @@ export class PostingLists {
   }
 
   has(term: string): boolean {
-    return this.lists.has(term)
+    return this.documents(term) > 0
   }
 
   /** Appends a posting to the term's list. */
   add(term: string, id: number, count: number): void {
+    // An id removed and used again: its old entries must go before they could be read as the new document's.
+    if (this.removed[id] === 1) this.sweepAll()
     let list = this.lists.get(term)
     const words = count < COUNT_LIMIT && id < ID_LIMIT ? 1 : 3
     if (!list) {
@@ -68,55 +84,119 @@ export class PostingLists {
     list[1]!++
   }
 
-  /** Calls `visit` for each posting of the term, in the order they were added. */
+  /** Calls `visit` for each posting of the term, in the order they were added; removed ids are skipped. */
   forEach(term: string, visit: Posting): void {
     const list = this.lists.get(term)
     if (!list) return
     const end = list[0]!
+    if (this.removedIds.length === 0) {
+      for (let at = HEADER; at < end; ) {
+        const word = list[at]!
+        if (word === LONG) {
+          visit(list[at + 1]!, list[at + 2]!)
+          at += 3
+        } else {
+          visit(word >>> 8, word & 0xff)
+          at++
+        }
+      }
+      return
+    }
+    const removed = this.removed
     for (let at = HEADER; at < end; ) {
       const word = list[at]!
       if (word === LONG) {
-        visit(list[at + 1]!, list[at + 2]!)
+        if (removed[list[at + 1]!] !== 1) visit(list[at + 1]!, list[at + 2]!)
         at += 3
       } else {
-        visit(word >>> 8, word & 0xff)
+        if (removed[word >>> 8] !== 1) visit(word >>> 8, word & 0xff)
         at++
       }
     }
   }
 
   /**
-   * Drops the postings of `ids` from the lists of `terms`, keeping the order of the rest; a list left empty goes.
-   * Lists that shrank to under a quarter of their room are copied into one of their size.
+   * Removes the document `id`, which holds `terms` (each once): it is out of their document counts and skipped by
+   * reads at once, and its entries are dropped by the next sweep.
    */
-  drop(ids: ReadonlySet<number>, terms: Iterable<string>): void {
-    // Looked up once per posting of every list touched, the longest holding most chunks: a byte per id, not the Set.
-    let last = -1
-    for (const id of ids) if (id > last) last = id
-    const removed = new Uint8Array(last + 1)
-    for (const id of ids) removed[id] = 1
+  remove(id: number, terms: Iterable<string>): void {
+    if (this.removed[id] === 1) return
+    if (id >= this.removed.length) {
+      const wider = new Uint8Array(Math.max(id + 1, this.removed.length * 2, 1024))
+      wider.set(this.removed)
+      this.removed = wider
+    }
+    this.removed[id] = 1
+    this.removedIds.push(id)
     for (const term of terms) {
       const list = this.lists.get(term)
       if (!list) continue
-      const end = list[0]!
-      let kept = HEADER
-      let documents = 0
-      for (let at = HEADER; at < end; ) {
-        const long: boolean = list[at] === LONG
-        const id: number = long ? list[at + 1]! : list[at]! >>> 8
-        const words = long ? 3 : 1
-        if (id > last || removed[id] === 0) {
-          for (let w = 0; w < words; w++) list[kept + w] = list[at + w]!
-          kept += words
-          documents++
-        }
-        at += words
-      }
-      list[0] = kept
-      list[1] = documents
-      if (documents === 0) this.lists.delete(term)
-      else if (kept * 4 < list.length) this.lists.set(term, list.slice(0, kept))
+      list[1]!--
+      this.touched.add(term)
     }
+  }
+
+  /** Whether removed documents' entries are still in the lists, for a sweep to drop. */
+  get sweepPending(): boolean {
+    return this.touched.size > 0
+  }
+
+  /**
+   * Drops removed documents' entries from the lists they touched, keeping the order of the rest, giving way (yield)
+   * every SWEEP_STEP_WORDS words scanned; a list left empty goes, and one that shrank to under a quarter of its room
+   * is copied into one of its size. Removals made meanwhile are swept too; any step leaves the lists consistent,
+   * so a sweep may be left unfinished, or run beside another.
+   */
+  *sweep(): Generator<void> {
+    let scanned = 0
+    for (const term of this.touched) {
+      this.touched.delete(term)
+      scanned += this.dropRemovedFrom(term) + LIST_WORDS
+      if (scanned < SWEEP_STEP_WORDS) continue
+      scanned = 0
+      yield
+    }
+    this.forgetRemoved()
+  }
+
+  /** A whole sweep at once. */
+  sweepAll(): void {
+    for (const term of this.touched) this.dropRemovedFrom(term)
+    this.touched.clear()
+    this.forgetRemoved()
+  }
+
+  /** Once no list holds a removed id's entries, the ids are plain ids again, which may come back. */
+  private forgetRemoved(): void {
+    if (this.touched.size > 0) return
+    for (const id of this.removedIds) this.removed[id] = 0
+    this.removedIds.length = 0
+  }
+
+  /** Drops the removed ids' entries from the term's list; answers the words scanned. */
+  private dropRemovedFrom(term: string): number {
+    const list = this.lists.get(term)
+    if (!list) return 0
+    const removed = this.removed
+    const end = list[0]!
+    let kept = HEADER
+    let documents = 0
+    for (let at = HEADER; at < end; ) {
+      const long: boolean = list[at] === LONG
+      const id: number = long ? list[at + 1]! : list[at]! >>> 8
+      const words = long ? 3 : 1
+      if (removed[id] !== 1) {
+        for (let w = 0; w < words; w++) list[kept + w] = list[at + w]!
+        kept += words
+        documents++
+      }
+      at += words
+    }
+    list[0] = kept
+    list[1] = documents
+    if (documents === 0) this.lists.delete(term)
+    else if (kept * 4 < list.length) this.lists.set(term, list.slice(0, kept))
+    return end
   }
 
   /**
@@ -139,7 +219,7 @@ export class PostingLists {
     for (const term of this.lists.keys()) {
       const pairs: number[] = []
       this.forEach(term, (id, count) => pairs.push(id, count))
-      yield [term, pairs]
+      if (pairs.length > 0) yield [term, pairs]
     }
   }
 

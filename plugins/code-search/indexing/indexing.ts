@@ -56,6 +56,7 @@ export async function indexFiles(options: IndexingOptions, input: IndexFilesInpu
     await run.finish()
     if (input.removedPaths?.length) await removePaths(options, org, repositoryId, input.removedPaths.map(indexPath))
     if (input.commit) lifecycle.apply(org, { kind: 'commit', repositoryId, commit: input.commit, embeddings: embeddings.id })
+    await run.sweep()
     await run.trimPostings()
   } finally {
     run.release()
@@ -76,6 +77,10 @@ export async function removeRepository(options: IndexingOptions, orgId: string, 
   // Its files first, between other work, then its record (and anything indexed meanwhile).
   await removePaths(options, org, repositoryId, org.index.pathsOf(repositoryId))
   lifecycle.apply(org, { kind: 'removeRepository', repositoryId })
+  await lifecycle.sweep(
+    org,
+    timeSlices(options.indexSliceMs, () => options.searches.finished(SEARCH_PRIORITY_MS)),
+  )
   // Removing a chunk counts its terms again (to find its postings): as many words as an import of it.
   if (importsRunning === 0) renewVocabulary()
   lifecycle.learnMeaning(org)
@@ -178,6 +183,11 @@ class IndexingRun {
   }
 
   /** Gives back the room the index's postings kept to grow during the import, between other work. */
+  /** Sweeps the postings of the chunks this import replaced or removed, between other work as the import went. */
+  sweep(): Promise<void> {
+    return this.options.lifecycle.sweep(this.org, this.giveWay)
+  }
+
   async trimPostings(): Promise<void> {
     for (const _ of this.org.index.trimPostings()) await this.giveWay()
   }
