@@ -112,6 +112,32 @@ describe('removing many chunks', () => {
     expect(await index.indexedCommit!('org', 'verifiers')).toBe('b'.repeat(40))
   })
 
+  test('a file of many chunks goes a batch at a time too', async () => {
+    // One function a chunk, each named by letters only, so each name is a term of its own chunk.
+    const index = createCodeIndex({ embeddings: createHashedEmbeddings(), indexSliceMs: 0, chunker: { maxLines: 4, minLines: 1, overlapLines: 0 } })
+    cleanups.push(() => index.close())
+    const name = (n: number) => `check${[...n.toString(26).padStart(3, '0')].map((digit) => String.fromCharCode(97 + Number.parseInt(digit, 26))).join('')}`
+    const count = REMOVAL_BATCH_CHUNKS * 5
+    const content = Array.from({ length: count }, (_, n) => `export function ${name(n)}(token: string) {\n  return token.length > ${n}\n}\n`).join('')
+    await index.indexFiles({ orgId: 'org', repositoryId: 'checks', repositoryName: 'acme/checks', files: [{ path: 'checks.ts', content }] })
+    const holds = async (n: number) => (await index.search({ orgId: 'org' }, { query: name(n), mode: 'text', limit: 1 })).length > 0
+    expect((await holds(0)) && (await holds(count - 1))).toBe(true)
+
+    const removal = index.removeRepository('org', 'checks')
+    let done = false
+    let halfDone = false
+    const probe = async () => {
+      if (done) return
+      if ((await holds(0)) && !(await holds(count - 1))) halfDone = true
+      setImmediate(probe)
+    }
+    setImmediate(probe)
+    await removal
+    done = true
+    expect(halfDone).toBe(true)
+    expect((await holds(0)) || (await holds(count - 1))).toBe(false)
+  })
+
   test('both end in a snapshot that loads as the index was', async () => {
     const { open } = await savingIndex()
     const index = open()

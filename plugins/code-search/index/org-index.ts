@@ -254,6 +254,21 @@ export class OrgIndex {
     if (paths.size === 0) this.files.delete(repositoryId)
   }
 
+  /**
+   * Removes up to `count` of the file's chunks, the last first: a large file taken out over several turns (see
+   * removePaths in indexing.ts); the file's removal as a change then removes the rest. Answers how many are left.
+   */
+  removeSomeChunks(repositoryId: string, path: string, count: number): number {
+    const paths = this.files.get(repositoryId)
+    const slots = paths?.get(path)
+    if (!paths || !slots) return 0
+    for (let n = 0; n < count && slots.length > 0; n++) this.release(slots.pop()!)
+    if (slots.length > 0) return slots.length
+    paths.delete(path)
+    if (paths.size === 0) this.files.delete(repositoryId)
+    return 0
+  }
+
   /** The paths the index holds chunks of for the repository. */
   pathsOf(repositoryId: string): string[] {
     return [...(this.files.get(repositoryId)?.keys() ?? [])]

@@ -89,21 +89,29 @@ export async function removeRepository(options: IndexingOptions, orgId: string, 
 /**
  * Removes the repository's files at `paths`, in changes of about REMOVAL_BATCH_CHUNKS chunks with other work between
  * them: as one change, a large repository's removal would hold the event loop for as long as all its chunks take.
+ * A file of more chunks than that goes a batch at a time too, its change recorded once the last batch is gone.
  */
 async function removePaths(options: IndexingOptions, org: OrgState, repositoryId: string, paths: readonly string[]): Promise<void> {
   const giveWay = timeSlices(options.indexSliceMs, () => options.searches.finished(SEARCH_PRIORITY_MS))
   let batch: string[] = []
   let chunks = 0
-  for (const path of paths) {
-    batch.push(path)
-    chunks += org.index.chunksAt(repositoryId, path)
-    if (chunks < REMOVAL_BATCH_CHUNKS) continue
+  const removeBatch = async () => {
     options.lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: batch })
     batch = []
     chunks = 0
     await giveWay()
   }
-  if (batch.length > 0) options.lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: batch })
+  for (const path of paths) {
+    // The index may be replaced by a newer snapshot between two batches: what is left is taken from the one in use.
+    while (org.index.chunksAt(repositoryId, path) > REMOVAL_BATCH_CHUNKS) {
+      org.index.removeSomeChunks(repositoryId, path, REMOVAL_BATCH_CHUNKS)
+      await giveWay()
+    }
+    batch.push(path)
+    chunks += org.index.chunksAt(repositoryId, path)
+    if (chunks >= REMOVAL_BATCH_CHUNKS) await removeBatch()
+  }
+  if (batch.length > 0) await removeBatch()
 }
 
 /** The commit whose files the index holds for the repository, when its record still matches what it holds. */
