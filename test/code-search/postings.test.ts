@@ -125,6 +125,19 @@ describe('posting lists', () => {
     expect(lists.sweepPending).toBe(false)
   })
 
+  test('an id removed from no list is nothing to sweep and nothing to skip', () => {
+    const lists = new PostingLists()
+    lists.add('kept', 1, 1)
+    lists.remove(2, [])
+    lists.remove(3, ['absent'])
+    expect(lists.sweepPending).toBe(false)
+    lists.add('kept', 2, 5)
+    expect(postingsOf(lists, 'kept')).toEqual([
+      [1, 1],
+      [2, 5],
+    ])
+  })
+
   test('any interleaving of adds, removals, ids coming back and partial sweeps reads as the documents held', () => {
     type Op = { kind: 'add'; id: number; terms: number[] } | { kind: 'remove'; id: number } | { kind: 'sweep'; steps: number }
     const op: fc.Arbitrary<Op> = fc.oneof(

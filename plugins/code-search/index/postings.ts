@@ -9,7 +9,7 @@
  * A removed document is taken out of its terms' document counts at once and skipped by every read from then on;
  * its entries stay in the lists until a sweep goes over the lists it touched, a step at a time. A list has no index
  * by document, so dropping its entries means scanning every list it touched, the longest holding most of the
- * index: once per removal, that cost fell on the next search after each change of a large repository's removal.
+ * index: dropped at the next read instead, that scan came after every change of a large removal.
  */
 
 const HEADER = 2
@@ -134,6 +134,8 @@ export class PostingLists {
       list[1]!--
       this.touched.add(term)
     }
+    // No list held it: nothing to sweep, and nothing for reads to skip.
+    this.forgetRemoved()
   }
 
   /** Whether removed documents' entries are still in the lists, for a sweep to drop. */
