@@ -127,7 +127,7 @@ describe('removed chunks', () => {
     index.removePath('r', 'b.ts')
     kept.removePath('r', 'b.ts')
     expect(index.sweepPending).toBe(true)
-    expect([...index.sweepRemoved()].length).toBeGreaterThanOrEqual(0)
+    for (const _ of index.sweepRemoved());
     expect(index.sweepPending).toBe(false)
     for (const query of ['alpha', 'beta', 'gamma', 'alpha beta epsilon']) expect(answer(index, query)).toEqual(answer(kept, query))
   })

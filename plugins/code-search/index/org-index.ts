@@ -250,8 +250,7 @@ export class OrgIndex {
     const slots = paths?.get(path)
     if (!paths || !slots) return
     for (const slot of slots) this.release(slot)
-    paths.delete(path)
-    if (paths.size === 0) this.files.delete(repositoryId)
+    this.forgetFile(repositoryId, path)
   }
 
   /**
@@ -264,9 +263,15 @@ export class OrgIndex {
     if (!paths || !slots) return 0
     for (let n = 0; n < count && slots.length > 0; n++) this.release(slots.pop()!)
     if (slots.length > 0) return slots.length
-    paths.delete(path)
-    if (paths.size === 0) this.files.delete(repositoryId)
+    this.forgetFile(repositoryId, path)
     return 0
+  }
+
+  /** Forgets a file whose chunks are all released, and its repository once it has no file left. */
+  private forgetFile(repositoryId: string, path: string): void {
+    const paths = this.files.get(repositoryId)
+    paths?.delete(path)
+    if (paths?.size === 0) this.files.delete(repositoryId)
   }
 
   /** The paths the index holds chunks of for the repository. */

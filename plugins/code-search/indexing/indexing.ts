@@ -190,12 +190,12 @@ class IndexingRun {
     if (this.batch.length > 0) await this.flush()
   }
 
-  /** Gives back the room the index's postings kept to grow during the import, between other work. */
   /** Sweeps the postings of the chunks this import replaced or removed, between other work as the import went. */
   sweep(): Promise<void> {
     return this.options.lifecycle.sweep(this.org, this.giveWay)
   }
 
+  /** Gives back the room the index's postings kept to grow during the import, between other work. */
   async trimPostings(): Promise<void> {
     for (const _ of this.org.index.trimPostings()) await this.giveWay()
   }
