@@ -6,7 +6,7 @@ import type { RepositoryFile } from '../../plugins/code-search/types.ts'
 import { Meaning } from '../../plugins/code-search/vectors/meaning.ts'
 import { learnTermSpace, type TermSpace } from '../../plugins/code-search/vectors/term-space.ts'
 import { termsOf } from '../../plugins/code-search/terms/terms.ts'
-import { VectorStore } from '../../plugins/code-search/vectors/vectors.ts'
+import { runToEnd, VectorStore } from '../../plugins/code-search/vectors/vectors.ts'
 
 // Made-up words, so nothing but this code relates them: a topic's words are used together, never with another's.
 const SYLLABLES = ['ba', 'ko', 'ri', 'tu', 'me', 'za', 'lo', 'fi', 'nu', 'pe', 'da', 'gi']
@@ -117,7 +117,7 @@ describe('scores across spaces', () => {
     }
     const queries = Float32Array.from({ length: 12 }, (_, i) => (i < 4 ? 0 : random() - 0.5))
     const together = new Float32Array(19)
-    store.addScoresBy(queries, groupOf, together)
+    runToEnd(store.addScoreByGroupSteps(queries, groupOf, together))
     for (let group = 0; group < 3; group++) {
       const alone = new Float32Array(19)
       store.addScores(queries.subarray(group * 4, group * 4 + 4), 1, alone)
@@ -151,13 +151,13 @@ describe('scores across spaces', () => {
     const expected = new Float32Array(firstTexts.length)
     one.store.addScores(one.meaning.questionVectors(terms)!.subarray(first.dimensions), 0.5, expected)
     const scored = new Float32Array(firstTexts.length)
-    one.meaning.addScores(one.meaning.questionVectors(terms)!, 0.5, scored)
+    runToEnd(one.meaning.addScoreSteps(one.meaning.questionVectors(terms)!, 0.5, scored))
     expect([...scored]).toEqual([...expected])
 
     const two = build([first, second], [...firstTexts.map((text): [string, number] => [text, 0]), ...secondTexts.map((text): [string, number] => [text, 1])])
     const questions = two.meaning.questionVectors(new Map([...terms, [topicWord(4, 1), 1]]))!
     const calibrated = new Float32Array(firstTexts.length + secondTexts.length)
-    two.meaning.addScores(questions, 1, calibrated)
+    runToEnd(two.meaning.addScoreSteps(questions, 1, calibrated))
     const spread = (scores: Float32Array) => {
       const mean = scores.reduce((sum, s) => sum + s, 0) / scores.length
       return { mean, spread: Math.sqrt(scores.reduce((sum, s) => sum + (s - mean) ** 2, 0) / scores.length) }
@@ -169,7 +169,7 @@ describe('scores across spaces', () => {
     expect(ofFirst.spread).toBeGreaterThan(0)
     // Within a space, the order of similarities is kept.
     const raw = new Float32Array(calibrated.length)
-    two.store.addScoresBy(questions, new Uint16Array(calibrated.length).fill(1, 0, firstTexts.length).fill(2, firstTexts.length), raw)
+    runToEnd(two.store.addScoreByGroupSteps(questions, new Uint16Array(calibrated.length).fill(1, 0, firstTexts.length).fill(2, firstTexts.length), raw))
     const order = (scores: Float32Array) => [...scores.keys()].sort((a, b) => scores[b]! - scores[a]!)
     expect(order(calibrated.subarray(0, firstTexts.length))).toEqual(order(raw.subarray(0, firstTexts.length)))
   })

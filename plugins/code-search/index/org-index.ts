@@ -6,7 +6,7 @@
 import { insert, load, remove, save, search, type RawData } from '@orama/orama'
 import { countedTermsOf, primeCountedTerms, weightedQueryTerms, type CountedTerms } from '../terms/index.ts'
 import { CHUNK_BM25, FIELD_BOOST, FILE_BM25, MEANING_SHARE, REPOSITORY_FIT } from '../tuning.ts'
-import { nearestOf, VectorStore, type Meaning, type MeaningBatch, type ScoredSlot, type ScoringPart, type VectorQuery } from '../vectors/index.ts'
+import { nearestSteps, runToEnd, VectorStore, type Meaning, type MeaningBatch, type ScoredSlot, type ScoringPart, type VectorQuery } from '../vectors/index.ts'
 import {
   countInRepository,
   createChunkDatabase,
@@ -378,6 +378,11 @@ export class OrgIndex {
    * also by their similarity there to `question`.
    */
   searchVector(vector: Float32Array, filter: ChunkFilter, k: number, question?: string): ScoredSlot[] {
+    return runToEnd(this.searchVectorSteps(vector, filter, k, question))
+  }
+
+  /** searchVector a block of slots at a time (nearestSteps). */
+  *searchVectorSteps(vector: Float32Array, filter: ChunkFilter, k: number, question?: string): Generator<void, ScoredSlot[]> {
     const { repositoryIds, languages, pathPrefix } = filter
     const chunks = this.chunks
     if (!this.vectorStore) return []
@@ -388,9 +393,13 @@ export class OrgIndex {
     const questions = meaning && question !== undefined ? meaning.questionVectors(weightedQueryTerms(question)) : undefined
     if (meaning && questions) {
       parts[0]!.weight = 1 - MEANING_SHARE
-      parts.push({ slots: meaning.store.slots, weight: MEANING_SHARE, addScores: (weight, sums) => meaning.addScores(questions, weight, sums, repositoryIds) })
+      parts.push({
+        slots: meaning.store.slots,
+        weight: MEANING_SHARE,
+        addScoreSteps: (weight, sums) => meaning.addScoreSteps(questions, weight, sums, repositoryIds),
+      })
     }
-    return nearestOf(parts, k, (slot) => {
+    return yield* nearestSteps(parts, k, (slot) => {
       const doc = chunks[slot]
       return (
         doc !== undefined &&

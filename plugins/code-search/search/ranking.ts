@@ -69,8 +69,9 @@ export function* rankingSteps(index: OrgIndex, query: RankingQuery): Generator<v
     const fit = filter.repositoryIds?.size === 1 ? NO_FIT : index.repositoryFit(words)
     const byText = mode === 'vector' ? [] : weighByFile(index, index.searchText(words, filter, depth), askingForTests, fit)
     yield
+    // The vectors of a large organisation are scanned a block at a time.
     const byVector = wordsVector
-      ? weighByFile(index, index.searchVector(wordsVector, filter, depth, words), askingForTests, sharpened(fit, REPOSITORY_FIT.vectorSharpness))
+      ? weighByFile(index, yield* index.searchVectorSteps(wordsVector, filter, depth, words), askingForTests, sharpened(fit, REPOSITORY_FIT.vectorSharpness))
       : []
     if (mode !== 'hybrid') return unchanged(mode === 'text' ? byText : byVector)
     yield

@@ -12,13 +12,12 @@
  */
 import type { CountedTerms } from '../terms/index.ts'
 import { embedCountedInTermSpace, embedInTermSpace, type TermSpace } from './term-space.ts'
-import type { VectorStore } from './vectors.ts'
+import { borrowScores, releaseScores, type VectorStore } from './vectors.ts'
 
 export class Meaning {
   /** Space of each slot, plus one (0: none, a chunk removed or of a repository without a space). */
   private spaceOfSlot: Uint16Array
   private scratch = new Float32Array(0)
-  private rawScores = new Float32Array(0)
 
   constructor(
     /** The learnt spaces, all of the same dimensions. */
@@ -82,10 +81,10 @@ export class Meaning {
 
   /**
    * Adds `weight` times each slot's similarity to the question (questionVectors) in its own space, calibrated over
-   * the spaces of `repositoryIds` (all when absent), to `sums`. Slots of other repositories may get any score: the
-   * search filters them out.
+   * the spaces of `repositoryIds` (all when absent), to `sums`, over the slots scored when the scan began, yielding
+   * between pieces of the work. Slots of other repositories may get any score: the search filters them out.
    */
-  addScores(questions: Float32Array, weight: number, sums: Float32Array, repositoryIds?: ReadonlySet<string>): void {
+  *addScoreSteps(questions: Float32Array, weight: number, sums: Float32Array, repositoryIds?: ReadonlySet<string>): Generator<void> {
     const n = this.store.slots
     const inPlay = new Uint8Array(this.spaces.length + 1)
     let spacesInPlay = 0
@@ -103,53 +102,84 @@ export class Meaning {
     if (spacesInPlay === 0) return
     // One space: its similarities as they are, so a repository searched on its own ranks as if it were alone.
     if (spacesInPlay === 1) {
-      this.store.addScores(questions.subarray(onlySpace * this.dimensions, (onlySpace + 1) * this.dimensions), weight, sums)
+      yield* this.store.addScoreSteps(questions.subarray(onlySpace * this.dimensions, (onlySpace + 1) * this.dimensions), weight, sums, n)
       return
     }
-    if (this.rawScores.length < n) this.rawScores = new Float32Array(Math.max(n, this.rawScores.length * 2))
-    const raw = this.rawScores
-    raw.fill(0, 0, n)
-    this.store.addScoresBy(questions, this.spaceOfSlot, raw)
-    // Mean and spread of each space's scores and of all of them.
-    const groups = this.spaces.length + 1
-    const count = new Float64Array(groups)
-    const sum = new Float64Array(groups)
-    const squares = new Float64Array(groups)
-    const spaceOfSlot = this.spaceOfSlot
-    for (let slot = 0; slot < n; slot++) {
-      const group = slot < spaceOfSlot.length ? spaceOfSlot[slot]! : 0
-      if (!inPlay[group]) continue
-      const score = raw[slot]!
-      count[group]!++
-      sum[group]! += score
-      squares[group]! += score * score
+    const raw = borrowScores(n)
+    try {
+      // A chunk stored meanwhile may grow the array: each scan reads the one it began with.
+      const spaceOfSlot = this.spaceOfSlot
+      yield* this.store.addScoreByGroupSteps(questions, spaceOfSlot, raw, n)
+      const calibration = calibrationOf(raw, n, spaceOfSlot, inPlay)
+      if (!calibration) return
+      yield
+      addCalibrated(raw, n, spaceOfSlot, calibration, weight, sums)
+    } finally {
+      releaseScores(raw)
     }
-    let allCount = 0
-    let allSum = 0
-    let allSquares = 0
-    for (let g = 1; g < groups; g++) {
-      if (!inPlay[g]) continue
-      allCount += count[g]!
-      allSum += sum[g]!
-      allSquares += squares[g]!
-    }
-    if (allCount === 0) return
-    const spread = (c: number, s: number, q: number) => Math.sqrt(Math.max(0, q / c - (s / c) ** 2))
-    const allMean = allSum / allCount
-    const allSpread = spread(allCount, allSum, allSquares)
-    const shift = new Float64Array(groups)
-    const scale = new Float64Array(groups)
-    for (let g = 1; g < groups; g++) {
-      if (!inPlay[g] || count[g] === 0) continue
-      const mean = sum[g]! / count[g]!
-      const own = spread(count[g]!, sum[g]!, squares[g]!)
-      scale[g] = own > 0 ? allSpread / own : 1
-      shift[g] = allMean - mean * scale[g]!
-    }
-    for (let slot = 0; slot < n; slot++) {
-      const group = slot < spaceOfSlot.length ? spaceOfSlot[slot]! : 0
-      if (!inPlay[group]) continue
-      sums[slot]! += weight * (shift[group]! + scale[group]! * raw[slot]!)
-    }
+  }
+}
+
+interface Calibration {
+  /** Per space plus one: 0 for those not in play. */
+  inPlay: Uint8Array
+  shift: Float64Array
+  scale: Float64Array
+}
+
+/**
+ * Each space's shift and scale, so its scores among the first `n` slots have the mean and spread of all the scores
+ * of the spaces in play; undefined when no slot is in play.
+ */
+function calibrationOf(raw: Float32Array, n: number, spaceOfSlot: Uint16Array, inPlay: Uint8Array): Calibration | undefined {
+  const groups = inPlay.length
+  const count = new Float64Array(groups)
+  const sum = new Float64Array(groups)
+  const squares = new Float64Array(groups)
+  for (let slot = 0; slot < n; slot++) {
+    const group = slot < spaceOfSlot.length ? spaceOfSlot[slot]! : 0
+    if (!inPlay[group]) continue
+    const score = raw[slot]!
+    count[group]!++
+    sum[group]! += score
+    squares[group]! += score * score
+  }
+  let allCount = 0
+  let allSum = 0
+  let allSquares = 0
+  for (let g = 1; g < groups; g++) {
+    if (!inPlay[g]) continue
+    allCount += count[g]!
+    allSum += sum[g]!
+    allSquares += squares[g]!
+  }
+  if (allCount === 0) return undefined
+  const spread = (c: number, s: number, q: number) => Math.sqrt(Math.max(0, q / c - (s / c) ** 2))
+  const allMean = allSum / allCount
+  const allSpread = spread(allCount, allSum, allSquares)
+  const shift = new Float64Array(groups)
+  const scale = new Float64Array(groups)
+  for (let g = 1; g < groups; g++) {
+    if (!inPlay[g] || count[g] === 0) continue
+    const mean = sum[g]! / count[g]!
+    const own = spread(count[g]!, sum[g]!, squares[g]!)
+    scale[g] = own > 0 ? allSpread / own : 1
+    shift[g] = allMean - mean * scale[g]!
+  }
+  return { inPlay, shift, scale }
+}
+
+function addCalibrated(
+  raw: Float32Array,
+  n: number,
+  spaceOfSlot: Uint16Array,
+  { inPlay, shift, scale }: Calibration,
+  weight: number,
+  sums: Float32Array,
+): void {
+  for (let slot = 0; slot < n; slot++) {
+    const group = slot < spaceOfSlot.length ? spaceOfSlot[slot]! : 0
+    if (!inPlay[group]) continue
+    sums[slot]! += weight * (shift[group]! + scale[group]! * raw[slot]!)
   }
 }

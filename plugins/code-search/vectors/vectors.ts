@@ -19,30 +19,74 @@ export interface VectorQuery {
   weight: number
 }
 
-/** A part of a score computed its own way: adds `weight` times its score of each slot to `sums`. */
+/**
+ * A part of a score computed its own way: adds `weight` times its score of each of the first `slots` slots to
+ * `sums`, yielding between pieces of the work.
+ */
 export interface ScoringPart {
   slots: number
-  addScores(weight: number, sums: Float32Array): void
+  addScoreSteps(weight: number, sums: Float32Array): Generator<void>
   weight: number
 }
 
-let sumsScratch = new Float32Array(1024)
+/** Score arrays of finished scans, kept for the next: a scan of a large index sums into megabytes. */
+const spareScores: Float32Array[] = []
+
+/** A zeroed array of at least `n` scores, for one scan; give it back with releaseScores when the scan ends. */
+export function borrowScores(n: number): Float32Array {
+  const spare = spareScores.pop()
+  if (spare && spare.length >= n) {
+    spare.fill(0, 0, n)
+    return spare
+  }
+  return new Float32Array(Math.max(n, 1024))
+}
+
+export function releaseScores(scores: Float32Array): void {
+  if (spareScores.length < 4) spareScores.push(scores)
+}
+
+/** Runs the steps of a scan to their end in one go: for callers that need not give way. */
+export function runToEnd<T>(steps: Generator<void, T>): T {
+  for (;;) {
+    const step = steps.next()
+    if (step.done) return step.value
+  }
+}
 
 /**
  * The `k` slots of best summed score over the parts (stores addressed by the same slots), positive scores only,
  * best first, among those `accept` lets through.
  */
 export function nearestOf(parts: readonly (VectorQuery | ScoringPart)[], k: number, accept?: (slot: number) => boolean): ScoredSlot[] {
+  return runToEnd(nearestSteps(parts, k, accept))
+}
+
+/**
+ * nearestOf one block of slots at a time: a scan of a large organisation's vectors takes tens of milliseconds, and
+ * other work runs between its steps. Each scan sums into arrays of its own, so scans may interleave. Slots stored
+ * after the first step are not scored; a caller that lets the index change meanwhile drops the slots that changed.
+ */
+export function* nearestSteps(parts: readonly (VectorQuery | ScoringPart)[], k: number, accept?: (slot: number) => boolean): Generator<void, ScoredSlot[]> {
   const n = Math.max(0, ...parts.map((part) => ('store' in part ? part.store.slots : part.slots)))
   if (n === 0 || k <= 0) return []
-  if (sumsScratch.length < n) sumsScratch = new Float32Array(Math.max(n, sumsScratch.length * 2))
-  const sums = sumsScratch
-  sums.fill(0, 0, n)
-  for (const part of parts) {
-    if ('store' in part) part.store.addScores(part.query, part.weight, sums)
-    else part.addScores(part.weight, sums)
+  const sums = borrowScores(n)
+  try {
+    for (const part of parts) {
+      if ('store' in part) yield* part.store.addScoreSteps(part.query, part.weight, sums, n)
+      else yield* part.addScoreSteps(part.weight, sums)
+    }
+    yield
+    // A step of its own, whose answer the caller reads at once: the slots `accept` lets through are still there.
+    return bestOf(sums, n, k, accept)
+  } finally {
+    releaseScores(sums)
   }
-  // Top k by insertion into a short sorted list: k is small, so this beats sorting n scores.
+}
+
+/** The `k` of the first `n` slots of best positive score, best first, among those `accept` lets through. */
+function bestOf(sums: Float32Array, n: number, k: number, accept: ((slot: number) => boolean) | undefined): ScoredSlot[] {
+  // Insertion into a short sorted list: k is small, so this beats sorting n scores.
   const best: ScoredSlot[] = []
   let floor = 0
   for (let slot = 0; slot < n; slot++) {
@@ -120,47 +164,67 @@ export class VectorStore {
 
   /** Adds `weight` times each used slot's similarity to `query` to `sums` (at least `slots` long). */
   addScores(query: Float32Array, weight: number, sums: Float32Array): void {
+    runToEnd(this.addScoreSteps(query, weight, sums))
+  }
+
+  /** addScores a block at a time, over the slots below `upTo` (those used when the scan began, by default). */
+  *addScoreSteps(query: Float32Array, weight: number, sums: Float32Array, upTo = this.used): Generator<void> {
     if (query.length !== this.dimensions) throw new Error(`the query vector has ${query.length} dimensions, the store ${this.dimensions}`)
-    const size = this.blockSlots
-    if (this.scratch.length < size) this.scratch = new Float32Array(size)
-    const partial = this.scratch
-    for (let b = 0, first = 0; first < this.used; b++, first += size) {
-      const { values, scales } = this.blocks[b]!
-      const n = Math.min(size, this.used - first)
-      partial.fill(0, 0, n)
-      for (let d = 0; d < this.dimensions; d++) {
-        const value = query[d]!
-        if (value === 0) continue
-        const from = d * size
-        for (let i = 0; i < n; i++) partial[i]! += value * values[from + i]!
-      }
-      for (let i = 0; i < n; i++) sums[first + i]! += weight * partial[i]! * scales[i]!
+    const end = Math.min(upTo, this.used)
+    for (let first = 0; first < end; first += this.blockSlots) {
+      if (first > 0) yield
+      this.addBlockScores(first, end, query, weight, sums)
     }
   }
 
   /**
-   * Adds each used slot's similarity to its own query to `out` (at least `slots` long): `queries` holds one row of
-   * `dimensions` per group, and `groupOf[slot]` is the slot's row (slots past its end take row 0).
+   * Adds each used slot's similarity to its own query to `out` (at least `slots` long), a block at a time, over the
+   * slots below `upTo`: `queries` holds one row of `dimensions` per group, and `groupOf[slot]` is the slot's row
+   * (slots past its end take row 0).
    */
-  addScoresBy(queries: Float32Array, groupOf: Uint16Array, out: Float32Array): void {
+  *addScoreByGroupSteps(queries: Float32Array, groupOf: Uint16Array, out: Float32Array, upTo = this.used): Generator<void> {
+    const end = Math.min(upTo, this.used)
+    for (let first = 0; first < end; first += this.blockSlots) {
+      if (first > 0) yield
+      this.addBlockScoresByGroup(first, end, queries, groupOf, out)
+    }
+  }
+
+  // The loops of a block, outside the generators: a generator's own loops run slower. The scratch is shared by
+  // interleaved scans, so a block is scored whole between two yields.
+  private addBlockScores(first: number, end: number, query: Float32Array, weight: number, sums: Float32Array): void {
+    const size = this.blockSlots
+    if (this.scratch.length < size) this.scratch = new Float32Array(size)
+    const partial = this.scratch
+    const { values, scales } = this.blocks[first / size]!
+    const n = Math.min(size, end - first)
+    partial.fill(0, 0, n)
+    for (let d = 0; d < this.dimensions; d++) {
+      const value = query[d]!
+      if (value === 0) continue
+      const from = d * size
+      for (let i = 0; i < n; i++) partial[i]! += value * values[from + i]!
+    }
+    for (let i = 0; i < n; i++) sums[first + i]! += weight * partial[i]! * scales[i]!
+  }
+
+  private addBlockScoresByGroup(first: number, end: number, queries: Float32Array, groupOf: Uint16Array, out: Float32Array): void {
     const dimensions = this.dimensions
     const size = this.blockSlots
     if (this.scratch.length < size) this.scratch = new Float32Array(size)
     if (this.rowScratch.length < size) this.rowScratch = new Int32Array(size)
     const partial = this.scratch
-    for (let b = 0, first = 0; first < this.used; b++, first += size) {
-      const { values, scales } = this.blocks[b]!
-      const n = Math.min(size, this.used - first)
-      partial.fill(0, 0, n)
-      const rows = this.rowScratch
-      for (let i = 0; i < n; i++) rows[i] = first + i < groupOf.length ? groupOf[first + i]! * dimensions : 0
-      // Column by column, as addScores: each slot's query value looked up by its row.
-      for (let d = 0; d < dimensions; d++) {
-        const from = d * size
-        for (let i = 0; i < n; i++) partial[i]! += queries[rows[i]! + d]! * values[from + i]!
-      }
-      for (let i = 0; i < n; i++) out[first + i]! += partial[i]! * scales[i]!
+    const { values, scales } = this.blocks[first / size]!
+    const n = Math.min(size, end - first)
+    partial.fill(0, 0, n)
+    const rows = this.rowScratch
+    for (let i = 0; i < n; i++) rows[i] = first + i < groupOf.length ? groupOf[first + i]! * dimensions : 0
+    // Column by column, as addBlockScores: each slot's query value looked up by its row.
+    for (let d = 0; d < dimensions; d++) {
+      const from = d * size
+      for (let i = 0; i < n; i++) partial[i]! += queries[rows[i]! + d]! * values[from + i]!
     }
+    for (let i = 0; i < n; i++) out[first + i]! += partial[i]! * scales[i]!
   }
 
   /** Bytes of the used slots: scales, then each column. */
