@@ -151,9 +151,16 @@ export const INDEX_SLICE_MS = 4
  * Chunks one change of a removal drops (a repository's, or the paths an import deleted), with a turn of the event
  * loop between changes: a chunk's removal counts its words again to find its postings, about 34 µs a chunk on the
  * stall bench, where removing its imported repository of 43,863 chunks as one change held the event loop for
- * 1,485 ms. 100 keeps a change near 3.5 ms.
+ * 1,485 ms. 100 keeps a change near 3.5 ms, when its chunks are of the usual size (REMOVAL_BATCH_CHARS).
  */
 export const REMOVAL_BATCH_CHUNKS = 100
+
+/**
+ * Characters of content one change of a removal drops at most, beside REMOVAL_BATCH_CHUNKS: counting the words
+ * again costs by the character (33 ns each, on real code), and chunks run from one line to 4,000 characters, so
+ * changes of 100 chunks took from 1 to 28 ms. 100,000 is the average 100 chunks (1,160 characters each).
+ */
+export const REMOVAL_BATCH_CHARS = 100_000
 
 /**
  * Quiet time after the last change that removed chunks before their entries are swept out of the full-text

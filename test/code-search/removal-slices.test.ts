@@ -9,7 +9,7 @@ import { createFileSnapshotStore } from '../../plugins/code-search/index/persist
 import { indexFiles, removeRepository, type IndexingOptions } from '../../plugins/code-search/indexing/indexing.ts'
 import { createCodeIndex } from '../../plugins/code-search/service.ts'
 import type { CodeIndex, RepositoryFile } from '../../plugins/code-search/types.ts'
-import { REMOVAL_BATCH_CHUNKS } from '../../plugins/code-search/tuning.ts'
+import { REMOVAL_BATCH_CHARS, REMOVAL_BATCH_CHUNKS } from '../../plugins/code-search/tuning.ts'
 import { memoryLogger } from '../../src/log.ts'
 import { openDatabase } from '../../src/storage/database.ts'
 import { migrate } from '../../src/storage/migrate.ts'
@@ -136,6 +136,72 @@ describe('removing many chunks', () => {
     done = true
     expect(halfDone).toBe(true)
     expect((await holds(0)) || (await holds(count - 1))).toBe(false)
+  })
+
+  test('no change drops more than REMOVAL_BATCH_CHARS of content or REMOVAL_BATCH_CHUNKS chunks, whatever the sizes of its files', async () => {
+    const indexes = new IndexLifecycle({
+      embeddings: { id: 'test', hashedDimensions: undefined },
+      snapshots: undefined,
+      logger: memoryLogger(),
+      now: Date.now,
+      snapshotDelayMs: 600_000,
+      refreshIntervalMs: 0,
+      compactAfterBytes: Infinity,
+    })
+    cleanups.push(() => indexes.close())
+    const org = await indexes.org('org')
+    const held = () =>
+      org.index.pathsOf('mixed').reduce(
+        (sum, path) => {
+          const size = org.index.sizeAt('mixed', path)
+          return { chunks: sum.chunks + size.chunks, chars: sum.chars + size.chars }
+        },
+        { chunks: 0, chars: 0 },
+      )
+    // What the repository holds each time the removal gives way (with slices of 0 ms, after every change or piece).
+    const seen: { chunks: number; chars: number }[] = []
+    class Watching extends InProgress {
+      override finished(atMostMs: number) {
+        seen.push(held())
+        return super.finished(atMostMs)
+      }
+    }
+    const options: IndexingOptions = {
+      embeddings: createHashedEmbeddings(),
+      lifecycle: indexes,
+      logger: memoryLogger(),
+      embedBatchSize: 64,
+      prepareInWorkerFrom: Infinity,
+      indexSliceMs: 0,
+      chunker: undefined,
+      searches: new Watching(),
+    }
+    // Lines of 64 characters: chunks of 60 lines, near the chunker's 4,000 characters.
+    const lines = (count: number, word: string) =>
+      Array.from({ length: count }, (_, n) => `export const ${word}${String(n).padStart(6, '0')} = '${'x'.repeat(38)}'`).join('\n')
+    const files: RepositoryFile[] = [
+      { path: 'big.ts', content: lines(6_000, 'big') },
+      ...Array.from({ length: 40 }, (_, n) => ({ path: `medium${n}.ts`, content: lines(500, `medium${n}_`) })),
+      ...Array.from({ length: 300 }, (_, n) => ({ path: `small${n}.ts`, content: `export const small${n} = ${n}\n` })),
+    ]
+    await indexFiles(options, { orgId: 'org', repositoryId: 'mixed', repositoryName: 'acme/mixed', files })
+    const before = held()
+    expect(before.chars).toBeGreaterThan(20 * REMOVAL_BATCH_CHARS)
+    seen.length = 0
+    await removeRepository(options, 'org', 'mixed')
+    expect(held()).toEqual({ chunks: 0, chars: 0 })
+    const steps = [before, ...seen]
+    let largest = { chunks: 0, chars: 0 }
+    for (let n = 1; n < steps.length; n++) {
+      const chunks = steps[n - 1]!.chunks - steps[n]!.chunks
+      const chars = steps[n - 1]!.chars - steps[n]!.chars
+      largest = { chunks: Math.max(largest.chunks, chunks), chars: Math.max(largest.chars, chars) }
+    }
+    expect(largest.chars).toBeLessThanOrEqual(REMOVAL_BATCH_CHARS)
+    expect(largest.chunks).toBeLessThanOrEqual(REMOVAL_BATCH_CHUNKS)
+    // Each change near its bound, not one a chunk (the sweep afterwards gives way too, changing nothing held).
+    const changes = steps.filter((step, n) => n > 0 && step.chunks < steps[n - 1]!.chunks).length
+    expect(changes).toBeLessThan((2 * before.chars) / REMOVAL_BATCH_CHARS)
   })
 
   test('both end in a snapshot that loads as the index was', async () => {

@@ -254,14 +254,20 @@ export class OrgIndex {
   }
 
   /**
-   * Removes up to `count` of the file's chunks, the last first: a large file taken out over several turns (see
-   * removePaths in indexing.ts); the file's removal as a change then removes the rest. Answers how many are left.
+   * Removes the file's last chunks, at most `maxChunks` of them and `maxChars` characters of content (one at least):
+   * a large file taken out over several turns (see removePaths in indexing.ts); the file's removal as a change then
+   * removes the rest. Answers how many chunks are left.
    */
-  removeSomeChunks(repositoryId: string, path: string, count: number): number {
+  removeSomeChunks(repositoryId: string, path: string, maxChunks: number, maxChars: number): number {
     const paths = this.files.get(repositoryId)
     const slots = paths?.get(path)
     if (!paths || !slots) return 0
-    for (let n = 0; n < count && slots.length > 0; n++) this.release(slots.pop()!)
+    let chars = 0
+    for (let n = 0; n < maxChunks && slots.length > 0; n++) {
+      chars += this.chunks[slots.at(-1)!]?.content.length ?? 0
+      if (n > 0 && chars > maxChars) break
+      this.release(slots.pop()!)
+    }
     if (slots.length > 0) return slots.length
     this.forgetFile(repositoryId, path)
     return 0
@@ -279,9 +285,12 @@ export class OrgIndex {
     return [...(this.files.get(repositoryId)?.keys() ?? [])]
   }
 
-  /** How many chunks the index holds of the file. */
-  chunksAt(repositoryId: string, path: string): number {
-    return this.files.get(repositoryId)?.get(path)?.length ?? 0
+  /** How many chunks the index holds of the file, and their characters of content. */
+  sizeAt(repositoryId: string, path: string): { chunks: number; chars: number } {
+    const slots = this.files.get(repositoryId)?.get(path) ?? []
+    let chars = 0
+    for (const slot of slots) chars += this.chunks[slot]?.content.length ?? 0
+    return { chunks: slots.length, chars }
   }
 
   removeRepository(repositoryId: string): void {

@@ -10,7 +10,7 @@ import type { Logger } from '../../../src/log.ts'
 import { type InProgress, timeSlices } from '../../../src/time-slices.ts'
 import type { EmbeddingProvider } from '../embeddings/index.ts'
 import type { FileChunks, IndexLifecycle, OrgState } from '../index/index.ts'
-import { PREPARE_BATCH_CHARS, PREPARE_IN_FLIGHT, REMOVAL_BATCH_CHUNKS, SEARCH_PRIORITY_MS } from '../tuning.ts'
+import { PREPARE_BATCH_CHARS, PREPARE_IN_FLIGHT, REMOVAL_BATCH_CHARS, REMOVAL_BATCH_CHUNKS, SEARCH_PRIORITY_MS } from '../tuning.ts'
 import { renewVocabulary } from '../terms/index.ts'
 import type { IndexFilesInput, RepositoryFile } from '../types.ts'
 import { chunkFile, type ChunkerOptions } from './chunker.ts'
@@ -87,29 +87,36 @@ export async function removeRepository(options: IndexingOptions, orgId: string, 
 }
 
 /**
- * Removes the repository's files at `paths`, in changes of about REMOVAL_BATCH_CHUNKS chunks with other work between
- * them: as one change, a large repository's removal would hold the event loop for as long as all its chunks take.
- * A file of more chunks than that goes a batch at a time too, its change recorded once the last batch is gone.
+ * Removes the repository's files at `paths`, in changes of at most REMOVAL_BATCH_CHUNKS chunks and REMOVAL_BATCH_CHARS
+ * characters with other work between them: as one change, a large repository's removal would hold the event loop
+ * for as long as all its chunks take. A file larger than that goes a piece at a time too, its change recorded once
+ * the last piece is gone.
  */
 async function removePaths(options: IndexingOptions, org: OrgState, repositoryId: string, paths: readonly string[]): Promise<void> {
   const giveWay = timeSlices(options.indexSliceMs, () => options.searches.finished(SEARCH_PRIORITY_MS))
+  const fits = (chunks: number, chars: number) => chunks <= REMOVAL_BATCH_CHUNKS && chars <= REMOVAL_BATCH_CHARS
   let batch: string[] = []
   let chunks = 0
+  let chars = 0
   const removeBatch = async () => {
     options.lifecycle.apply(org, { kind: 'removePaths', repositoryId, paths: batch })
     batch = []
     chunks = 0
+    chars = 0
     await giveWay()
   }
   for (const path of paths) {
-    // The index may be replaced by a newer snapshot between two batches: what is left is taken from the one in use.
-    while (org.index.chunksAt(repositoryId, path) > REMOVAL_BATCH_CHUNKS) {
-      org.index.removeSomeChunks(repositoryId, path, REMOVAL_BATCH_CHUNKS)
+    // The index may be replaced by a newer snapshot between two changes: what is left is taken from the one in use.
+    let size = org.index.sizeAt(repositoryId, path)
+    while (!fits(size.chunks, size.chars)) {
+      org.index.removeSomeChunks(repositoryId, path, REMOVAL_BATCH_CHUNKS, REMOVAL_BATCH_CHARS)
       await giveWay()
+      size = org.index.sizeAt(repositoryId, path)
     }
+    if (batch.length > 0 && !fits(chunks + size.chunks, chars + size.chars)) await removeBatch()
     batch.push(path)
-    chunks += org.index.chunksAt(repositoryId, path)
-    if (chunks >= REMOVAL_BATCH_CHUNKS) await removeBatch()
+    chunks += size.chunks
+    chars += size.chars
   }
   if (batch.length > 0) await removeBatch()
 }
