@@ -8,8 +8,7 @@
  * their term-space vectors scored in one go, as one turn did, against the longest of the steps the search now
  * takes, a block of 4,096 slots at a time, at 100,000 chunks and (not in quick mode) 1,000,000.
  */
-import { hashedVector, Meaning, runToEnd, VectorStore, type TermSpace } from '../plugins/code-search/index.ts'
-import { nearestSteps, type ScoringPart, type VectorQuery } from '../plugins/code-search/vectors/vectors.ts'
+import { hashedVector, Meaning, nearestSteps, runToEnd, VectorStore, type ScoringPart, type TermSpace, type VectorQuery } from '../plugins/code-search/index.ts'
 import { quickOr } from './lib/mode.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 

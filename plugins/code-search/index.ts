@@ -23,7 +23,7 @@ export { chunkFile } from './indexing/index.ts'
 export { createEmbeddings, createHashedEmbeddings, hashedVector } from './embeddings/index.ts'
 export { createQueryExpander } from './expansion.ts'
 export { createFileSnapshotStore, decodeSnapshot, orgDirName } from './index/index.ts'
-export { Meaning, runToEnd, VectorStore, type TermSpace } from './vectors/index.ts'
+export { Meaning, nearestSteps, runToEnd, VectorStore, type ScoringPart, type TermSpace, type VectorQuery } from './vectors/index.ts'
 // Signs a scoped search as a process of the deployment does, for tests that send the owner's route one.
 export { SCOPED_SEARCH_PATH, scopedSearchSignature } from './forwarding.ts'
 

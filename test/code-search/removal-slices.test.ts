@@ -68,6 +68,33 @@ async function savingIndex() {
   return { open }
 }
 
+/** A lifecycle of indexes without snapshots or term spaces, closed after the test. */
+function plainLifecycle(): IndexLifecycle {
+  const made = new IndexLifecycle({
+    embeddings: { id: 'test', hashedDimensions: undefined },
+    snapshots: undefined,
+    logger: memoryLogger(),
+    now: Date.now,
+    snapshotDelayMs: 600_000,
+    refreshIntervalMs: 0,
+    compactAfterBytes: Infinity,
+  })
+  cleanups.push(() => made.close())
+  return made
+}
+
+/** Indexing on this thread over `lifecycle`, giving way after every change (slices of 0 ms). */
+const indexingOptions = (lifecycle: IndexLifecycle, searches = new InProgress()): IndexingOptions => ({
+  embeddings: createHashedEmbeddings(),
+  lifecycle,
+  logger: memoryLogger(),
+  embedBatchSize: 64,
+  prepareInWorkerFrom: Infinity,
+  indexSliceMs: 0,
+  chunker: undefined,
+  searches,
+})
+
 // Full text: the term space is learnt again after each change, in the background.
 const answer = (index: CodeIndex, query: string) =>
   index.search({ orgId: 'org' }, { query, mode: 'text', limit: 20 }).then((results) => results.map((r) => `${r.repositoryId}:${r.path}`))
@@ -139,16 +166,7 @@ describe('removing many chunks', () => {
   })
 
   test('no change drops more than REMOVAL_BATCH_CHARS of content or REMOVAL_BATCH_CHUNKS chunks, whatever the sizes of its files', async () => {
-    const indexes = new IndexLifecycle({
-      embeddings: { id: 'test', hashedDimensions: undefined },
-      snapshots: undefined,
-      logger: memoryLogger(),
-      now: Date.now,
-      snapshotDelayMs: 600_000,
-      refreshIntervalMs: 0,
-      compactAfterBytes: Infinity,
-    })
-    cleanups.push(() => indexes.close())
+    const indexes = plainLifecycle()
     const org = await indexes.org('org')
     const held = () =>
       org.index.pathsOf('mixed').reduce(
@@ -166,16 +184,7 @@ describe('removing many chunks', () => {
         return super.finished(atMostMs)
       }
     }
-    const options: IndexingOptions = {
-      embeddings: createHashedEmbeddings(),
-      lifecycle: indexes,
-      logger: memoryLogger(),
-      embedBatchSize: 64,
-      prepareInWorkerFrom: Infinity,
-      indexSliceMs: 0,
-      chunker: undefined,
-      searches: new Watching(),
-    }
+    const options = indexingOptions(indexes, new Watching())
     // Lines of 64 characters: chunks of 60 lines, near the chunker's 4,000 characters.
     const lines = (count: number, word: string) =>
       Array.from({ length: count }, (_, n) => `export const ${word}${String(n).padStart(6, '0')} = '${'x'.repeat(38)}'`).join('\n')
@@ -233,19 +242,6 @@ describe('removing many chunks', () => {
 })
 
 describe("removed chunks' postings", () => {
-  const lifecycle = () => {
-    const made = new IndexLifecycle({
-      embeddings: { id: 'test', hashedDimensions: undefined },
-      snapshots: undefined,
-      logger: memoryLogger(),
-      now: Date.now,
-      snapshotDelayMs: 600_000,
-      refreshIntervalMs: 0,
-      compactAfterBytes: Infinity,
-    })
-    cleanups.push(() => made.close())
-    return made
-  }
   const fileOf = (path: string, content: string) => ({
     repositoryId: 'r',
     repositoryName: 'acme/r',
@@ -255,7 +251,7 @@ describe("removed chunks' postings", () => {
   })
 
   test('are swept once the changes removing chunks pause, whatever applied them', async () => {
-    const indexes = lifecycle()
+    const indexes = plainLifecycle()
     const org = await indexes.org('org')
     for (let n = 0; n < 50; n++) indexes.apply(org, { kind: 'file', file: fileOf(`f${n}.ts`, `verify token ${n}`) })
     indexes.apply(org, { kind: 'removePaths', repositoryId: 'r', paths: ['f1.ts', 'f2.ts'] })
@@ -267,18 +263,8 @@ describe("removed chunks' postings", () => {
   })
 
   test("are swept before a repository's removal, or an import that removed paths, answers", async () => {
-    const indexes = lifecycle()
-    const embeddings = createHashedEmbeddings()
-    const options: IndexingOptions = {
-      embeddings,
-      lifecycle: indexes,
-      logger: memoryLogger(),
-      embedBatchSize: 64,
-      prepareInWorkerFrom: Infinity,
-      indexSliceMs: 0,
-      chunker: undefined,
-      searches: new InProgress(),
-    }
+    const indexes = plainLifecycle()
+    const options = indexingOptions(indexes)
     const org = await indexes.org('org')
     await indexFiles(options, { orgId: 'org', repositoryId: 'shop', repositoryName: 'acme/shop', files: corpus })
     await indexFiles(options, { orgId: 'org', repositoryId: 'verifiers', repositoryName: 'acme/verifiers', files: verifierFiles() })
