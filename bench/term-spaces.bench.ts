@@ -9,6 +9,7 @@
  * takes, a block of 4,096 slots at a time, at 100,000 chunks and (not in quick mode) 1,000,000.
  */
 import { hashedVector, Meaning, nearestSteps, runToEnd, VectorStore, type ScoringPart, type TermSpace, type VectorQuery } from '../plugins/code-search/index.ts'
+import { median } from './lib/import-support.ts'
 import { quickOr } from './lib/mode.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
 
@@ -50,7 +51,6 @@ export async function run(): Promise<Row[]> {
     oneTimes.push(a)
     manyTimes.push(b)
   }
-  const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!
   const baseline = median(oneTimes)
   const value = median(manyTimes)
   const calibration: Row = {
@@ -111,7 +111,6 @@ function scanSteps(random: () => number): Row[] {
       wholeTimes.push(whole)
       stepTimes.push(longest)
     }
-    const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!
     const baseline = median(wholeTimes)
     const value = median(stepTimes)
     rows.push({
