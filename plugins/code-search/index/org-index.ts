@@ -256,21 +256,18 @@ export class OrgIndex {
   /**
    * Removes the file's last chunks, at most `maxChunks` of them and `maxChars` characters of content (one at least):
    * a large file taken out over several turns (see removePaths in indexing.ts); the file's removal as a change then
-   * removes the rest. Answers how many chunks are left.
+   * removes the rest.
    */
-  removeSomeChunks(repositoryId: string, path: string, maxChunks: number, maxChars: number): number {
-    const paths = this.files.get(repositoryId)
-    const slots = paths?.get(path)
-    if (!paths || !slots) return 0
+  removeSomeChunks(repositoryId: string, path: string, maxChunks: number, maxChars: number): void {
+    const slots = this.files.get(repositoryId)?.get(path)
+    if (!slots) return
     let chars = 0
     for (let n = 0; n < maxChunks && slots.length > 0; n++) {
       chars += this.chunks[slots.at(-1)!]?.content.length ?? 0
       if (n > 0 && chars > maxChars) break
       this.release(slots.pop()!)
     }
-    if (slots.length > 0) return slots.length
-    this.forgetFile(repositoryId, path)
-    return 0
+    if (slots.length === 0) this.forgetFile(repositoryId, path)
   }
 
   /** Forgets a file whose chunks are all released, and its repository once it has no file left. */
