@@ -27,7 +27,8 @@ import { importSettings } from './lib/import-support.ts'
 import { meterLoop, type Turn } from './lib/loop-meter.ts'
 import { buildRealRepository } from './lib/real-repository.ts'
 import { printTable, ratioOf, writeResults, type Row } from './lib/report.ts'
-import { epochNow, type PollAnswer, type PollRequest, type Sample } from './lib/stall-poller.ts'
+import { epochNow } from './lib/clock.ts'
+import type { PollAnswer, PollRequest, Sample } from './lib/stall-poller.ts'
 
 const SEED_CHUNKS = 50_000
 const ROUNDS = Number(process.env.IMPORT_STALLS_ROUNDS ?? 5)

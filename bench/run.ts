@@ -38,6 +38,6 @@ if (failed.length) {
   console.error(`failed: ${failed.join(', ')}`)
   process.exitCode = 1
 }
-// Every bench has closed its servers and processes; a Worker one of them left referenced (after the import-stall
-// bench one stays for minutes) must not keep the run from ending once its figures are written.
+// Every bench has closed its servers and processes; anything one of them still left referenced must not keep the run
+// from ending once its figures are written.
 process.exit()

@@ -4,7 +4,8 @@
  * several tasks of one turn, which is what a request arriving at the worst moment waits for on a free core. Unlike
  * a wall-clock wait, it does not grow when the host is busy with other processes.
  */
-import { epochNow } from './stall-poller.ts'
+// Not from stall-poller.ts: importing that Worker's script sets this thread's onmessage, which keeps the process alive.
+import { epochNow } from './clock.ts'
 
 export interface Turn {
   /** When the turn began, in ms since the epoch (as the client's samples). */

@@ -9,6 +9,7 @@
  * the host than about the service. Read from /proc (Linux); 0 where that is not there.
  */
 import { readFileSync } from 'node:fs'
+import { epochNow } from './clock.ts'
 
 declare const self: Worker
 
@@ -33,9 +34,6 @@ export interface PollAnswer {
   search: Sample[]
   failures: number
 }
-
-/** The clock both threads share. */
-export const epochNow = () => performance.timeOrigin + performance.now()
 
 // The process's main thread has the process's id as its thread id; the first field is its time on a CPU, in ns.
 const schedstat = `/proc/${process.pid}/task/${process.pid}/schedstat`
