@@ -68,7 +68,13 @@ export class OrgIndex {
   /** Created with the first vector, whose length every later one must have. */
   private vectorStore: VectorStore | undefined
   private readonly chunks: (ChunkDocument | undefined)[] = []
+  /** Slots free to take: no posting list holds an entry of their last chunk. */
   private readonly freeSlots: number[] = []
+  /**
+   * Slots given up whose last chunk's entries may still be in the postings, free once swept (sweepRemoved): an id
+   * taken again before then makes the postings sweep every list touched since, at once (PostingLists.add).
+   */
+  private readonly releasedSlots: number[] = []
   /** repositoryId -> path -> slots of that file's chunks. */
   private readonly files = new Map<string, Map<string, number[]>>()
   private readonly repositories: Map<string, RepositoryRecord>
@@ -194,6 +200,7 @@ export class OrgIndex {
     for (const chunk of file.chunks)
       if (chunk.vector.length !== dimensions) throw new Error(`vector has ${chunk.vector.length} dimensions, the index ${dimensions}`)
     this.removePath(file.repositoryId, file.path)
+    if (this.releasedSlots.length > 0 && !this.sweepPending) this.freeReleasedSlots()
     const slots: number[] = []
     // One string per file, not per chunk.
     const language = file.language ? file.language.toLowerCase() : ''
@@ -495,6 +502,11 @@ export class OrgIndex {
     this.meaning?.clear(slot)
     this.noteChange(slot)
     this.chunks[slot] = undefined
-    this.freeSlots.push(slot)
+    this.releasedSlots.push(slot)
+  }
+
+  private freeReleasedSlots(): void {
+    for (const slot of this.releasedSlots) this.freeSlots.push(slot)
+    this.releasedSlots.length = 0
   }
 }
