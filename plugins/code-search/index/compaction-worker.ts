@@ -15,11 +15,8 @@ import {
   type DecodedSnapshot,
   type SnapshotPiece,
 } from './persistence.ts'
-import { lowerThreadPriority } from '../../../src/background-thread.ts'
 
 declare const self: Worker
-
-lowerThreadPriority()
 
 /** Snapshots being handed over, by request. */
 const handingOver = new Map<number, Generator<[SnapshotPiece | DecodedSnapshot, ArrayBuffer[]]>>()

@@ -8,11 +8,8 @@ import { encodeFileChange } from '../index/index.ts'
 import { countTerms } from '../terms/index.ts'
 import { chunkFile } from './chunker.ts'
 import type { PreparationAnswer, PreparationRequest, PreparedChunk } from './preparation.ts'
-import { lowerThreadPriority } from '../../../src/background-thread.ts'
 
 declare const self: Worker
-
-lowerThreadPriority()
 
 // Numbering restarts, and the event loop's table with it, once this many terms were sent.
 const MAX_WIRE_TERMS = 1_000_000

@@ -8,11 +8,8 @@ import { termsOf } from '../terms/index.ts'
 import { chunkTermWeights, embedInTermSpace, learnTermSpace, postedTermSpace, type TermSpace } from './term-space.ts'
 import type { TermSpaceAnswer, TermSpaceRequest } from './term-space-learner.ts'
 import { VectorStore } from './vectors.ts'
-import { lowerThreadPriority } from '../../../src/background-thread.ts'
 
 declare const self: Worker
-
-lowerThreadPriority()
 
 let slots: number[] = []
 let repositoryIds: string[] = []
