@@ -45,6 +45,19 @@ describe("a removed chunk's slot", () => {
     expect(found('hotel')).toEqual(['hotel'])
   })
 
+  test('once swept, is taken by the next file stored, even one replacing chunks of its own', () => {
+    const index = new OrgIndex()
+    index.replaceFile(file('a.ts', ['alpha']))
+    index.replaceFile(file('b.ts', ['bravo', 'charlie']))
+    index.removePath('r', 'b.ts')
+    sweep(index)
+    // a.ts's old chunk waits for the next sweep; b.ts's swept slots are taken.
+    index.replaceFile(file('a.ts', ['delta', 'golf']))
+    expect(index.vectors!.slots).toBe(3)
+    expect(index.sweepPending).toBe(true)
+    expect(index.searchText('alpha', {}, 10)).toEqual([])
+  })
+
   test('whatever the order of changes and sweeps, a word finds exactly the chunks holding it now', () => {
     const content = fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 4 }).map((words) => words.join(' '))
     const step = fc.oneof(

@@ -199,8 +199,9 @@ export class OrgIndex {
     const dimensions = this.vectorStore?.dimensions ?? file.chunks[0]?.vector.length
     for (const chunk of file.chunks)
       if (chunk.vector.length !== dimensions) throw new Error(`vector has ${chunk.vector.length} dimensions, the index ${dimensions}`)
-    this.removePath(file.repositoryId, file.path)
+    // Before this file's own chunks are released, which leaves a sweep pending again.
     if (this.releasedSlots.length > 0 && !this.sweepPending) this.freeReleasedSlots()
+    this.removePath(file.repositoryId, file.path)
     const slots: number[] = []
     // One string per file, not per chunk.
     const language = file.language ? file.language.toLowerCase() : ''
